@@ -1,0 +1,301 @@
+"""A synchronous MCP client for the runner: one tool-server subprocess and one ClientSession per run.
+
+    with ToolClient() as tools:                       # starts `python -m arms.tools.server` over stdio
+        tools.list_tools()                  # [{"name", "description", "input_schema", "output_schema"}]
+        tools.call("orbital_period", {"altitude_km": 400})   # {"period_min": 92.56}
+        tools.call("orbital_period", {"altitude_km": "x"})   # {"error": "argument 'altitude_km' must be ..."}
+
+`call` never raises for a tool fault: a bad argument, an unknown tool, a tool that raised, a server that
+died or hung all come back as {"error": "..."}. The async mcp client runs on a private event loop in a
+background thread; one long-lived task owns the stdio transport and the session (anyio cancel scopes must be
+entered and left by the same task) and serves the calls handed to it through a queue.
+
+Restart policy: when the server dies (connection closed) or does not answer within call_timeout_s, that
+call returns an error and is not retried (the call may be what killed it). The next call starts a new server
+once; after `max_restarts` restarts, every remaining call returns an error without contacting anything.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import json
+import logging
+import os
+import sys
+import threading
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp.shared.exceptions import MCPError
+from mcp_types.jsonrpc import CONNECTION_CLOSED, REQUEST_TIMEOUT
+
+log = logging.getLogger(__name__)
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_COMMAND = (sys.executable, "-m", "arms.tools.server")
+_FATAL_CODES = (CONNECTION_CLOSED, REQUEST_TIMEOUT)
+
+_Op = Callable[[ClientSession], Awaitable[Any]]
+
+
+class ToolServerError(RuntimeError):
+    """The tool server could not be started or is gone for good."""
+
+
+class _ServerGone(Exception):
+    """Internal: the session can no longer be used (closed connection or a timeout)."""
+
+
+def _is_fatal(exc: BaseException) -> bool:
+    return isinstance(exc, MCPError) and exc.code in _FATAL_CODES or isinstance(exc, OSError | EOFError)
+
+
+def _result_payload(result: Any) -> dict[str, Any]:
+    """Turn a CallToolResult into the tool's result dict, or {"error": text} for an is_error result."""
+    text = " ".join(getattr(c, "text", "") for c in result.content).strip()
+    if result.is_error:
+        return {"error": text or "tool reported an error without a message"}
+    if isinstance(result.structured_content, dict):
+        return dict(result.structured_content)
+    try:
+        payload = json.loads(text)
+    except json.JSONDecodeError:
+        return {"error": f"tool returned no structured result: {text[:200]!r}"}
+    return (
+        payload if isinstance(payload, dict) else {"error": f"tool returned a non-object result: {payload!r}"}
+    )
+
+
+class _Connection:
+    """One server process and session: the queue its task serves and whether it still accepts work."""
+
+    def __init__(self) -> None:
+        self.queue: asyncio.Queue[tuple[_Op | None, concurrent.futures.Future[Any]]] = None  # type: ignore[assignment]
+        self.open = threading.Event()
+        self.task: concurrent.futures.Future[None] = None  # type: ignore[assignment]
+
+
+class ToolClient:
+    """Synchronous handle on an MCP tool server subprocess; use as a context manager."""
+
+    def __init__(
+        self,
+        command: Sequence[str] = DEFAULT_COMMAND,
+        *,
+        cwd: str | Path = REPO_ROOT,
+        env: dict[str, str] | None = None,
+        call_timeout_s: float = 30.0,
+        start_timeout_s: float = 60.0,
+        max_restarts: int = 1,
+    ):
+        self.command = list(command)
+        self.cwd = Path(cwd)
+        # The server must import this repository's packages whatever the caller's working directory.
+        self.env = {
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))
+        }
+        self.env.update(env or {})
+        self.call_timeout_s = call_timeout_s
+        self.start_timeout_s = start_timeout_s
+        self.max_restarts = max_restarts
+        self.restarts = 0
+        self.dead_reason: str | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._conn: _Connection | None = None
+        self._lock = threading.Lock()
+        self._tools_cache: list[dict[str, Any]] | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+
+    def __enter__(self) -> ToolClient:
+        self.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def start(self) -> None:
+        """Start the event-loop thread and the server; raise ToolServerError if the server does not start."""
+        if self._loop is None:
+            self._loop = asyncio.new_event_loop()
+            self._thread = threading.Thread(
+                target=self._loop.run_forever, name="mcp-tool-client", daemon=True
+            )
+            self._thread.start()
+        self._connect()
+
+    def _connect(self) -> None:
+        assert self._loop is not None
+        conn = _Connection()
+        ready: concurrent.futures.Future[None] = concurrent.futures.Future()
+        conn.task = asyncio.run_coroutine_threadsafe(self._serve(conn, ready), self._loop)
+        try:
+            ready.result(timeout=self.start_timeout_s)
+        except concurrent.futures.TimeoutError as e:
+            conn.task.cancel()
+            raise ToolServerError(
+                f"tool server {' '.join(self.command)!r} did not start within {self.start_timeout_s} s"
+            ) from e
+        except Exception as e:
+            raise ToolServerError(f"tool server {' '.join(self.command)!r} failed to start: {e!r}") from e
+        self._conn = conn
+
+    async def _serve(self, conn: _Connection, ready: concurrent.futures.Future[None]) -> None:
+        """The task that owns one server connection: open, initialise, serve queued operations, close."""
+        conn.queue = asyncio.Queue()
+        params = StdioServerParameters(
+            command=self.command[0], args=self.command[1:], env=self.env, cwd=self.cwd
+        )
+        pending: concurrent.futures.Future[Any] | None = None
+        gone: str | None = None
+        closed_cleanly = False
+        try:
+            async with (
+                stdio_client(params) as (read, write),
+                ClientSession(read, write, read_timeout_seconds=self.call_timeout_s) as session,
+            ):
+                await session.initialize()
+                conn.open.set()
+                ready.set_result(None)
+                while True:
+                    op, pending = await conn.queue.get()
+                    if op is None:
+                        closed_cleanly = True
+                        break
+                    try:
+                        value = await op(session)
+                    except Exception as e:
+                        if _is_fatal(e):
+                            gone = str(getattr(e, "message", "")) or repr(e)
+                            break
+                        pending.set_exception(e)
+                    else:
+                        pending.set_result(value)
+                    pending = None
+        except Exception as e:
+            # Closing a transport whose process already died can raise; the failure is reported below.
+            gone = gone or repr(e)
+            if not ready.done():
+                ready.set_exception(e)
+            elif pending is None:
+                log.warning("tool server connection closed with %r", e)
+        finally:
+            # Closed before the caller hears back, so its next call never queues on a finished task.
+            conn.open.clear()
+            if pending is not None and not pending.done():
+                if closed_cleanly:
+                    pending.set_result(None)
+                else:
+                    pending.set_exception(_ServerGone(gone or "the connection task was cancelled"))
+
+    def close(self) -> None:
+        """Stop the server (closing its stdin, as the MCP spec asks) and the event-loop thread."""
+        if self._loop is None:
+            return
+        conn = self._conn
+        if conn is not None and conn.open.is_set():
+            done: concurrent.futures.Future[Any] = concurrent.futures.Future()
+            self._loop.call_soon_threadsafe(conn.queue.put_nowait, (None, done))
+            try:
+                conn.task.result(timeout=15)
+            except concurrent.futures.TimeoutError:
+                log.warning("tool server did not shut down within 15 s; cancelling its task")
+                conn.task.cancel()
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        assert self._thread is not None
+        self._thread.join(timeout=15)
+        self._loop.close()
+        self._loop = None
+        self._thread = None
+
+    # -- operations --------------------------------------------------------------------------------
+
+    def _run(self, op: _Op) -> Any:
+        """Hand one operation to the connection task and wait; raise _ServerGone if the server died."""
+        conn = self._conn
+        assert self._loop is not None and conn is not None
+        if not conn.open.is_set():
+            raise _ServerGone("tool server connection is closed")
+        fut: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        self._loop.call_soon_threadsafe(conn.queue.put_nowait, (op, fut))
+        try:
+            return fut.result(timeout=self.call_timeout_s + 30)
+        except concurrent.futures.TimeoutError as e:
+            conn.open.clear()
+            conn.task.cancel()
+            raise _ServerGone(f"no answer within {self.call_timeout_s + 30} s") from e
+
+    def _ensure_connected(self) -> str | None:
+        """None if a live connection is available (restarting a dead server once), else why not."""
+        if self._loop is None:
+            return "tool client is not started (use `with ToolClient() as tools:`)"
+        if self.dead_reason is not None:
+            return self.dead_reason
+        if self._conn is not None and self._conn.open.is_set():
+            return None
+        if self.restarts >= self.max_restarts:
+            self.dead_reason = f"tool server died and was already restarted {self.restarts} time(s)"
+            return self.dead_reason
+        self.restarts += 1
+        try:
+            self._connect()
+        except ToolServerError as e:
+            self.dead_reason = f"tool server restart failed: {e}"
+            return self.dead_reason
+        return None
+
+    def list_tools(self) -> list[dict[str, Any]]:
+        """The server's tools as dicts (name, description, input_schema, output_schema); raises if gone."""
+        with self._lock:
+            why = self._ensure_connected()
+            if why is not None:
+                raise ToolServerError(why)
+
+            async def op(session: ClientSession) -> Any:
+                return await session.list_tools()
+
+            try:
+                listed = self._run(op)
+            except _ServerGone as e:
+                raise ToolServerError(f"tool server died while listing tools: {e}") from e
+        self._tools_cache = [
+            {
+                "name": t.name,
+                "description": t.description,
+                "input_schema": t.input_schema,
+                "output_schema": t.output_schema,
+            }
+            for t in listed.tools
+        ]
+        return self._tools_cache
+
+    def call(self, name: Any, arguments: Any) -> dict[str, Any]:
+        """Call a tool: its result dict, or {"error": why} for any fault (never raises for a tool fault)."""
+        if not isinstance(name, str) or not name:
+            return {"error": f"tool name must be a non-empty string, got {name!r}"}
+        if not isinstance(arguments, dict):
+            return {"error": f"arguments of {name!r} must be a JSON object, got {type(arguments).__name__}"}
+        with self._lock:
+            why = self._ensure_connected()
+            if why is not None:
+                return {"error": f"tool server unavailable: {why}"}
+
+            async def op(session: ClientSession) -> Any:
+                return await session.call_tool(name, arguments)
+
+            try:
+                result = self._run(op)
+            except _ServerGone as e:
+                return {"error": f"tool server died during the call: {e}"}
+            except MCPError as e:
+                return {"error": f"tool server refused the call: {e.message}"}
+            except Exception as e:  # noqa: BLE001 - any client-side failure is a recorded fault, not a crash
+                return {"error": f"tool call failed in the client: {type(e).__name__}: {e}"}
+        return _result_payload(result)
