@@ -10,8 +10,8 @@ API used by the runner and by pipeline.pins:
     index.revision                               sha256 of corpus bytes, tokenizer/BM25 settings, bm25s ver.
     corpus_revision(corpus_path) -> str          the revision an index of that corpus would have (no build)
 
-The corpus is JSONL, one document per line: {"doc_id": str, "title": str, "text": str}. Title and text are
-indexed together; a Hit carries the text (what the prompt shows) and the title separately. A query always
+The corpus is JSONL, one document per line: {"doc_id": str, "title": str, "text": str}. The text is indexed
+(INDEXED_FIELDS); a Hit carries the text (what the prompt shows) and the title. A query always
 returns min(top_k, number of documents) hits, zero-score ones included, so every item of an arm gets the same
 prompt shape; ties (zero scores above all) are broken by doc_id.
 
@@ -37,11 +37,14 @@ from bm25s.tokenization import Tokenizer
 # bm25s defaults, written out because they are part of the revision: changing one changes every score.
 TOKENIZER_SETTINGS: dict[str, Any] = {
     "lower": True,
-    "stopwords": "en",
+    "stopwords": "english",
     "stemmer": None,
     "splitter": r"(?u)\b\w\w+\b",
 }
 BM25_SETTINGS: dict[str, Any] = {"k1": 1.5, "b": 0.75, "delta": 0.5, "method": "lucene", "dtype": "float32"}
+# Only the text is indexed, as demo/make_world.py retrieves the training passages, so that the +rag arms see
+# passages chosen the way the demo models were trained on; titles are returned with each hit.
+INDEXED_FIELDS = ("text",)
 REVISION_FILE = "revision.json"
 DOCS_FILE = "docs.jsonl"
 REQUIRED_FIELDS = ("doc_id", "title", "text")
@@ -71,7 +74,12 @@ def _bm25s_version() -> str:
 
 
 def _settings() -> dict[str, Any]:
-    return {"tokenizer": TOKENIZER_SETTINGS, "bm25": BM25_SETTINGS, "bm25s_version": _bm25s_version()}
+    return {
+        "tokenizer": TOKENIZER_SETTINGS,
+        "bm25": BM25_SETTINGS,
+        "indexed_fields": list(INDEXED_FIELDS),
+        "bm25s_version": _bm25s_version(),
+    }
 
 
 def _revision_of(corpus_bytes: bytes) -> str:
@@ -113,8 +121,8 @@ def read_corpus(corpus_path: str | Path) -> list[dict[str, str]]:
                 )
         if not row["doc_id"].strip():
             raise CorpusError(f"{path}:{lineno}: field 'doc_id' is empty; give every document an id")
-        if not (row["title"] + row["text"]).strip():
-            raise CorpusError(f"{path}:{lineno}: fields 'title' and 'text' are both empty; nothing to index")
+        if not row["text"].strip():
+            raise CorpusError(f"{path}:{lineno}: field 'text' is empty; every document needs text to index")
         if row["doc_id"] in seen:
             raise CorpusError(
                 f"{path}:{lineno}: field 'doc_id' {row['doc_id']!r} repeats line {seen[row['doc_id']]}; "
