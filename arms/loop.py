@@ -1,0 +1,234 @@
+"""The batched tool loop of the +tools arms: generate, execute Hermes/Qwen tool calls, continue.
+
+    outcomes = run_tool_loop(engine, requests, decoding, tool_client, max_tool_calls)
+
+`engine` follows pipeline.engines.base.Engine; `requests` are the round-0 GenRequests (one per item and
+sample, each with its own seed and max_tokens); `tool_client` has `.call(name, arguments) -> dict`
+(arms.tools.client.ToolClient). Returns one LoopOutcome per request, in request order.
+
+Each round generates for every still-active sample in one engine call, with the request's own stop strings
+plus "</tool_call>". A round that ends in "</tool_call>" holds one call, `<tool_call>{"name": ...,
+"arguments": {...}}</tool_call>`: its body is parsed with json.loads (never eval) and executed through the
+client, and pipeline.prompts.format_tool_response(result or {"error": ...}) is appended. The next round's
+prompt is the original prompt + everything generated so far + the responses, and its seed is
+pipeline.seeds.round_seed(seed, round). The engine must return text that includes the matched stop string
+(the GenResult contract); a round is a tool call exactly when its text ends with "</tool_call>".
+
+Budget: a request's max_tokens covers the generated tokens of all its rounds together; each round may
+generate only what is left (max_tokens - generated so far), and a sample with nothing left stops with
+finish_reason "length". Tool responses are prompt text, not generated tokens, so they do not count against it.
+
+Cap: at most max_tool_calls calls are answered per sample (malformed ones included: each costs a round). A
+further call is recorded with an error and not executed, and the sample stops with finish_reason
+"tool_limit" (so rounds <= max_tool_calls + 1). Stopping is chosen over answering the call with an error
+because it keeps the rounds of every arm bounded by the protocol.
+
+Faults are recorded in LoopOutcome.tool_calls (pipeline.evallog.ToolCallRecord) and answered in the
+transcript, never raised: a call that is not JSON or not an object with a string "name", an unknown tool,
+bad arguments, a tool that raises, a server that died (the client restarts it once). A "<tool_call>" left
+open when generation ends is recorded as an unexecuted malformed call. latency_s is the wall time of the
+client call; it is None for calls that never reached the server.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from pipeline.engines.base import Decoding, Engine, GenRequest
+from pipeline.evallog import ToolCallRecord
+from pipeline.prompts import TOOL_CALL_CLOSE, TOOL_CALL_OPEN, format_tool_response
+from pipeline.seeds import round_seed
+
+FINISH_TOOL_LIMIT = "tool_limit"
+FINISH_LENGTH = "length"
+
+
+class ToolCaller(Protocol):
+    """What the loop needs from a tool client."""
+
+    def call(self, name: Any, arguments: Any) -> dict[str, Any]:
+        """Run one tool call; a result dict or {"error": ...}, never an exception."""
+        ...
+
+
+@dataclass
+class LoopOutcome:
+    """One sample after the loop: its transcript after the prompt, token counts, and every tool call."""
+
+    key: tuple[str, int]
+    text: str
+    gen_tokens: int
+    prompt_tokens: int
+    finish_reason: str
+    rounds: int
+    tool_calls: list[ToolCallRecord] = field(default_factory=list)
+
+
+@dataclass
+class _State:
+    request: GenRequest
+    text: str = ""
+    gen_tokens: int = 0
+    prompt_tokens: int = 0
+    rounds: int = 0
+    executed: int = 0
+    finish_reason: str | None = None
+    tool_calls: list[ToolCallRecord] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ParsedCall:
+    """A tool call parsed from model text: name and arguments, or why it could not be parsed."""
+
+    raw: str
+    name: str | None = None
+    arguments: Any = None
+    error: str | None = None
+
+
+def parse_tool_call(segment: str) -> ParsedCall:
+    """Parse the last <tool_call>...</tool_call> of a segment ending in </tool_call> (json.loads only)."""
+    body_end = segment.rfind(TOOL_CALL_CLOSE)
+    start = segment.rfind(TOOL_CALL_OPEN, 0, body_end)
+    if start < 0:
+        raw = segment[max(0, body_end - 200) : body_end + len(TOOL_CALL_CLOSE)]
+        return ParsedCall(raw=raw, error=f"malformed tool call: {TOOL_CALL_CLOSE} without {TOOL_CALL_OPEN}")
+    raw = segment[start + len(TOOL_CALL_OPEN) : body_end].strip()
+    try:
+        call = json.loads(raw)
+    except json.JSONDecodeError as e:
+        return ParsedCall(raw=raw, error=f"malformed tool call: not JSON ({e.msg} at column {e.colno})")
+    if not isinstance(call, dict) or not isinstance(call.get("name"), str):
+        return ParsedCall(
+            raw=raw,
+            error='malformed tool call: expected {"name": "<tool>", "arguments": {...}} with a string name',
+        )
+    return ParsedCall(raw=raw, name=call["name"], arguments=call.get("arguments", {}))
+
+
+def _execute(
+    call: ParsedCall, tool_client: ToolCaller, round_index: int
+) -> tuple[ToolCallRecord, dict[str, Any]]:
+    """Run a parsed call (or not, if it is malformed) and return its record and the payload the model sees."""
+    if call.error is not None:
+        record = ToolCallRecord(raw=call.raw, error=call.error, round=round_index)
+        return record, {"error": call.error}
+    t0 = time.perf_counter()
+    try:
+        payload = tool_client.call(call.name, call.arguments)
+    except Exception as e:  # noqa: BLE001 - a client that raises is one more recorded fault, not a crash
+        payload = {"error": f"tool client raised {type(e).__name__}: {e}"}
+    latency = time.perf_counter() - t0
+    if not isinstance(payload, dict):
+        payload = {"error": f"tool client returned {type(payload).__name__}, not a JSON object"}
+    if "error" in payload:
+        record = ToolCallRecord(
+            name=call.name,
+            arguments=call.arguments,
+            raw=call.raw,
+            error=str(payload["error"]),
+            latency_s=latency,
+            round=round_index,
+        )
+    else:
+        record = ToolCallRecord(
+            name=call.name,
+            arguments=call.arguments,
+            raw=call.raw,
+            result=payload,
+            latency_s=latency,
+            round=round_index,
+        )
+    return record, payload
+
+
+def _stops(request: GenRequest) -> tuple[str, ...]:
+    return tuple(dict.fromkeys((*request.stop, TOOL_CALL_CLOSE)))
+
+
+def run_tool_loop(
+    engine: Engine,
+    requests: Sequence[GenRequest],
+    decoding: Decoding,
+    tool_client: ToolCaller,
+    max_tool_calls: int,
+) -> list[LoopOutcome]:
+    """Run every request through generate / call / continue rounds; one LoopOutcome per request, in order."""
+    if max_tool_calls < 0:
+        raise ValueError(f"max_tool_calls must be >= 0, got {max_tool_calls}")
+    states = [_State(r) for r in requests]
+    active = list(states)
+    round_index = 0
+    while active:
+        batch = [
+            GenRequest(
+                key=s.request.key,
+                prompt=s.request.prompt + s.text,
+                seed=round_seed(s.request.seed, round_index),
+                max_tokens=s.request.max_tokens - s.gen_tokens,
+                stop=_stops(s.request),
+            )
+            for s in active
+        ]
+        results = engine.generate(batch, decoding)
+        if len(results) != len(batch):
+            raise RuntimeError(f"engine returned {len(results)} results for {len(batch)} requests")
+        still: list[_State] = []
+        for s, res in zip(active, results, strict=True):
+            if round_index == 0:
+                s.prompt_tokens = res.prompt_tokens
+            s.text += res.text
+            s.gen_tokens += res.gen_tokens
+            s.rounds += 1
+            if not res.text.endswith(TOOL_CALL_CLOSE):
+                last_open, last_close = res.text.rfind(TOOL_CALL_OPEN), res.text.rfind(TOOL_CALL_CLOSE)
+                if last_open > last_close:
+                    s.tool_calls.append(
+                        ToolCallRecord(
+                            raw=res.text[last_open + len(TOOL_CALL_OPEN) :],
+                            error=f"malformed tool call: not closed with {TOOL_CALL_CLOSE} "
+                            f"(generation ended: {res.finish_reason})",
+                            round=round_index,
+                        )
+                    )
+                s.finish_reason = res.finish_reason
+                continue
+            call = parse_tool_call(res.text)
+            if s.executed >= max_tool_calls:
+                s.tool_calls.append(
+                    ToolCallRecord(
+                        name=call.name,
+                        arguments=call.arguments,
+                        raw=call.raw,
+                        error=f"max_tool_calls ({max_tool_calls}) reached; call not executed",
+                        round=round_index,
+                    )
+                )
+                s.finish_reason = FINISH_TOOL_LIMIT
+                continue
+            record, payload = _execute(call, tool_client, round_index)
+            s.tool_calls.append(record)
+            s.executed += 1
+            s.text += format_tool_response(payload)
+            if s.gen_tokens >= s.request.max_tokens:
+                s.finish_reason = FINISH_LENGTH
+                continue
+            still.append(s)
+        active = still
+        round_index += 1
+    return [
+        LoopOutcome(
+            key=s.request.key,
+            text=s.text,
+            gen_tokens=s.gen_tokens,
+            prompt_tokens=s.prompt_tokens,
+            finish_reason=s.finish_reason or "stop",
+            rounds=s.rounds,
+            tool_calls=s.tool_calls,
+        )
+        for s in states
+    ]

@@ -1,0 +1,298 @@
+"""The batched tool loop against the real MCP tool server (a subprocess), driven by a scripted engine.
+
+The scripted engine implements the Engine protocol with predetermined model texts, so every fault can be
+produced on purpose; it applies stop strings and max_tokens the way a real engine does, counting tokens with
+the demo models' character tokenizer. The slow test at the end drives a real vLLM engine.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator, Sequence
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from arms.loop import FINISH_LENGTH, FINISH_TOOL_LIMIT, LoopOutcome, parse_tool_call, run_tool_loop
+from arms.tools.client import DEFAULT_COMMAND, ToolClient
+from demo.charmodel import build_tokenizer
+from pipeline.engines.base import Decoding, GenRequest, GenResult
+from pipeline.evallog import EngineInfo, SampleRecord
+from pipeline.prompts import build_prompt, format_tool_call, format_tool_response
+from pipeline.seeds import round_seed, sample_seed
+
+Script = Sequence[str | Callable[[str], str]]
+DECODING = Decoding(temperature=1.0, top_p=1.0)
+PROMPT = build_prompt(
+    "What is the orbital period in minutes of a circular orbit at 400 km altitude?", tools=["x"]
+)
+
+
+class ScriptedEngine:
+    """An Engine that 'generates' scripted texts: round r of a key gives script[r] or script[r](prompt)."""
+
+    info = EngineInfo(name="scripted", version="test", device="cpu", dtype="none")
+
+    def __init__(self, scripts: dict[tuple[str, int], Script]):
+        self.scripts = scripts
+        self.tokenizer = build_tokenizer()
+        self.batches: list[list[GenRequest]] = []
+        self._round: dict[tuple[str, int], int] = {}
+
+    def count_tokens(self, text: str) -> int:
+        return len(self.tokenizer.encode(text, add_special_tokens=False).ids)
+
+    def generate(self, requests: Sequence[GenRequest], decoding: Decoding) -> list[GenResult]:
+        self.batches.append(list(requests))
+        out = []
+        for r in requests:
+            assert r.max_tokens >= 1, "the loop asked for a round with no budget"
+            i = self._round.get(r.key, 0)
+            self._round[r.key] = i + 1
+            script = self.scripts[r.key]
+            step = script[i] if i < len(script) else ""
+            text = step(r.prompt) if callable(step) else step
+            finish = "stop"
+            ends = [text.find(s) + len(s) for s in r.stop if s in text]
+            if ends:
+                text = text[: min(ends)]
+            ids = self.tokenizer.encode(text, add_special_tokens=False).ids
+            if len(ids) > r.max_tokens:
+                ids = ids[: r.max_tokens]
+                text = self.tokenizer.decode(ids, skip_special_tokens=False)
+                finish = "length"
+            out.append(GenResult(r.key, text, finish, self.count_tokens(r.prompt), len(ids), ids))
+        return out
+
+
+def call(name: str, **arguments: object) -> str:
+    return format_tool_call(name, arguments)
+
+
+def answer_from_response(prompt: str) -> str:
+    """A model that copies the number of the last tool response into its answer."""
+    body = prompt.rsplit("<tool_response>", 1)[1].split("</tool_response>", 1)[0]
+    payload = json.loads(body)
+    value = next(iter(payload.values()))
+    return f"Answer: {value}\n" if "error" not in payload else "Answer: unknown\n"
+
+
+def requests_for(keys: Sequence[tuple[str, int]], max_tokens: int = 200, stop: tuple[str, ...] = ()) -> list:
+    return [GenRequest(k, PROMPT, sample_seed(1234, k[0], k[1]), max_tokens, stop) for k in keys]
+
+
+@pytest.fixture(scope="module")
+def tools() -> Iterator[ToolClient]:
+    with ToolClient((*DEFAULT_COMMAND, "--fault-tools")) as c:
+        yield c
+
+
+def run(
+    scripts: dict[tuple[str, int], Script], tools: ToolClient, max_tool_calls: int = 4, **kw: object
+) -> tuple[list[LoopOutcome], ScriptedEngine]:
+    engine = ScriptedEngine(scripts)
+    outcomes = run_tool_loop(engine, requests_for(list(scripts), **kw), DECODING, tools, max_tool_calls)
+    return outcomes, engine
+
+
+def test_call_response_and_answer_in_rounds(tools: ToolClient) -> None:
+    first = "Let me compute. " + call("orbital_period", altitude_km=400)
+    outcomes, engine = run({("it", 0): [first, answer_from_response]}, tools)
+    (o,) = outcomes
+    response = format_tool_response({"period_min": 92.56})
+    assert o.text == first + response + "Answer: 92.56\n"
+    assert o.rounds == 2
+    assert o.finish_reason == "stop"
+    assert o.prompt_tokens == engine.count_tokens(PROMPT)
+    assert o.gen_tokens == engine.count_tokens(first) + engine.count_tokens("Answer: 92.56\n")
+    (rec,) = o.tool_calls
+    assert (rec.name, rec.arguments, rec.result, rec.error, rec.round) == (
+        "orbital_period",
+        {"altitude_km": 400},
+        {"period_min": 92.56},
+        None,
+        0,
+    )
+    assert rec.raw == '{"name": "orbital_period", "arguments": {"altitude_km": 400}}'
+    assert 0 < rec.latency_s < 10
+    # Round 1 continues the transcript with its own seed and the budget that is left.
+    r0, r1 = engine.batches[0][0], engine.batches[1][0]
+    assert r0.seed == sample_seed(1234, "it", 0)
+    assert r1.seed == round_seed(r0.seed, 1) != r0.seed
+    assert r1.prompt == PROMPT + first + response
+    assert r1.max_tokens == 200 - engine.count_tokens(first)
+    assert r0.stop == r1.stop == ("</tool_call>",)
+    # The outcome fits the EvalLog sample record as the runner will store it.
+    SampleRecord(index=0, seed=r0.seed, score=1.0, text=o.text, tool_calls=o.tool_calls, rounds=o.rounds)
+
+
+def test_all_samples_of_a_round_are_one_batch(tools: ToolClient) -> None:
+    scripts: dict[tuple[str, int], Script] = {
+        ("a", 0): ["Answer: 1\n"],
+        ("a", 1): [call("circular_speed", altitude_km=400), answer_from_response],
+        ("b", 0): [
+            call("orbital_period", altitude_km=400),
+            call("circular_speed", altitude_km=500),
+            "Answer: 7\n",
+        ],
+    }
+    outcomes, engine = run(scripts, tools)
+    assert [len(b) for b in engine.batches] == [3, 2, 1]
+    assert [o.key for o in outcomes] == list(scripts)
+    assert [o.rounds for o in outcomes] == [1, 2, 3]
+    assert outcomes[1].text.endswith("Answer: 7.67\n")
+    assert [r.round for r in outcomes[2].tool_calls] == [0, 1]
+
+
+def test_request_stop_strings_are_kept_beside_the_tool_stop(tools: ToolClient) -> None:
+    scripts: dict[tuple[str, int], Script] = {
+        ("s", 0): [call("circular_speed", altitude_km=400), "Answer: 7.67\nmore"]
+    }
+    outcomes, engine = run(scripts, tools, stop=("\n",))
+    assert engine.batches[0][0].stop == ("\n", "</tool_call>")
+    assert outcomes[0].text.endswith("</tool_response>\nAnswer: 7.67\n")
+
+
+def test_every_fault_is_recorded_and_the_run_finishes(tools: ToolClient) -> None:
+    ok = call("orbital_period", altitude_km=400)
+    scripts: dict[tuple[str, int], Script] = {
+        ("bad-json", 0): [
+            '<tool_call>{"name": "orbital_period", "arguments": {altitude_km: 400}</tool_call>',
+            "A",
+        ],
+        ("no-name", 0): ['<tool_call>{"arguments": {"altitude_km": 400}}</tool_call>', "A"],
+        ("not-object", 0): ["<tool_call>[1, 2]</tool_call>", "A"],
+        ("no-open", 0): ["oops</tool_call>", "A"],
+        ("unknown", 0): [call("teleport", where="moon"), "A"],
+        ("bad-args", 0): [call("orbital_period", altitude_km="four hundred"), "A"],
+        ("args-list", 0): ['<tool_call>{"name": "orbital_period", "arguments": [400]}</tool_call>', "A"],
+        ("raises", 0): [call("fault_raise"), "A"],
+        ("dies", 0): [call("fault_exit"), "A"],
+        ("after-restart", 0): [ok, answer_from_response],
+        ("unclosed", 0): ['<tool_call>{"name": "orbital_period"'],
+    }
+    outcomes, _ = run(scripts, tools)
+    by_key = {o.key[0]: o for o in outcomes}
+    expected_errors = {
+        "bad-json": "malformed tool call: not JSON",
+        "no-name": "malformed tool call: expected",
+        "not-object": "malformed tool call: expected",
+        "no-open": "malformed tool call: </tool_call> without <tool_call>",
+        "unknown": "unknown tool 'teleport'",
+        "bad-args": "argument 'altitude_km' must be a number, got str",
+        "args-list": "must be a JSON object, got list",
+        "raises": "tool 'fault_raise' raised RuntimeError",
+        "dies": "tool server died during the call",
+        "unclosed": "malformed tool call: not closed with </tool_call> (generation ended: stop)",
+    }
+    for key, message in expected_errors.items():
+        o = by_key[key]
+        (rec,) = o.tool_calls
+        assert rec.error is not None and message in rec.error, (key, rec)
+        assert rec.result is None
+        if key != "unclosed":
+            # The model saw the error as its tool response and went on to answer.
+            assert format_tool_response({"error": rec.error}) in o.text
+            assert o.text.endswith("A") and o.rounds == 2 and o.finish_reason == "stop"
+    assert by_key["bad-json"].tool_calls[0].raw.startswith('{"name": "orbital_period"')
+    assert by_key["unknown"].tool_calls[0].name == "teleport"
+    assert by_key["unknown"].tool_calls[0].latency_s is not None
+    assert by_key["bad-json"].tool_calls[0].latency_s is None
+    # The server died during the call of "dies"; the next call restarted it once.
+    assert by_key["after-restart"].tool_calls[0].result == {"period_min": 92.56}
+    assert by_key["after-restart"].text.endswith("Answer: 92.56\n")
+    assert tools.restarts == 1
+
+
+def test_after_the_one_restart_further_calls_are_recorded_errors() -> None:
+    ok = call("circular_speed", altitude_km=400)
+    scripts: dict[tuple[str, int], Script] = {
+        ("die-1", 0): [call("fault_exit"), "A"],
+        ("works", 0): [ok, answer_from_response],
+        ("die-2", 0): [call("fault_exit"), "A"],
+        ("gone", 0): [ok, answer_from_response, "never reached"],
+    }
+    with ToolClient((*DEFAULT_COMMAND, "--fault-tools")) as c:
+        outcomes = run_tool_loop(ScriptedEngine(scripts), requests_for(list(scripts)), DECODING, c, 4)
+        assert c.restarts == 1
+    works, gone = outcomes[1], outcomes[3]
+    assert works.tool_calls[0].result == {"speed_km_s": 7.67}
+    assert gone.tool_calls[0].error.startswith("tool server unavailable: tool server died and was already")
+    assert gone.text.endswith("Answer: unknown\n")
+
+
+def test_max_tool_calls_stops_the_sample_without_executing(tools: ToolClient) -> None:
+    c1, c2 = call("orbital_period", altitude_km=400), call("circular_speed", altitude_km=400)
+    outcomes, engine = run({("cap", 0): [c1, c2, "never"]}, tools, max_tool_calls=1)
+    (o,) = outcomes
+    assert o.finish_reason == FINISH_TOOL_LIMIT
+    assert o.rounds == 2
+    assert [r.result for r in o.tool_calls] == [{"period_min": 92.56}, None]
+    assert o.tool_calls[1].name == "circular_speed"
+    assert o.tool_calls[1].error == "max_tool_calls (1) reached; call not executed"
+    assert o.text == c1 + format_tool_response({"period_min": 92.56}) + c2
+    assert len(engine.batches) == 2
+    (z,) = run({("zero", 0): [c1, "never"]}, tools, max_tool_calls=0)[0]
+    assert (z.rounds, z.finish_reason, z.tool_calls[0].latency_s) == (1, FINISH_TOOL_LIMIT, None)
+
+
+def test_budget_covers_all_rounds(tools: ToolClient) -> None:
+    c1 = call("orbital_period", altitude_km=400)
+    n = len(build_tokenizer().encode(c1, add_special_tokens=False).ids)
+    # The call uses n tokens; the answer round may use only the 5 that are left.
+    outcomes, engine = run({("b", 0): [c1, "Answer: 92.56\n"]}, tools, max_tokens=n + 5)
+    (o,) = outcomes
+    assert engine.batches[1][0].max_tokens == 5
+    assert o.gen_tokens == n + 5
+    assert o.finish_reason == "length"
+    assert o.text.endswith("Answe")
+    # A call that ends exactly at the budget is executed and recorded; no round follows.
+    (e,) = run({("e", 0): [c1, "never"]}, tools, max_tokens=n)[0]
+    assert (e.gen_tokens, e.rounds, e.finish_reason) == (n, 1, FINISH_LENGTH)
+    assert e.tool_calls[0].result == {"period_min": 92.56}
+
+
+ROUND_TEXTS = st.sampled_from(
+    [
+        call("orbital_period", altitude_km=400),
+        "think " + call("circular_speed", altitude_km=700),
+        call("hohmann_delta_v", from_altitude_km=400, to_altitude_km=800),
+        call("orbital_period", altitude_km="x"),
+        "<tool_call>not json</tool_call>",
+        "Answer: 92.56\n",
+        "a long ramble " * 8 + "Answer: 1\n",
+        "",
+    ]
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    scripts=st.lists(st.lists(ROUND_TEXTS, min_size=1, max_size=6), min_size=1, max_size=5),
+    budgets=st.lists(st.integers(min_value=1, max_value=120), min_size=5, max_size=5),
+    max_tool_calls=st.integers(min_value=0, max_value=4),
+)
+def test_no_sample_exceeds_max_tokens_over_all_rounds(
+    tools: ToolClient, scripts: list[list[str]], budgets: list[int], max_tool_calls: int
+) -> None:
+    keyed = {(f"i{j}", 0): s for j, s in enumerate(scripts)}
+    engine = ScriptedEngine(keyed)
+    reqs = [GenRequest(k, PROMPT, sample_seed(7, k[0], 0), budgets[j], ()) for j, k in enumerate(keyed)]
+    outcomes = run_tool_loop(engine, reqs, DECODING, tools, max_tool_calls)
+    for req, o in zip(reqs, outcomes, strict=True):
+        assert o.gen_tokens <= req.max_tokens
+        asked = [r.max_tokens for b in engine.batches for r in b if r.key == req.key]
+        assert asked[0] == req.max_tokens and all(a >= 1 for a in asked)
+        assert o.rounds == len(asked) <= max_tool_calls + 1
+        assert o.finish_reason in {"stop", "length", FINISH_TOOL_LIMIT}
+        assert o.text.count("<tool_response>") <= max_tool_calls
+
+
+def test_parse_tool_call_never_evaluates() -> None:
+    parsed = parse_tool_call('<tool_call>{"name": "x", "arguments": {"a": __import__("os")}}</tool_call>')
+    assert parsed.error is not None and parsed.error.startswith("malformed tool call: not JSON")
+    ok = parse_tool_call('pre <tool_call> {"name": "x", "arguments": {"a": 1}} </tool_call>')
+    assert (ok.name, ok.arguments, ok.error) == ("x", {"a": 1}, None)
+    missing = parse_tool_call('<tool_call>{"name": "x"}</tool_call>')
+    assert missing.arguments == {}
