@@ -1,0 +1,200 @@
+"""Shared plumbing of the analyses: settings, loading and aligning logs, the protocol refusal, writing.
+
+A comparison is meaningful only at a matched protocol on the same items, so two logs that differ in
+n_samples, temperature, top_p, max_tokens, seed, the suite, the `protocol` block (when both carry one) or
+their item sets are refused: the CLI prints one line naming both files and the field, exits 2 and writes
+nothing. Only the EvalLog schema is imported from pipeline.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from omegaconf import OmegaConf
+
+from pipeline.evallog import EvalLog, EvalLogError, load
+
+EXIT_REFUSED = 2
+PROTOCOL_FIELDS = ("n_samples", "temperature", "top_p", "max_tokens", "seed")
+SUITE_FIELDS = ("suite", "suite_revision")
+
+
+class Refusal(Exception):
+    """Input the analysis will not compare; str() is the one line the CLI prints before exiting 2."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Analysis settings (params.yaml `analysis`, seed falling back to `protocol.seed`)."""
+
+    n_boot: int = 10_000
+    n_perm: int = 10_000
+    alpha: float = 0.05
+    fdr: float = 0.05
+    min_effect: float = 0.01
+    seed: int = 0
+
+
+def read_settings(path: str | Path | None) -> Settings:
+    """Settings from params.yaml's `analysis` section; path None means params.yaml if it exists."""
+    if path is None:
+        if not Path("params.yaml").is_file():
+            return Settings()
+        path = "params.yaml"
+    p = Path(path)
+    if not p.is_file():
+        raise Refusal(f"{p}: params file not found; pass --params PATH or create it")
+    try:
+        params = OmegaConf.to_container(OmegaConf.load(p), resolve=True) or {}
+    except Exception as e:  # omegaconf raises several unrelated types for bad YAML
+        raise Refusal(f"{p}: cannot read params: {e}".replace("\n", " ")) from e
+    section = params.get("analysis") or {}
+    allowed = set(Settings.__dataclass_fields__)
+    unknown = sorted(set(section) - allowed)
+    if unknown:
+        raise Refusal(f"{p}: analysis.{unknown[0]}: unknown setting; allowed: {', '.join(sorted(allowed))}")
+    seed = section.get("seed", (params.get("protocol") or {}).get("seed", 0))
+    try:
+        s = Settings(
+            n_boot=int(section.get("n_boot", 10_000)),
+            n_perm=int(section.get("n_perm", 10_000)),
+            alpha=float(section.get("alpha", 0.05)),
+            fdr=float(section.get("fdr", 0.05)),
+            min_effect=float(section.get("min_effect", 0.01)),
+            seed=int(seed),
+        )
+    except (TypeError, ValueError) as e:
+        raise Refusal(f"{p}: analysis: {e}") from e
+    if s.n_boot < 1 or s.n_perm < 1:
+        raise Refusal(f"{p}: analysis.n_boot and analysis.n_perm must be >= 1")
+    for name in ("alpha", "fdr"):
+        if not 0 < getattr(s, name) < 1:
+            raise Refusal(f"{p}: analysis.{name} = {getattr(s, name)} must lie strictly between 0 and 1")
+    if s.min_effect < 0:
+        raise Refusal(f"{p}: analysis.min_effect = {s.min_effect} must be >= 0")
+    return s
+
+
+def settings_dict(s: Settings) -> dict[str, Any]:
+    """Settings as a JSON-ready dict."""
+    return asdict(s)
+
+
+def load_log(path: str | Path) -> EvalLog:
+    """Load and validate one EvalLog; a bad file is a Refusal naming file, item and field."""
+    try:
+        return load(path)
+    except EvalLogError as e:
+        raise Refusal(str(e)) from e
+
+
+def check_matched(
+    ref_path: str | Path, ref: EvalLog, other_path: str | Path, other: EvalLog
+) -> dict[str, Any]:
+    """Refuse unless both logs share protocol, suite and item set; return the matched protocol checked."""
+
+    def refuse(field: str, a: Any, b: Any, fix: str = "rerun one arm under the matched protocol") -> Refusal:
+        return Refusal(f"{ref_path} vs {other_path}: {field} differs ({a!r} vs {b!r}); {fix}")
+
+    for name in (*PROTOCOL_FIELDS, *SUITE_FIELDS):
+        a, b = getattr(ref, name), getattr(other, name)
+        if a != b:
+            if a is None or b is None:
+                raise refuse(name, a, b, "it is recorded in only one log; record it in both")
+            raise refuse(name, a, b)
+    checked = [*PROTOCOL_FIELDS, *SUITE_FIELDS]
+    if ref.protocol is not None and other.protocol is not None:
+        pa, pb = ref.protocol.model_dump(), other.protocol.model_dump()
+        for name in pa:
+            if pa[name] != pb[name]:
+                raise refuse(f"protocol.{name}", pa[name], pb[name])
+        checked += [f"protocol.{name}" for name in pa]
+    ids_a = {it.item_id for it in ref.items}
+    ids_b = {it.item_id for it in other.items}
+    if ids_a != ids_b:
+        only_a, only_b = sorted(ids_a - ids_b), sorted(ids_b - ids_a)
+        example = (
+            f"e.g. {only_a[0]!r} only in the first" if only_a else f"e.g. {only_b[0]!r} only in the second"
+        )
+        raise Refusal(
+            f"{ref_path} vs {other_path}: items differ ({len(only_a)} only in the first, {len(only_b)} only "
+            f"in the second, {example}); evaluate both arms on the same frozen suite"
+        )
+    checked.append("items")
+    return {
+        "fields_checked": checked,
+        "n_items": len(ids_a),
+        **{name: getattr(ref, name) for name in (*PROTOCOL_FIELDS, *SUITE_FIELDS)},
+        "protocol": ref.protocol.model_dump() if ref.protocol is not None else None,
+    }
+
+
+@dataclass(frozen=True)
+class ArmData:
+    """One log's per-item arrays in a shared item order (sorted item ids)."""
+
+    scores: np.ndarray  # (n_items, n_samples)
+    item_mean: np.ndarray  # (n_items,)
+    budget: np.ndarray | None  # per-item mean generated tokens, None when any item lacks gen_tokens
+    families: list[str | None]
+
+
+def item_order(log: EvalLog) -> list[str]:
+    """The canonical item order: sorted ids, so the input order of items never changes a result."""
+    return sorted(it.item_id for it in log.items)
+
+
+def arm_arrays(log: EvalLog, order: list[str]) -> ArmData:
+    """Per-item arrays of a log in the given item order."""
+    by_id = {it.item_id: it for it in log.items}
+    items = [by_id[i] for i in order]
+    scores = np.array([it.scores for it in items], dtype=np.float64).reshape(len(items), log.n_samples)
+    budget = None
+    if items and all(it.gen_tokens is not None for it in items):
+        budget = np.array([it.gen_tokens for it in items], dtype=np.float64).mean(axis=1)
+    return ArmData(scores, scores.mean(axis=1), budget, [it.family for it in items])
+
+
+def clean(x: Any) -> Any:
+    """JSON-ready copy: floats to 10 significant digits (stable across reruns), NaN/inf to None."""
+    if isinstance(x, dict):
+        return {str(k): clean(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [clean(v) for v in x]
+    if isinstance(x, np.ndarray):
+        return clean(x.tolist())
+    if isinstance(x, bool | np.bool_):
+        return bool(x)
+    if isinstance(x, int | np.integer):
+        return int(x)
+    if isinstance(x, float | np.floating):
+        f = float(x)
+        if not math.isfinite(f):
+            return None
+        return float(f"{f:.10g}") + 0.0  # + 0.0 turns -0.0 into 0.0
+    return x
+
+
+def dump_json(report: dict[str, Any]) -> bytes:
+    """The report's canonical bytes."""
+    return (json.dumps(clean(report), indent=2, ensure_ascii=False, allow_nan=False) + "\n").encode()
+
+
+def write_outputs(out_dir: str | Path, files: dict[str, bytes]) -> None:
+    """Write each file to a temporary name beside it, then rename; a crash never leaves half a report."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    for name, data in files.items():
+        tmp = out / f".{name}.{os.getpid()}.tmp"
+        try:
+            tmp.write_bytes(data)
+            os.replace(tmp, out / name)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise

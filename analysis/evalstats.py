@@ -1,0 +1,647 @@
+"""Every estimator the analyses use, once: seeded (numpy Generator), vectorized, exact where cheap.
+
+The resampling engine is `bootstrap_distribution`: a statistic is a function of per-item weights, so one
+draw of resampling weights serves every statistic of a report (means, pass@k, ECE, the budget adjustment).
+Reports pass each purpose its own Generator from `rng_for(seed, purpose)`, so adding or dropping an
+analysis never shifts the draws of another.
+
+Why the bootstrap and the sign-flip test are hand-written instead of calling scipy.stats.bootstrap and
+scipy.stats.permutation_test: at the size this project promises (10,000 items x 10,000 resamples, every
+k of pass@k, several arms) scipy materialises each resample as an array of item values (10^8 floats a
+statistic, or a Python-level loop over small batches) and recomputes every statistic from scratch; the
+weights formulation turns each statistic into one matrix product per batch, and logs of 0/1 scores
+(where items fall into a few hundred distinct rows) collapse to a multinomial draw over those rows.
+tests/test_evalstats.py checks both against scipy on small data (same Generator, same draws).
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+from scipy.optimize import brentq
+from scipy.special import ndtr, ndtri
+
+# A statistic of a weighted sample: (weights (b, r), rows (r, p)) -> (b, m).
+Statistic = Callable[[np.ndarray, np.ndarray], np.ndarray]
+
+_BATCH_ELEMENTS = 1 << 22  # per batch of resamples: 4 Mi weights (32 MiB as float64)
+
+
+def rng_for(seed: int, purpose: str) -> np.random.Generator:
+    """A Generator for one named purpose of one report, derived from the analysis seed."""
+    return np.random.default_rng(
+        np.random.SeedSequence([int(seed) & 0xFFFFFFFF, zlib.crc32(purpose.encode())])
+    )
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A confidence interval and the method that made it."""
+
+    lo: float
+    hi: float
+    method: str
+
+    def as_list(self) -> list[float]:
+        """[lo, hi] for a JSON report."""
+        return [self.lo, self.hi]
+
+    def excludes_zero(self) -> bool:
+        """True when the whole interval lies on one side of zero."""
+        return self.lo > 0 or self.hi < 0
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The resampling engine
+
+
+def weighted_means(w: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Column means of a weighted sample: the statistic behind every bootstrap of a mean."""
+    return (w @ rows) / w.sum(axis=1, keepdims=True)
+
+
+def _as_rows(x: np.ndarray) -> np.ndarray:
+    a = np.asarray(x, dtype=np.float64)
+    return a[:, None] if a.ndim == 1 else a
+
+
+def _distinct_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Distinct rows in order of first occurrence, their counts, and each item's row index."""
+    _, first, inverse, counts = np.unique(
+        rows, axis=0, return_index=True, return_inverse=True, return_counts=True
+    )
+    # First-occurrence order ties the draw to how items group, not to their values, so negating the
+    # data (swapping pre and post) reuses exactly the same draws.
+    order = np.argsort(first, kind="stable")
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size)
+    return rows[first[order]], counts[order], rank[inverse.ravel()]
+
+
+def bootstrap_distribution(
+    rows: np.ndarray,
+    statistic: Statistic,
+    n_boot: int,
+    rng: np.random.Generator,
+    *,
+    batch: int | None = None,
+    compress: bool = True,
+) -> np.ndarray:
+    """Bootstrap distribution (n_boot, m) of a weighted-sample statistic, resampling the rows (items).
+
+    Each resample draws n items with replacement; item i enters with weight = times drawn. With
+    compress=False the draws are those of scipy.stats.bootstrap (same Generator, same batch). With
+    compress=True and at most n/8 distinct rows, the weights of identical rows are drawn together as one
+    multinomial, which is the same distribution at a fraction of the cost.
+    """
+    rows = _as_rows(rows)
+    n = rows.shape[0]
+    if n == 0:
+        raise ValueError("bootstrap of an empty sample")
+    if compress:
+        distinct, counts, _ = _distinct_rows(rows)
+        if 8 * len(distinct) <= n:
+            p = counts / n
+            step = batch or max(1, min(n_boot, _BATCH_ELEMENTS // len(distinct)))
+            parts = [
+                statistic(rng.multinomial(n, p, size=min(step, n_boot - s)).astype(np.float64), distinct)
+                for s in range(0, n_boot, step)
+            ]
+            return np.concatenate(parts, axis=0)
+    step = batch or max(1, min(n_boot, _BATCH_ELEMENTS // n))
+    parts = []
+    for s in range(0, n_boot, step):
+        b = min(step, n_boot - s)
+        idx = rng.integers(0, n, (b, n))
+        idx += (np.arange(b) * n)[:, None]
+        w = np.bincount(idx.ravel(), minlength=b * n).reshape(b, n).astype(np.float64)
+        parts.append(statistic(w, rows))
+    return np.concatenate(parts, axis=0)
+
+
+def percentile_interval(theta_b: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile interval per column of a bootstrap distribution (linear interpolation, as scipy)."""
+    lo, hi = np.quantile(theta_b, [alpha / 2, 1 - alpha / 2], axis=0)
+    return np.atleast_1d(lo), np.atleast_1d(hi)
+
+
+def _mean_acceleration(x: np.ndarray) -> np.ndarray:
+    """Jackknife acceleration of a column mean, in closed form (leave-one-out means are linear)."""
+    u = x - x.mean(axis=0)
+    num = (u**3).sum(axis=0)
+    den = (u**2).sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        a = num / (6.0 * den**1.5)
+    return np.where(den > 0, a, 0.0)
+
+
+def bca_interval_means(
+    x: np.ndarray, theta_b: np.ndarray, alpha: float
+) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """BCa interval per column for column means (Efron & Tibshirani 14.3); degenerate cases fall back.
+
+    Constant data gives the point interval; where the bias correction is infinite (the estimate lies
+    outside every resample) the percentile interval is returned and labelled so, never NaN.
+    """
+    x = _as_rows(x)
+    theta_hat = x.mean(axis=0)
+    big_b = theta_b.shape[0]
+    share = ((theta_b < theta_hat).sum(axis=0) + (theta_b <= theta_hat).sum(axis=0)) / (2 * big_b)
+    z0 = ndtri(share)
+    a = _mean_acceleration(x)
+    z_lo, z_hi = ndtri(alpha / 2), ndtri(1 - alpha / 2)
+    p_lo, p_hi = percentile_interval(theta_b, alpha)
+    lo, hi, methods = np.empty_like(theta_hat), np.empty_like(theta_hat), []
+    for j in range(theta_hat.size):
+        if np.all(theta_b[:, j] == theta_hat[j]):
+            lo[j] = hi[j] = theta_hat[j]
+            methods.append("point (constant)")
+            continue
+        q = [ndtr(z0[j] + (z0[j] + z) / (1 - a[j] * (z0[j] + z))) for z in (z_lo, z_hi)]
+        if not np.all(np.isfinite(q)):
+            lo[j], hi[j] = p_lo[j], p_hi[j]
+            methods.append("percentile (BCa undefined)")
+            continue
+        lo[j], hi[j] = np.quantile(theta_b[:, j], q)
+        methods.append("bca")
+    return lo, hi, methods
+
+
+def bootstrap_mean_ci(
+    x: np.ndarray,
+    n_boot: int,
+    rng: np.random.Generator,
+    *,
+    alpha: float = 0.05,
+    method: str = "bca",
+    batch: int | None = None,
+    compress: bool = True,
+) -> list[Interval]:
+    """Bootstrap CI of the mean of each column of x (n,) or (n, m); method 'bca' or 'percentile'."""
+    rows = _as_rows(x)
+    theta_b = bootstrap_distribution(rows, weighted_means, n_boot, rng, batch=batch, compress=compress)
+    if method == "bca":
+        lo, hi, methods = bca_interval_means(rows, theta_b, alpha)
+    elif method == "percentile":
+        lo, hi = percentile_interval(theta_b, alpha)
+        methods = ["percentile"] * rows.shape[1]
+    else:
+        raise ValueError(f"method must be 'bca' or 'percentile', not {method!r}")
+    return [Interval(float(a), float(b), m) for a, b, m in zip(lo, hi, methods, strict=True)]
+
+
+def paired_bootstrap_ci(
+    pre: np.ndarray,
+    post: np.ndarray,
+    n_boot: int,
+    rng: np.random.Generator,
+    *,
+    alpha: float = 0.05,
+    method: str = "bca",
+    compress: bool = True,
+) -> Interval:
+    """CI of mean(post - pre) over shared items, resampling pairs (never the two arms independently)."""
+    d = np.asarray(post, dtype=np.float64) - np.asarray(pre, dtype=np.float64)
+    return bootstrap_mean_ci(d, n_boot, rng, alpha=alpha, method=method, compress=compress)[0]
+
+
+def cluster_bootstrap(
+    clusters: np.ndarray,
+    per_cluster: Callable[[np.ndarray], np.ndarray],
+    n_boot: int,
+    rng: np.random.Generator,
+    *,
+    batch: int | None = None,
+    compress: bool = True,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Cluster bootstrap of a mean over items of a per-item summary: (estimate (m,), distribution (B, m)).
+
+    clusters is (n_items, k, ...): each item with its k samples. Only the top level is resampled (Field &
+    Welsh 2007): a drawn item brings all its k samples, so its summary is unchanged and computed once.
+    """
+    summaries = _as_rows(per_cluster(np.asarray(clusters)))
+    theta_b = bootstrap_distribution(summaries, weighted_means, n_boot, rng, batch=batch, compress=compress)
+    return summaries.mean(axis=0), theta_b
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Tests
+
+
+@dataclass(frozen=True)
+class SignFlip:
+    """Two-sided sign-flip permutation test of mean(d) = 0, per column."""
+
+    p: np.ndarray
+    exact: bool
+    n_perm: int
+
+
+def _sign_flip_null(d: np.ndarray, n_perm: int, rng: np.random.Generator) -> tuple[np.ndarray, bool]:
+    n, m = d.shape
+    if n < 63 and 2**n <= n_perm:
+        codes = np.arange(2**n, dtype=np.int64)
+        flips = ((codes[:, None] >> np.arange(n)) & 1).astype(np.float64)
+        return d.sum(axis=0) - 2.0 * (flips @ d), True
+    distinct, counts, _ = _distinct_rows(d)
+    if 8 * len(distinct) <= n:
+        # Items with identical rows are exchangeable: how many of a group keep their sign is Binomial(m, 1/2).
+        kept = rng.binomial(counts, 0.5, size=(n_perm, counts.size)).astype(np.float64)
+        return (2.0 * kept - counts) @ distinct, False
+    total = d.sum(axis=0)
+    step = max(1, min(n_perm, _BATCH_ELEMENTS // n))
+    parts = []
+    for s in range(0, n_perm, step):
+        b = min(step, n_perm - s)
+        random_bytes = rng.integers(0, 256, (b, (n + 7) // 8), dtype=np.uint8)
+        flips = np.unpackbits(random_bytes, axis=1, count=n).astype(np.float64)
+        parts.append(total - 2.0 * (flips @ d))
+    return np.concatenate(parts, axis=0), False
+
+
+def sign_flip_test(d: np.ndarray, n_perm: int, rng: np.random.Generator) -> SignFlip:
+    """Paired permutation test: under H0 each difference's sign is a fair coin; two-sided, as scipy.
+
+    Exact enumeration of all 2^n sign vectors when 2^n <= n_perm, Monte Carlo otherwise, where the
+    observed statistic counts as one of the n_perm + 1 (p never 0). Columns share the sign draws.
+    """
+    d = _as_rows(d)
+    null, exact = _sign_flip_null(d, n_perm, rng)
+    observed = d.sum(axis=0)
+    # Tolerance for sums that are equal in exact arithmetic but were added in another order.
+    gamma = np.maximum(100 * np.finfo(np.float64).eps * np.abs(observed), 1e-10 * np.abs(d).sum(axis=0))
+    adjust = 0 if exact else 1
+    size = null.shape[0]
+    less = ((null <= observed + gamma).sum(axis=0) + adjust) / (size + adjust)
+    greater = ((null >= observed - gamma).sum(axis=0) + adjust) / (size + adjust)
+    return SignFlip(np.clip(2 * np.minimum(less, greater), 0.0, 1.0), exact, int(size))
+
+
+@dataclass(frozen=True)
+class McNemar:
+    """McNemar's test on discordant pairs: b = wrong->right, c = right->wrong."""
+
+    b: int
+    c: int
+    chi2: float
+    chi2_p: float
+    exact_p: float
+
+
+def mcnemar(b: int, c: int) -> McNemar:
+    """Exact two-sided binomial p (scipy.stats.binomtest) and the continuity-corrected chi2 (as R)."""
+    b, c = int(b), int(c)
+    n = b + c
+    if n == 0:
+        return McNemar(b, c, 0.0, 1.0, 1.0)
+    chi2 = (abs(b - c) - 1) ** 2 / n
+    return McNemar(b, c, chi2, float(stats.chi2.sf(chi2, 1)), float(stats.binomtest(b, n, 0.5).pvalue))
+
+
+def mcnemar_from_verdicts(pre: np.ndarray, post: np.ndarray) -> McNemar:
+    """McNemar from paired boolean verdicts (True = correct)."""
+    pre, post = np.asarray(pre, bool), np.asarray(post, bool)
+    return mcnemar(int(np.sum(~pre & post)), int(np.sum(pre & ~post)))
+
+
+@dataclass(frozen=True)
+class EffectSize:
+    """Cohen's d_z with its noncentral-t confidence interval."""
+
+    dz: float
+    lo: float
+    hi: float
+
+
+def cohens_dz(d: np.ndarray, alpha: float = 0.05) -> EffectSize | None:
+    """Paired standardized effect mean(d)/sd(d) with an exact CI by inverting the noncentral t.
+
+    None when it is undefined (fewer than two items, or every difference equal).
+    """
+    d = np.asarray(d, dtype=np.float64)
+    n = d.size
+    if n < 2:
+        return None
+    sd = float(d.std(ddof=1))
+    if not sd > 0:
+        return None
+    dz = float(d.mean()) / sd
+    t, df, root = dz * math.sqrt(n), n - 1, math.sqrt(n)
+
+    def ncp_for(target: float) -> float:
+        def f(ncp: float) -> float:
+            cdf = float(stats.nct.cdf(t, df, ncp))
+            if math.isnan(cdf):  # far tails: P(T <= t) is 1 for ncp far below t and 0 far above
+                cdf = 1.0 if ncp < t else 0.0
+            return cdf - target
+
+        # The noncentral t spreads like sqrt(1 + ncp^2 / 2df); start a few spreads out and widen if needed.
+        width = (abs(float(ndtri(alpha / 2))) + 3.0) * math.sqrt(1.0 + t * t / (2.0 * df)) + 1.0
+        lo, hi = t - width, t + width
+        while f(lo) < 0:
+            lo -= width
+        while f(hi) > 0:
+            hi += width
+        return brentq(f, lo, hi, xtol=1e-12, rtol=1e-12)
+
+    return EffectSize(dz, ncp_for(1 - alpha / 2) / root, ncp_for(alpha / 2) / root)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# pass@k
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k of Chen et al. 2021 from n samples with c correct, in its stable product form."""
+    if not 0 <= c <= n or not 1 <= k <= n:
+        raise ValueError(f"pass@k needs 0 <= c <= n and 1 <= k <= n, got n={n}, c={c}, k={k}")
+    if n - c < k:
+        return 1.0
+    return float(1.0 - np.prod(1.0 - k / np.arange(n - c + 1, n + 1)))
+
+
+def pass_at_k_table(n: int, k: int) -> np.ndarray:
+    """pass@k for every c = 0..n at once (index by an item's correct count)."""
+    terms = 1.0 - k / np.arange(n, 0, -1, dtype=np.float64)
+    tail = np.concatenate([[1.0], np.cumprod(terms)])
+    table = 1.0 - tail
+    table[n - np.arange(n + 1) < k] = 1.0
+    return table
+
+
+def k_grid(n: int) -> list[int]:
+    """k = 1, 2, 4, ... up to n, and n itself."""
+    ks, k = [], 1
+    while k < n:
+        ks.append(k)
+        k *= 2
+    return [*ks, n]
+
+
+def correct_counts(scores: np.ndarray, threshold: float = 0.5) -> np.ndarray:
+    """Per item, how many of its samples count as correct (score >= threshold)."""
+    return (np.asarray(scores) >= threshold).sum(axis=1)
+
+
+def pass_at_k_items(scores: np.ndarray, ks: Sequence[int]) -> np.ndarray:
+    """(n_items, len(ks)) per-item pass@k from an (n_items, n) score matrix."""
+    scores = np.asarray(scores)
+    n = scores.shape[1]
+    c = correct_counts(scores)
+    return np.stack([pass_at_k_table(n, k)[c] for k in ks], axis=1)
+
+
+@dataclass(frozen=True)
+class PassAtK:
+    """pass@k curves of two arms on shared items, with cluster-bootstrap CIs for each k and the delta."""
+
+    ks: list[int]
+    pre: np.ndarray
+    post: np.ndarray
+    delta: np.ndarray
+    pre_ci: list[Interval]
+    post_ci: list[Interval]
+    delta_ci: list[Interval]
+    mean_delta: float  # mean score (not thresholded), from the same cluster resamples
+    mean_delta_ci: Interval
+
+
+def pass_at_k_bootstrap(
+    pre_scores: np.ndarray,
+    post_scores: np.ndarray,
+    n_boot: int,
+    rng: np.random.Generator,
+    *,
+    alpha: float = 0.05,
+    ks: Sequence[int] | None = None,
+    compress: bool = True,
+) -> PassAtK:
+    """pass@k of both arms for every k, and the mean score, resampling items with their k samples."""
+    pre_scores, post_scores = np.asarray(pre_scores), np.asarray(post_scores)
+    n = pre_scores.shape[1]
+    ks = list(ks or k_grid(n))
+    clusters = np.stack([pre_scores, post_scores], axis=-1)
+
+    def per_item(cl: np.ndarray) -> np.ndarray:
+        pre, post = cl[..., 0], cl[..., 1]
+        return np.hstack(
+            [pass_at_k_items(pre, ks), pass_at_k_items(post, ks), (post - pre).mean(axis=1)[:, None]]
+        )
+
+    est, theta_b = cluster_bootstrap(clusters, per_item, n_boot, rng, compress=compress)
+    m = len(ks)
+    theta_b = np.hstack([theta_b[:, : 2 * m], theta_b[:, m : 2 * m] - theta_b[:, :m], theta_b[:, 2 * m :]])
+    lo, hi = percentile_interval(theta_b, alpha)
+    cis = [Interval(float(a), float(b), "percentile (cluster)") for a, b in zip(lo, hi, strict=True)]
+    pre_est, post_est = est[:m], est[m : 2 * m]
+    return PassAtK(
+        ks,
+        pre_est,
+        post_est,
+        post_est - pre_est,
+        cis[:m],
+        cis[m : 2 * m],
+        cis[2 * m : 3 * m],
+        float(est[2 * m]),
+        cis[3 * m],
+    )
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Multiplicity, power
+
+
+def bh_qvalues(p_values: Sequence[float]) -> np.ndarray:
+    """Benjamini-Hochberg adjusted p-values (q-values) via scipy.stats.false_discovery_control."""
+    p = np.asarray(p_values, dtype=np.float64)
+    if p.size == 0:
+        return p
+    return stats.false_discovery_control(p, method="bh")
+
+
+@dataclass(frozen=True)
+class MDE:
+    """Minimum detectable effect of a paired design with k samples per item (Miller 2024)."""
+
+    mde: float
+    n_items: int
+    k: int
+    alpha: float
+    power: float
+    between_item_var: float
+    within_item_var: float | None
+    by_k: dict[int, float]
+
+
+def mde_paired(
+    pre_scores: np.ndarray, post_scores: np.ndarray, alpha: float = 0.05, power: float = 0.8
+) -> MDE:
+    """Smallest mean difference detectable with the given power at this suite size.
+
+    Var(mean d) = (between-item variance of the true differences + within-item variance / k) / n, with the
+    within-item variance of the paired per-sample differences (this keeps common random numbers honest)
+    and the between-item part as the observed variance of item differences minus that within part / k.
+    """
+    pre_scores = np.asarray(pre_scores, dtype=np.float64)
+    post_scores = np.asarray(post_scores, dtype=np.float64)
+    n, k = pre_scores.shape
+    z = float(ndtri(1 - alpha / 2) + ndtri(power))
+    diffs = post_scores - pre_scores
+    observed = float(diffs.mean(axis=1).var(ddof=1)) if n > 1 else 0.0
+    if k > 1:
+        within: float | None = float(diffs.var(axis=1, ddof=1).mean())
+        between = max(observed - within / k, 0.0)
+    else:
+        within, between = None, observed
+
+    def at(kk: int) -> float:
+        return z * math.sqrt((between + (within or 0.0) / kk) / n)
+
+    by_k = {kk: at(kk) for kk in sorted({1, k, 2 * k, 4 * k})} if within is not None else {k: at(k)}
+    return MDE(at(k), n, k, alpha, power, between, within, by_k)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Calibration
+
+
+def _ece_rows(confidence: np.ndarray, correct: np.ndarray, n_bins: int) -> np.ndarray:
+    conf = np.asarray(confidence, dtype=np.float64)
+    y = np.asarray(correct, dtype=np.float64)
+    if np.any((conf < 0) | (conf > 1)):
+        raise ValueError("confidence must lie in [0, 1]")
+    bins = np.minimum((conf * n_bins).astype(int), n_bins - 1)
+    rows = np.zeros((conf.size, n_bins))
+    rows[np.arange(conf.size), bins] = y - conf
+    return rows
+
+
+def _ece_statistic(w: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    return np.abs(w @ rows).sum(axis=1, keepdims=True) / w.sum(axis=1, keepdims=True)
+
+
+def expected_calibration_error(confidence: np.ndarray, correct: np.ndarray, n_bins: int = 10) -> float:
+    """ECE with equal-width bins: sum over bins of (bin share) x |accuracy - mean confidence|."""
+    rows = _ece_rows(confidence, correct, n_bins)
+    return float(_ece_statistic(np.ones((1, rows.shape[0])), rows)[0, 0])
+
+
+def ece_difference_bootstrap(
+    conf_pre: np.ndarray,
+    correct_pre: np.ndarray,
+    conf_post: np.ndarray,
+    correct_post: np.ndarray,
+    n_boot: int,
+    rng: np.random.Generator,
+    *,
+    alpha: float = 0.05,
+    n_bins: int = 10,
+) -> tuple[float, Interval]:
+    """ECE(post) - ECE(pre) on shared items, with a paired bootstrap CI (ECE is not a mean: recomputed)."""
+    rows = np.hstack([_ece_rows(conf_pre, correct_pre, n_bins), _ece_rows(conf_post, correct_post, n_bins)])
+
+    def diff(w: np.ndarray, r: np.ndarray) -> np.ndarray:
+        return _ece_statistic(w, r[:, n_bins:]) - _ece_statistic(w, r[:, :n_bins])
+
+    est = float(diff(np.ones((1, rows.shape[0])), rows)[0, 0])
+    lo, hi = percentile_interval(bootstrap_distribution(rows, diff, n_boot, rng), alpha)
+    return est, Interval(float(lo[0]), float(hi[0]), "percentile")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Budget-stratified (backdoor) adjustment, seed 004 eq. 3.3
+
+
+@dataclass(frozen=True)
+class BudgetAdjustment:
+    """Arm-minus-reference delta with the generated-token budget held fixed by stratification."""
+
+    delta: float | None
+    ci: Interval | None
+    edges: list[float]
+    strata: list[dict]
+    no_support: list[int]
+    used_weight: float
+
+
+def _budget_rows(y_ref, y_arm, b_ref, b_arm, n_bins: int) -> tuple[np.ndarray, np.ndarray]:
+    y_ref, y_arm = np.asarray(y_ref, np.float64), np.asarray(y_arm, np.float64)
+    b_ref, b_arm = np.asarray(b_ref, np.float64), np.asarray(b_arm, np.float64)
+    edges = np.quantile(b_ref, np.linspace(0.0, 1.0, n_bins + 1))
+    ref_bin = np.digitize(b_ref, edges[1:-1])
+    arm_bin = np.digitize(b_arm, edges[1:-1])
+    eye = np.eye(n_bins)
+    return np.hstack([eye[ref_bin], eye[arm_bin], eye[arm_bin] * (y_arm - y_ref)[:, None]]), edges
+
+
+def _budget_statistic(n_bins: int) -> Statistic:
+    def stat(w: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        out = []
+        for c in range(rows.shape[1] // (3 * n_bins)):
+            block = w @ rows[:, 3 * n_bins * c : 3 * n_bins * (c + 1)]
+            weight = block[:, :n_bins] / w.sum(axis=1, keepdims=True)
+            n_arm, sum_d = block[:, n_bins : 2 * n_bins], block[:, 2 * n_bins :]
+            ok = (weight > 0) & (n_arm > 0)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                mean_d = np.where(ok, sum_d / np.where(ok, n_arm, 1.0), 0.0)
+                used = (weight * ok).sum(axis=1)
+                out.append(np.where(used > 0, (weight * mean_d * ok).sum(axis=1) / used, np.nan))
+        return np.stack(out, axis=1)
+
+    return stat
+
+
+def budget_adjusted_deltas(
+    contrasts: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]],
+    n_boot: int,
+    rng: np.random.Generator,
+    *,
+    alpha: float = 0.05,
+    n_bins: int = 5,
+) -> list[BudgetAdjustment]:
+    """Seed 004's backdoor adjustment for each (y_ref, y_arm, budget_ref, budget_arm), with bootstrap CIs.
+
+    Strata are quantile bins of the reference arm's per-item budget; each item's difference falls in the
+    stratum of the arm's budget; strata are weighted by the reference's share P_ref(z). A stratum with
+    reference weight but no arm item has no support: it is dropped, reported, and the rest renormalised.
+    All contrasts share one draw of item resamples.
+    """
+    if not contrasts:
+        return []
+    built = [_budget_rows(*c, n_bins) for c in contrasts]
+    rows = np.hstack([r for r, _ in built])
+    stat = _budget_statistic(n_bins)
+    point = stat(np.ones((1, rows.shape[0])), rows)[0]
+    theta_b = bootstrap_distribution(rows, stat, n_boot, rng)
+    out = []
+    for c, (r, edges) in enumerate(built):
+        weight = r[:, :n_bins].mean(axis=0)
+        n_arm = r[:, n_bins : 2 * n_bins].sum(axis=0)
+        sum_d = r[:, 2 * n_bins :].sum(axis=0)
+        strata = [
+            {
+                "stratum": z,
+                "budget_range": [float(edges[z]), float(edges[z + 1])],
+                "ref_weight": float(weight[z]),
+                "n_arm_items": int(n_arm[z]),
+                "mean_delta": float(sum_d[z] / n_arm[z]) if n_arm[z] else None,
+                "supported": bool(weight[z] > 0 and n_arm[z] > 0),
+            }
+            for z in range(n_bins)
+        ]
+        no_support = [z for z in range(n_bins) if weight[z] > 0 and n_arm[z] == 0]
+        used = float(sum(weight[z] for z in range(n_bins) if strata[z]["supported"]))
+        col = theta_b[:, c]
+        finite = col[np.isfinite(col)]
+        ci = None
+        if np.isfinite(point[c]) and finite.size:
+            lo, hi = percentile_interval(finite[:, None], alpha)
+            ci = Interval(float(lo[0]), float(hi[0]), "percentile")
+        delta = float(point[c]) if np.isfinite(point[c]) else None
+        out.append(BudgetAdjustment(delta, ci, [float(e) for e in edges], strata, no_support, used))
+    return out
