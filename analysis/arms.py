@@ -1,0 +1,355 @@
+"""The arm comparison: how much of a headline gain is training, retrieval or tool access?
+
+    python -m analysis.arms --logs evallogs --out reports/arms [--params params.yaml]
+
+reads one EvalLog per arm from the folder (arm name from the log's `arm` field or the file stem; base is
+required, any other arm may be missing), pairs every arm with base and the combination arms with their
+augmentation (trained+rag vs +rag, trained+tools vs +tools), and writes arm_comparison_report.json,
+arm_comparison_report.md and the forest plot arm_deltas.png. Each arm's claim follows from its attribution
+(seed 004), never from the size of its delta; the ceiling arm is labelled and never decomposed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from analysis import evalstats as es
+from analysis.align import (
+    EXIT_REFUSED,
+    ArmData,
+    Refusal,
+    Settings,
+    arm_arrays,
+    check_matched,
+    dump_json,
+    item_order,
+    load_log,
+    read_settings,
+    settings_dict,
+    write_outputs,
+)
+from analysis.delta import family_groups, mean_contrast
+from pipeline.evallog import EvalLog
+
+CANONICAL_ARMS = ["base", "trained", "+rag", "+tools", "trained+rag", "trained+tools", "trained+rag+tools"]
+DEFAULT_ATTRIBUTION = {
+    "base": "reference",
+    "trained": "parametric",
+    "+rag": "lookup",
+    "+tools": "tool_access",
+    "trained+rag": "mixed",
+    "trained+tools": "mixed",
+    "trained+rag+tools": "ceiling",
+}
+MARGINAL_CONTRASTS = [("trained+rag", "+rag"), ("trained+tools", "+tools")]
+PATH_VERDICTS = ["clean", "answer_without_tool", "tool_result_ignored", "tool_error", "no_answer"]
+
+
+class CeilingNotDecomposable(ValueError):
+    """Asked for a parametric share of the ceiling arm, whose causes are entangled by design."""
+
+
+def parametric_share(
+    attribution: str, total_delta: float, marginal_delta: float | None = None
+) -> float | None:
+    """Share of an arm's gain over base that is parametric; an error for the ceiling arm.
+
+    1 for the trained arm and 0 for a pure augmentation (by construction of the arms); for a mixed arm
+    the marginal gain over its augmentation divided by its gain over base (None if either is missing).
+    """
+    if attribution == "ceiling":
+        raise CeilingNotDecomposable(
+            "the ceiling arm moves training, retrieval and tools at once; its delta has no parametric share"
+        )
+    if attribution == "parametric":
+        return 1.0
+    if attribution in ("lookup", "tool_access"):
+        return 0.0
+    if attribution == "mixed":
+        if marginal_delta is None or total_delta == 0:
+            return None
+        return marginal_delta / total_delta
+    raise ValueError(f"no parametric share is defined for attribution {attribution!r}")
+
+
+def normalise_attribution(arm: str, recorded: str | None) -> str:
+    """The arm's attribution: the log's own, else the default for a canonical arm name, else 'unknown'."""
+    if recorded is None:
+        return DEFAULT_ATTRIBUTION.get(arm, "unknown")
+    value = recorded.strip().lower()
+    return "ceiling" if "ceiling" in value else value
+
+
+def discover(logs_dir: str | Path) -> dict[str, tuple[Path, EvalLog]]:
+    """Every EvalLog (*.json) of the folder by arm name, in canonical arm order; base is required."""
+    folder = Path(logs_dir)
+    if not folder.is_dir():
+        raise Refusal(f"{folder}: no such folder of EvalLogs; pass --logs FOLDER")
+    found: dict[str, tuple[Path, EvalLog]] = {}
+    for path in sorted(folder.glob("*.json")):
+        log = load_log(path)
+        arm = log.arm or path.stem
+        if arm in found:
+            raise Refusal(f"{found[arm][0]} and {path}: both hold arm {arm!r}; keep one log per arm")
+        found[arm] = (path, log)
+    if "base" not in found:
+        raise Refusal(
+            f"{folder}: no base arm (base.json or a log with arm 'base'); every arm is compared with base"
+        )
+    rank = {a: i for i, a in enumerate(CANONICAL_ARMS)}
+    return dict(sorted(found.items(), key=lambda kv: (rank.get(kv[0], len(rank)), kv[0])))
+
+
+def _claim(attribution: str, row: dict[str, Any], augmentation: str | None = None) -> str:
+    lo, hi = row["ci95"]
+    if attribution == "ceiling":
+        return "CEILING only; three interventions at once, NOT attributable."
+    if attribution == "marginal":
+        if lo > 0:
+            return f"training adds a gain on top of {augmentation} (complements)."
+        if hi < 0:
+            return f"training costs accuracy on top of {augmentation}."
+        return (
+            f"no marginal gain from training on top of {augmentation} detected (substitutes, or too small)."
+        )
+    effect = "gain" if lo > 0 else ("loss" if hi < 0 else "no detectable change")
+    if attribution == "parametric":
+        adj = row["adjusted_ci95"]
+        if adj is not None and adj[0] > 0:
+            return "parametric reasoning gain SURVIVES matched budget (no RAG, no tools)."
+        if adj is None and lo > 0:
+            return "parametric gain (budget adjustment unavailable: no gen_tokens in the logs)."
+        return "parametric gain does NOT survive adjustment." if lo > 0 else "no parametric gain detected."
+    if attribution == "lookup":
+        return f"{effect}: retrieval/lookup grounding, NOT reasoning."
+    if attribution == "tool_access":
+        return f"{effect}: tool-access effect (lookup of ground truth), NOT reasoning."
+    if attribution == "mixed":
+        return f"{effect}: mixed effect (training plus an augmentation); see its marginal contrast."
+    return f"{effect}: attribution {attribution!r} has no causal reading; reported without a claim."
+
+
+def _contrast(
+    arm: str, ref: str, data: dict[str, ArmData], models: dict[str, str], settings: Settings
+) -> dict[str, Any]:
+    a, r = data[arm], data[ref]
+    base = mean_contrast(r.item_mean, a.item_mean, settings)
+    d = a.item_mean - r.item_mean
+    dz = es.cohens_dz(d, settings.alpha)
+    flips = es.mcnemar_from_verdicts(r.item_mean >= 0.5, a.item_mean >= 0.5)
+    return {
+        "arm": arm,
+        "reference": ref,
+        "model_name": models[arm],
+        "n_items": base["n_items"],
+        "mean_ref": base["mean_ref"],
+        "mean_arm": base["mean_arm"],
+        "naive_delta": base["delta"],
+        "ci95": base["ci95"],
+        "ci95_method": base["ci95_method"],
+        "cohens_dz": dz.dz if dz else None,
+        "cohens_dz_ci95": [dz.lo, dz.hi] if dz else None,
+        "mean_gen_tokens": float(a.budget.mean()) if a.budget is not None else None,
+        "ref_mean_gen_tokens": float(r.budget.mean()) if r.budget is not None else None,
+        "flips_fixed_b": flips.b,
+        "flips_broke_c": flips.c,
+        "mcnemar_p": flips.exact_p,
+        "mcnemar_chi2": flips.chi2,
+        "p_value": base["p_value"],
+        "perm_exact": base["perm_exact"],
+        "mde": es.mde_paired(r.scores, a.scores, settings.alpha).mde,
+    }
+
+
+def path_table(arm: str, log: EvalLog) -> dict[str, Any] | None:
+    """Share and accuracy of each path verdict over an arm's samples; None when no sample carries one."""
+    verdicts, scores = [], []
+    for it in log.items:
+        for s in it.samples or []:
+            verdicts.append(s.path if s.path is not None else "(not evaluated)")
+            scores.append(s.score)
+    if not any(v != "(not evaluated)" for v in verdicts):
+        return None
+    v, sc = np.array(verdicts, dtype=object), np.array(scores, dtype=np.float64)
+    names = PATH_VERDICTS + sorted(set(verdicts) - set(PATH_VERDICTS))
+    rows = []
+    for name in names:
+        mask = v == name
+        count = int(mask.sum())
+        rows.append({
+            "path": name,
+            "count": count,
+            "share": count / v.size,
+            "accuracy": float(sc[mask].mean()) if count else None,
+        })  # fmt: skip
+    return {"arm": arm, "n_samples": int(v.size), "verdicts": rows}
+
+
+def build(logs_dir: str, settings: Settings) -> dict[str, Any]:
+    """The arm comparison report as a JSON-ready dict (a pure function of the logs and the settings)."""
+    found = discover(logs_dir)
+    base_path, base_log = found["base"]
+    matched: dict[str, Any] = {}
+    for arm, (path, log) in found.items():
+        if arm != "base":
+            matched = check_matched(base_path, base_log, path, log)
+    if not matched:
+        matched = check_matched(base_path, base_log, base_path, base_log)
+    order = item_order(base_log)
+    data = {arm: arm_arrays(log, order) for arm, (_, log) in found.items()}
+    models = {arm: log.model_name for arm, (_, log) in found.items()}
+    attribution = {arm: normalise_attribution(arm, log.attribution) for arm, (_, log) in found.items()}
+    notes: list[str] = []
+
+    contrasts = [_contrast(arm, "base", data, models, settings) for arm in found if arm != "base"]
+    for c in contrasts:
+        c["attribution"] = attribution[c["arm"]]
+    marginal = []
+    for arm, aug in MARGINAL_CONTRASTS:
+        if arm in found and aug in found:
+            row = _contrast(arm, aug, data, models, settings)
+            row["attribution"] = "marginal"
+            marginal.append(row)
+
+    all_rows = [*contrasts, *marginal]
+    with_budget = [
+        c for c in all_rows if data[c["arm"]].budget is not None and data[c["reference"]].budget is not None
+    ]
+    missing_budget = sorted(
+        {a for c in all_rows for a in (c["arm"], c["reference"]) if data[a].budget is None}
+    )
+    if missing_budget:
+        notes.append(
+            "no gen_tokens on every item of "
+            + ", ".join(missing_budget)
+            + ": the budget adjustment of contrasts "
+            "involving them is null"
+        )
+    adjustments = es.budget_adjusted_deltas(
+        [
+            (
+                data[c["reference"]].item_mean,
+                data[c["arm"]].item_mean,
+                data[c["reference"]].budget,
+                data[c["arm"]].budget,
+            )
+            for c in with_budget
+        ],
+        settings.n_boot,
+        es.rng_for(settings.seed, "budget"),
+        alpha=settings.alpha,
+    )
+    by_contrast = {(c["arm"], c["reference"]): adj for c, adj in zip(with_budget, adjustments, strict=True)}
+    for c in all_rows:
+        adj = by_contrast.get((c["arm"], c["reference"]))
+        c["adjusted_delta"] = adj.delta if adj else None
+        c["adjusted_ci95"] = adj.ci.as_list() if adj and adj.ci else None
+        c["budget_confound"] = c["naive_delta"] - adj.delta if adj and adj.delta is not None else None
+        c["budget_strata"] = adj.strata if adj else None
+        c["budget_no_support"] = adj.no_support if adj else []
+
+    families = []
+    for c in all_rows:
+        for name, idx in family_groups(data["base"].families).items():
+            row = mean_contrast(
+                data[c["reference"]].item_mean[idx],
+                data[c["arm"]].item_mean[idx],
+                settings,
+                key=f"/family/{name}",
+            )
+            families.append({"arm": c["arm"], "reference": c["reference"], "family": name, **row})
+
+    tests = [*all_rows, *families]
+    for row, q in zip(tests, es.bh_qvalues([t["p_value"] for t in tests]), strict=True):
+        lo, hi = row["ci95"]
+        row["q_value"] = float(q)
+        row["significant"] = bool(q <= settings.fdr and (lo > 0 or hi < 0))
+        delta = row.get("naive_delta", row.get("delta"))
+        row["negligible"] = bool(row["significant"] and abs(delta) < settings.min_effect)
+
+    marginal_delta = {m["arm"]: m["naive_delta"] for m in marginal}
+    for c in contrasts:
+        attr = c["attribution"]
+        c["ceiling"] = attr == "ceiling"
+        share = None
+        if attr in ("parametric", "lookup", "tool_access") or (attr == "mixed" and c["significant"]):
+            share = parametric_share(attr, c["naive_delta"], marginal_delta.get(c["arm"]))
+        c["parametric_share"] = share
+        c["claim"] = _claim(attr, c)
+    for m in marginal:
+        m["ceiling"] = False
+        m["parametric_share"] = None
+        m["claim"] = _claim("marginal", m, augmentation=m["reference"])
+
+    paths = [t for arm, (_, log) in found.items() if (t := path_table(arm, log)) is not None]
+    base_data = data["base"]
+    return {
+        "report": "arms",
+        "suite": base_log.suite,
+        "suite_revision": base_log.suite_revision,
+        "n_items": len(order),
+        "n_samples": base_log.n_samples,
+        "logs_dir": str(logs_dir),
+        "arms_found": list(found),
+        "arms_missing": [a for a in CANONICAL_ARMS if a not in found],
+        "logs": {arm: str(path) for arm, (path, _) in found.items()},
+        "matched_protocol": matched,
+        "base": {
+            "arm": "base",
+            "attribution": attribution["base"],
+            "model_name": models["base"],
+            "mean": float(base_data.item_mean.mean()),
+            "mean_gen_tokens": float(base_data.budget.mean()) if base_data.budget is not None else None,
+            "measured_at": base_log.measured_at,
+            "driver": base_log.driver,
+        },
+        "contrasts": contrasts,
+        "marginal": marginal,
+        "families": families,
+        "paths": paths,
+        "n_tests": len(tests),
+        "settings": settings_dict(settings),
+        "notes": notes,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line entry: build, render and write the arm comparison."""
+    ap = argparse.ArgumentParser(prog="python -m analysis.arms", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--logs", required=True, help="folder with one EvalLog JSON per arm (base.json required)")
+    ap.add_argument(
+        "--out", required=True, help="folder for arm_comparison_report.{json,md} and arm_deltas.png"
+    )
+    ap.add_argument(
+        "--params", default=None, help="params.yaml with an `analysis` section (default: ./params.yaml)"
+    )
+    args = ap.parse_args(argv)
+    try:
+        report = build(args.logs, read_settings(args.params))
+    except Refusal as e:
+        print(f"refused: {e}", file=sys.stderr)
+        return EXIT_REFUSED
+    from analysis import render  # matplotlib loads only when there is something to draw
+
+    write_outputs(
+        Path(args.out),
+        {
+            "arm_comparison_report.json": dump_json(report),
+            "arm_comparison_report.md": render.arms_markdown(report).encode(),
+            "arm_deltas.png": render.forest_figure(report),
+        },
+    )
+    for c in [*report["contrasts"], *report["marginal"]]:
+        lo, hi = c["ci95"]
+        print(f"{c['arm']} vs {c['reference']}: {c['naive_delta']:+.4f} [{lo:+.4f}, {hi:+.4f}] {c['claim']}")
+    print(f"-> {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,249 @@
+"""The pre/post delta report: did training move the score, by how much, and what does it claim?
+
+    python -m analysis.delta --pre evallogs/base.json --post evallogs/trained.json --out reports/delta \\
+        [--params params.yaml]
+
+writes delta_report.json (the numbers), delta_report.md and passk_curve.png (renderings of it). The two
+logs must share the matched protocol and item set, or the command prints one line and exits 2 without
+writing. Every statistic comes from analysis.evalstats; this module aligns, calls and assembles.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from analysis import evalstats as es
+from analysis.align import (
+    EXIT_REFUSED,
+    ArmData,
+    Refusal,
+    Settings,
+    arm_arrays,
+    check_matched,
+    dump_json,
+    item_order,
+    load_log,
+    read_settings,
+    settings_dict,
+    write_outputs,
+)
+from pipeline.evallog import EvalLog
+
+NO_FAMILY = "(none)"
+
+
+def mean_contrast(ref: np.ndarray, arm: np.ndarray, settings: Settings, key: str = "") -> dict[str, Any]:
+    """Paired delta of per-item scores: estimate, BCa item-level CI, sign-flip p (shared by both reports)."""
+    d = arm - ref
+    ci = es.paired_bootstrap_ci(
+        ref, arm, settings.n_boot, es.rng_for(settings.seed, f"item{key}"), alpha=settings.alpha
+    )
+    flip = es.sign_flip_test(d, settings.n_perm, es.rng_for(settings.seed, f"perm{key}"))
+    return {
+        "n_items": int(d.size),
+        "mean_ref": float(ref.mean()),
+        "mean_arm": float(arm.mean()),
+        "delta": float(d.mean()),
+        "ci95": ci.as_list(),
+        "ci95_method": ci.method,
+        "p_value": float(flip.p[0]),
+        "perm_exact": flip.exact,
+    }
+
+
+def family_groups(families: list[str | None]) -> dict[str, np.ndarray]:
+    """Item indices per family (sorted by name); empty when no item carries a family."""
+    if all(f is None for f in families):
+        return {}
+    labels = np.array([NO_FAMILY if f is None else f for f in families], dtype=object)
+    return {name: np.flatnonzero(labels == name) for name in sorted(set(labels))}
+
+
+def family_rows(ref: ArmData, arm: ArmData, settings: Settings) -> list[dict[str, Any]]:
+    """Delta, CI and p per item family (before multiplicity correction)."""
+    rows = []
+    for name, idx in family_groups(ref.families).items():
+        row = mean_contrast(ref.item_mean[idx], arm.item_mean[idx], settings, key=f"/family/{name}")
+        rows.append({"family": name, **row})
+    return rows
+
+
+def claim(passk: es.PassAtK) -> tuple[str, str]:
+    """EXPANSION / SHARPENING / REGRESSION / no material shift, decided by the cluster-bootstrap intervals."""
+    k_max = passk.ks[-1]
+    top, one = passk.delta_ci[-1], passk.delta_ci[0]
+    d_top, d_one = passk.delta[-1], passk.delta[0]
+    if k_max == 1:
+        if one.excludes_zero():
+            return "no material shift", (
+                f"pass@1 moved by {d_one:+.4f} (CI [{one.lo:+.4f}, {one.hi:+.4f}]), but with one sample per "
+                "item sharpening and expansion cannot be told apart; rerun with more samples per item."
+            )
+        return (
+            "no material shift",
+            f"pass@1 delta {d_one:+.4f}, CI [{one.lo:+.4f}, {one.hi:+.4f}] includes 0.",
+        )
+    if top.lo > 0:
+        return "EXPANSION", (
+            f"pass@{k_max} rose by {d_top:+.4f} with CI [{top.lo:+.4f}, {top.hi:+.4f}] above zero: the "
+            "trained model solves items that were out of reach at this sampling budget before."
+        )
+    if one.lo > 0:
+        return "SHARPENING", (
+            f"pass@1 rose by {d_one:+.4f} (CI [{one.lo:+.4f}, {one.hi:+.4f}]) while pass@{k_max} did not "
+            f"({d_top:+.4f}, CI [{top.lo:+.4f}, {top.hi:+.4f}]): more reliable on items it could already "
+            "solve, not capability expansion."
+        )
+    if one.hi < 0:
+        return "REGRESSION", (
+            f"pass@1 fell by {d_one:+.4f} (CI [{one.lo:+.4f}, {one.hi:+.4f}] below zero) and pass@{k_max} "
+            "did not rise."
+        )
+    return "no material shift", (
+        f"neither pass@1 ({d_one:+.4f}, CI [{one.lo:+.4f}, {one.hi:+.4f}]) nor pass@{k_max} "
+        f"({d_top:+.4f}, CI [{top.lo:+.4f}, {top.hi:+.4f}]) moved beyond its interval."
+    )
+
+
+def _interval(ci: es.Interval) -> list[float]:
+    return ci.as_list()
+
+
+def build(pre_path: str, pre: EvalLog, post_path: str, post: EvalLog, settings: Settings) -> dict[str, Any]:
+    """The delta report as a JSON-ready dict (a pure function of the two logs and the settings)."""
+    matched = check_matched(pre_path, pre, post_path, post)
+    order = item_order(pre)
+    a, b = arm_arrays(pre, order), arm_arrays(post, order)
+    d = b.item_mean - a.item_mean
+    seed, alpha = settings.seed, settings.alpha
+
+    theta_b = es.bootstrap_distribution(d, es.weighted_means, settings.n_boot, es.rng_for(seed, "item"))
+    bca_lo, bca_hi, bca_method = es.bca_interval_means(d, theta_b, alpha)
+    pct_lo, pct_hi = es.percentile_interval(theta_b, alpha)
+    flip = es.sign_flip_test(d, settings.n_perm, es.rng_for(seed, "perm"))
+    dz = es.cohens_dz(d, alpha)
+    mde = es.mde_paired(a.scores, b.scores, alpha)
+    flips = es.mcnemar_from_verdicts(a.item_mean >= 0.5, b.item_mean >= 0.5)
+
+    ks = es.k_grid(pre.n_samples)
+    passk = es.pass_at_k_bootstrap(
+        a.scores, b.scores, settings.n_boot, es.rng_for(seed, "cluster"), alpha=alpha, ks=ks
+    )
+    rho = None
+    if a.item_mean.std() > 0 and b.item_mean.std() > 0:
+        rho = float(np.corrcoef(a.item_mean, b.item_mean)[0, 1])
+
+    families = family_rows(a, b, settings)
+    for row, q in zip(families, es.bh_qvalues([r["p_value"] for r in families]), strict=True):
+        row["q_value"] = float(q)
+        row["significant"] = bool(q <= settings.fdr and (row["ci95"][0] > 0 or row["ci95"][1] < 0))
+    notes = []
+    if any(f is not None for f in a.families) and a.families != b.families:
+        notes.append("family labels differ between the logs; families are taken from the pre log")
+    verdict, detail = claim(passk)
+    return {
+        "report": "delta",
+        "suite": pre.suite,
+        "suite_revision": pre.suite_revision,
+        "n_items": len(order),
+        "n_samples": pre.n_samples,
+        "pre_model": pre.model_name,
+        "post_model": post.model_name,
+        "pre_log": str(pre_path),
+        "post_log": str(post_path),
+        "driver": post.driver,
+        "measured_at": post.measured_at,
+        "pre_measured_at": pre.measured_at,
+        "mde": {
+            "mde": mde.mde,
+            "power": mde.power,
+            "alpha": mde.alpha,
+            "n_items": mde.n_items,
+            "k": mde.k,
+            "between_item_var": mde.between_item_var,
+            "within_item_var": mde.within_item_var,
+            "by_k": {str(k): v for k, v in mde.by_k.items()},
+        },
+        "claim": verdict,
+        "claim_detail": detail,
+        "matched_protocol": matched,
+        "mean_pre": float(a.item_mean.mean()),
+        "mean_post": float(b.item_mean.mean()),
+        "delta_mean": float(d.mean()),
+        "delta_ci95": [float(bca_lo[0]), float(bca_hi[0])],
+        "delta_ci95_method": bca_method[0],
+        "delta_ci95_percentile": [float(pct_lo[0]), float(pct_hi[0])],
+        "delta_ci95_cluster": passk.mean_delta_ci.as_list(),
+        "delta_ci95_cluster_method": "percentile, cluster bootstrap (items resampled with their k samples)",
+        "perm_p": float(flip.p[0]),
+        "perm_exact": flip.exact,
+        "perm_n": flip.n_perm,
+        "cohens_dz": dz.dz if dz else None,
+        "cohens_dz_ci95": [dz.lo, dz.hi] if dz else None,
+        "pair_correlation_rho": rho,
+        "flips_wrong_to_right": flips.b,
+        "flips_right_to_wrong": flips.c,
+        "mcnemar_chi2": flips.chi2,
+        "mcnemar_chi2_p": flips.chi2_p,
+        "mcnemar_p": flips.exact_p,
+        "pass_at_k_pre": {str(k): float(v) for k, v in zip(ks, passk.pre, strict=True)},
+        "pass_at_k_post": {str(k): float(v) for k, v in zip(ks, passk.post, strict=True)},
+        "pass_at_k": [
+            {
+                "k": k,
+                "pre": float(passk.pre[i]),
+                "post": float(passk.post[i]),
+                "delta": float(passk.delta[i]),
+                "pre_ci95": _interval(passk.pre_ci[i]),
+                "post_ci95": _interval(passk.post_ci[i]),
+                "delta_ci95": _interval(passk.delta_ci[i]),
+            }
+            for i, k in enumerate(ks)
+        ],
+        "families": families,
+        "settings": settings_dict(settings),
+        "notes": notes,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line entry: build, render and write the delta report."""
+    ap = argparse.ArgumentParser(prog="python -m analysis.delta", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--pre", required=True, help="EvalLog of the baseline (M0)")
+    ap.add_argument("--post", required=True, help="EvalLog of the trained model (M1)")
+    ap.add_argument("--out", required=True, help="folder for delta_report.{json,md} and passk_curve.png")
+    ap.add_argument(
+        "--params", default=None, help="params.yaml with an `analysis` section (default: ./params.yaml)"
+    )
+    args = ap.parse_args(argv)
+    try:
+        settings = read_settings(args.params)
+        pre, post = load_log(args.pre), load_log(args.post)
+        report = build(args.pre, pre, args.post, post, settings)
+    except Refusal as e:
+        print(f"refused: {e}", file=sys.stderr)
+        return EXIT_REFUSED
+    from analysis import render  # matplotlib loads only when there is something to draw
+
+    write_outputs(
+        Path(args.out),
+        {
+            "delta_report.json": dump_json(report),
+            "delta_report.md": render.delta_markdown(report).encode(),
+            "passk_curve.png": render.passk_figure(report),
+        },
+    )
+    print(
+        f"{report['claim']}: delta {report['delta_mean']:+.4f} CI {report['delta_ci95']} "
+        f"perm p {report['perm_p']:.4g} -> {args.out}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

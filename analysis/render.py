@@ -1,0 +1,357 @@
+"""Renderings of the report dicts: markdown and matplotlib figures (Agg), never a number of their own.
+
+Figures are written without a date or software stamp so a rerun on the same inputs gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen before pyplot loads)
+
+_PNG_METADATA = {"Software": None}
+
+
+def _num(x: float | None, spec: str = ".4f") -> str:
+    return "n/a" if x is None else format(x, spec)
+
+
+def _ci(ci: list[float] | None, spec: str = "+.4f") -> str:
+    return "n/a" if ci is None else f"[{_num(ci[0], spec)}, {_num(ci[1], spec)}]"
+
+
+def _p(p: float | None) -> str:
+    return "n/a" if p is None else f"{p:.4g}"
+
+
+def _png(fig: plt.Figure) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=120, metadata=_PNG_METADATA)
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join(" --- " for _ in header) + "|"]
+    out += ["| " + " | ".join(r) + " |" for r in rows]
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Delta report
+
+
+def delta_markdown(r: dict[str, Any]) -> str:
+    """The delta report as markdown: sensitivity first, then claim, protocol, headline, flips, pass@k."""
+    mde = r["mde"]
+    within = mde["within_item_var"]
+    lines = [
+        "# Reasoning delta report",
+        "",
+        f"**Minimum detectable effect: {_num(mde['mde'])}** ({mde['power']:.0%} power, two-sided alpha "
+        f"{mde['alpha']}, {mde['n_items']} items x {mde['k']} samples; between-item variance of the "
+        f"differences {_num(mde['between_item_var'], '.3g')}, within-item variance "
+        f"{_num(within, '.3g')} / k). A smaller true delta is not reliably visible at this suite size.",
+        "",
+        f"**Claim: {r['claim']}.** {r['claim_detail']}",
+        "",
+        f"Suite {r['suite']} (rev {r['suite_revision']}), {r['n_items']} items, "
+        f"{r['n_samples']} samples per item. "
+        f"pre = `{r['pre_model']}` ({r['pre_log']}), post = `{r['post_model']}` ({r['post_log']}). "
+        f"Measured with driver {r['driver']}, {r['measured_at']}.",
+        "",
+        "## Matched protocol (checked, identical in both logs)",
+        "",
+    ]
+    mp = r["matched_protocol"]
+    proto_rows = [[f, f"{mp[f]!r}"] for f in ("n_samples", "temperature", "top_p", "max_tokens", "seed")]
+    proto_rows += [[f, f"{mp[f]!r}"] for f in ("suite", "suite_revision")]
+    if mp.get("protocol"):
+        proto_rows += [[f"protocol.{k}", f"{v!r}"] for k, v in mp["protocol"].items()]
+    proto_rows.append(["items", f"{mp['n_items']} identical item ids"])
+    lines += _table(["field", "value"], proto_rows)
+    lines += [
+        "",
+        "## Headline: mean score per sample",
+        "",
+        *_table(
+            ["quantity", "value"],
+            [
+                ["mean pre", _num(r["mean_pre"])],
+                ["mean post", _num(r["mean_post"])],
+                ["**delta (paired)**", f"**{_num(r['delta_mean'], '+.4f')}**"],
+                [f"95% CI, item-level paired bootstrap ({r['delta_ci95_method']})", _ci(r["delta_ci95"])],
+                ["95% CI, item-level percentile", _ci(r["delta_ci95_percentile"])],
+                ["95% CI, cluster bootstrap (items with their k samples)", _ci(r["delta_ci95_cluster"])],
+                [
+                    f"sign-flip permutation p ({'exact' if r['perm_exact'] else 'Monte Carlo'}, "
+                    f"{r['perm_n']} sign vectors)",
+                    _p(r["perm_p"]),
+                ],
+                [
+                    "Cohen's d_z [noncentral-t CI]",
+                    f"{_num(r['cohens_dz'], '+.3f')} {_ci(r['cohens_dz_ci95'], '+.3f')}",
+                ],
+                ["pair correlation rho", _num(r["pair_correlation_rho"], ".3f")],
+            ],
+        ),
+        "",
+        "With equal k per item, resampling whole items is what both bootstraps do (Field & Welsh 2007: the "
+        "top level only); they are separate Monte Carlo draws, so their agreement is a check on both.",
+        "",
+        "## Item-level flips (majority verdict: item mean >= 0.5)",
+        "",
+        f"- wrong -> right (b): {r['flips_wrong_to_right']}",
+        f"- right -> wrong (c): {r['flips_right_to_wrong']}",
+        f"- McNemar exact p = {_p(r['mcnemar_p'])}; continuity-corrected chi2 = "
+        f"{_num(r['mcnemar_chi2'], '.3f')}, p = {_p(r['mcnemar_chi2_p'])}",
+        "",
+        "## pass@k (unbiased estimator, cluster-bootstrap 95% CIs)",
+        "",
+        *_table(
+            ["k", "pre", "post", "delta", "delta 95% CI"],
+            [
+                [
+                    str(row["k"]),
+                    f"{_num(row['pre'])} {_ci(row['pre_ci95'], '.4f')}",
+                    f"{_num(row['post'])} {_ci(row['post_ci95'], '.4f')}",
+                    _num(row["delta"], "+.4f"),
+                    _ci(row["delta_ci95"]),
+                ]
+                for row in r["pass_at_k"]
+            ],
+        ),
+        "",
+        "![pass@k](passk_curve.png)",
+        "",
+    ]
+    if r["families"]:
+        lines += ["## By item family", ""]
+        lines += _table(
+            ["family", "items", "pre", "post", "delta", "95% CI", "p", "q (BH)"],
+            [
+                [
+                    f["family"],
+                    str(f["n_items"]),
+                    _num(f["mean_ref"]),
+                    _num(f["mean_arm"]),
+                    _num(f["delta"], "+.4f"),
+                    _ci(f["ci95"]),
+                    _p(f["p_value"]),
+                    _p(f["q_value"]),
+                ]
+                for f in r["families"]
+            ],
+        )
+        lines.append("")
+    for note in r["notes"]:
+        lines.append(f"Note: {note}")
+    s = r["settings"]
+    lines += [
+        f"Settings: {s['n_boot']} bootstrap resamples, {s['n_perm']} sign-flip permutations, "
+        f"alpha {s['alpha']}, seed {s['seed']}.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def passk_figure(r: dict[str, Any]) -> bytes:
+    """pass@k of both models with CI bands, and the delta with its CI band, against k (log2 axis)."""
+    rows = r["pass_at_k"]
+    ks = [row["k"] for row in rows]
+    fig, (ax, ax_d) = plt.subplots(1, 2, figsize=(9, 3.6))
+    for key, label, marker in (("pre", r["pre_model"], "o"), ("post", r["post_model"], "s")):
+        y = [row[key] for row in rows]
+        ax.plot(ks, y, marker=marker, label=f"{key}: {label}")
+        ax.fill_between(
+            ks, [row[f"{key}_ci95"][0] for row in rows], [row[f"{key}_ci95"][1] for row in rows], alpha=0.25
+        )
+    ax.set_ylabel("pass@k")
+    ax.set_title("pass@k vs k (matched budget)")
+    ax.legend(fontsize=8)
+    ax_d.plot(ks, [row["delta"] for row in rows], marker="D", color="C2", label="post - pre")
+    ax_d.fill_between(
+        ks,
+        [row["delta_ci95"][0] for row in rows],
+        [row["delta_ci95"][1] for row in rows],
+        color="C2",
+        alpha=0.25,
+        label="95% CI (cluster bootstrap)",
+    )
+    ax_d.axhline(0.0, color="black", linewidth=0.8)
+    ax_d.set_ylabel("pass@k delta")
+    ax_d.set_title(f"claim: {r['claim']}")
+    ax_d.legend(fontsize=8)
+    for a in (ax, ax_d):
+        a.set_xscale("log", base=2)
+        a.set_xticks(ks, [str(k) for k in ks])
+        a.set_xlabel("k (samples)")
+        a.grid(alpha=0.3)
+    fig.tight_layout()
+    return _png(fig)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Arm comparison
+
+
+def _contrast_row(c: dict[str, Any]) -> list[str]:
+    sig = "yes (negligible)" if c["negligible"] else ("yes" if c["significant"] else "no")
+    return [
+        f"{c['arm']} vs {c['reference']}",
+        c["attribution"],
+        _num(c["naive_delta"], "+.4f"),
+        _ci(c["ci95"]),
+        _num(c["adjusted_delta"], "+.4f"),
+        _num(c["budget_confound"], "+.4f"),
+        _num(c["cohens_dz"], "+.3f"),
+        _num(c["mean_gen_tokens"], ".1f"),
+        f"{c['flips_fixed_b']}/{c['flips_broke_c']}",
+        _p(c["mcnemar_p"]),
+        _p(c["p_value"]),
+        _p(c["q_value"]),
+        sig,
+        c["claim"],
+    ]
+
+
+_CONTRAST_HEADER = [
+    "contrast", "attribution", "naive delta", "95% CI", "adjusted", "confound", "d_z", "gen tokens",
+    "b/c", "McNemar p", "p", "q", "significant", "claim",
+]  # fmt: skip
+
+
+def arms_markdown(r: dict[str, Any]) -> str:
+    """The arm comparison as markdown: every arm vs base, marginal contrasts, families, tool paths."""
+    s = r["settings"]
+    lines = [
+        "# Arm comparison: what caused the gain",
+        "",
+        f"Suite {r['suite']} (rev {r['suite_revision']}), {r['n_items']} items, "
+        f"{r['n_samples']} samples per item, "
+        f"logs from `{r['logs_dir']}`. Arms found: {', '.join(r['arms_found'])}."
+        + (f" Not present: {', '.join(r['arms_missing'])}." if r["arms_missing"] else ""),
+        "",
+        f"Base mean score {_num(r['base']['mean'])}, "
+        f"mean generated tokens {_num(r['base']['mean_gen_tokens'], '.1f')}.",
+        "",
+        "## Every arm against base",
+        "",
+        *_table(_CONTRAST_HEADER, [_contrast_row(c) for c in r["contrasts"]]),
+        "",
+    ]
+    if r["marginal"]:
+        lines += [
+            "## Marginal parametric gain on top of an augmentation",
+            "",
+            *_table(_CONTRAST_HEADER, [_contrast_row(c) for c in r["marginal"]]),
+            "",
+        ]
+    ceilings = [c["arm"] for c in r["contrasts"] if c["ceiling"]]
+    if ceilings:
+        lines += [
+            f"**Ceiling:** {', '.join(ceilings)} pulls every lever at once. Its delta is the system's "
+            "ceiling, not evidence for any single cause; no parametric share is computed for it.",
+            "",
+        ]
+    lines += ["![forest plot](arm_deltas.png)", ""]
+    if r["families"]:
+        lines += ["## By item family", ""]
+        lines += _table(
+            ["contrast", "family", "items", "delta", "95% CI", "p", "q", "significant"],
+            [
+                [
+                    f"{f['arm']} vs {f['reference']}",
+                    f["family"],
+                    str(f["n_items"]),
+                    _num(f["delta"], "+.4f"),
+                    _ci(f["ci95"]),
+                    _p(f["p_value"]),
+                    _p(f["q_value"]),
+                    "yes (negligible)" if f["negligible"] else ("yes" if f["significant"] else "no"),
+                ]
+                for f in r["families"]
+            ],
+        )
+        lines.append("")
+    if r["paths"]:
+        lines += ["## Tool-use paths (per sample)", ""]
+        for arm in r["paths"]:
+            lines += [f"**{arm['arm']}** ({arm['n_samples']} samples)", ""]
+            lines += _table(
+                ["path", "samples", "share", "accuracy"],
+                [
+                    [v["path"], str(v["count"]), _num(v["share"], ".3f"), _num(v["accuracy"], ".3f")]
+                    for v in arm["verdicts"]
+                ],
+            )
+            lines.append("")
+    budget = [c for c in [*r["contrasts"], *r["marginal"]] if c["budget_no_support"]]
+    for c in budget:
+        lines.append(
+            f"Budget strata without support for {c['arm']} vs {c['reference']}: "
+            f"{', '.join(str(z) for z in c['budget_no_support'])} (dropped; weights renormalised)."
+        )
+    for note in r["notes"]:
+        lines.append(f"Note: {note}")
+    lines += [
+        "",
+        f"p: two-sided sign-flip permutation test; q: Benjamini-Hochberg over all {r['n_tests']} "
+        f"contrasts of this report (main, marginal, per family); significant: q <= {s['fdr']} and the "
+        f"CI excludes 0; negligible: significant but |delta| < {s['min_effect']}. Settings: "
+        f"{s['n_boot']} resamples, {s['n_perm']} permutations, alpha {s['alpha']}, seed {s['seed']}.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def forest_figure(r: dict[str, Any]) -> bytes:
+    """Forest plot: naive delta with 95% CI per contrast, budget-adjusted delta as an open marker."""
+    rows = [*r["contrasts"], *r["marginal"]]
+    fig, ax = plt.subplots(figsize=(8, 0.55 * len(rows) + 1.6))
+    ys = list(range(len(rows)))[::-1]
+    for y, c in zip(ys, rows, strict=True):
+        color = "grey" if c["ceiling"] else ("C0" if c["reference"] == "base" else "C1")
+        lo, hi = c["ci95"]
+        ax.errorbar(
+            c["naive_delta"],
+            y,
+            xerr=[[c["naive_delta"] - lo], [hi - c["naive_delta"]]],
+            fmt="o",
+            color=color,
+            capsize=3,
+        )
+        if c["adjusted_delta"] is not None:
+            # Drawn just below the naive estimate so equal values stay distinguishable.
+            ax.plot(
+                c["adjusted_delta"],
+                y - 0.22,
+                marker="D",
+                markerfacecolor="none",
+                color=color,
+                linestyle="none",
+            )
+            if c["adjusted_ci95"] is not None:
+                ax.plot(c["adjusted_ci95"], [y - 0.22] * 2, color=color, linewidth=0.8, linestyle=":")
+    labels = []
+    for c in rows:
+        label = f"{c['arm']} vs {c['reference']}"
+        if c["ceiling"]:
+            label += "\n(CEILING, not attributable)"
+        labels.append(label)
+    ax.set_yticks(ys, labels, fontsize=8)
+    ax.axvline(0.0, color="black", linewidth=0.8)
+    m = r["settings"]["min_effect"]
+    ax.axvspan(-m, m, color="grey", alpha=0.15, label=f"|delta| < min_effect ({m})")
+    ax.plot([], [], marker="o", color="C0", linestyle="none", label="naive delta, 95% CI")
+    ax.plot([], [], marker="D", markerfacecolor="none", color="C0", linestyle="none", label="budget-adjusted")
+    ax.set_xlabel("delta in mean score (arm - reference)")
+    ax.set_title("Arm deltas")
+    ax.legend(fontsize=7, loc="lower right")
+    ax.grid(axis="x", alpha=0.3)
+    fig.tight_layout()
+    return _png(fig)
