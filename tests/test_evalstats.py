@@ -1,0 +1,458 @@
+"""analysis.evalstats against published reference values, scipy on small data, and its own invariants."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats
+
+from analysis import evalstats as es
+
+# Benjamini & Hochberg (1995), section 4: the fifteen p-values of the myocardial-infarction example.
+BH_1995 = [0.0001, 0.0004, 0.0019, 0.0095, 0.0201, 0.0278, 0.0298, 0.0344, 0.0459, 0.3240, 0.4262, 0.5719,
+           0.6528, 0.7590, 1.000]  # fmt: skip
+
+
+# ----------------------------------------------------------------------------------------------- pass@k
+
+
+def test_pass_at_k_reference_values():
+    # Chen et al. 2021 (HumanEval): the worked n=5, c=2, k=3 case and the paper's n=200 setting.
+    assert es.pass_at_k(5, 2, 3) == pytest.approx(0.9, abs=1e-15)
+    assert es.pass_at_k(200, 10, 10) == pytest.approx(0.40854787, abs=5e-9)
+    assert es.pass_at_k(10, 0, 5) == 0.0
+    assert es.pass_at_k(10, 10, 1) == 1.0
+    assert es.pass_at_k(10, 6, 5) == 1.0  # n - c < k: every draw of 5 holds a correct one
+
+
+def test_pass_at_k_table_equals_the_binomial_definition():
+    for n in (1, 2, 5, 8, 16, 30):
+        for k in range(1, n + 1):
+            table = es.pass_at_k_table(n, k)
+            for c in range(n + 1):
+                exact = 1 - math.comb(n - c, k) / math.comb(n, k)
+                assert table[c] == pytest.approx(exact, abs=1e-12)
+                assert es.pass_at_k(n, c, k) == pytest.approx(exact, abs=1e-12)
+
+
+def test_pass_at_k_rejects_impossible_arguments():
+    with pytest.raises(ValueError, match="pass@k needs"):
+        es.pass_at_k(5, 6, 1)
+    with pytest.raises(ValueError, match="pass@k needs"):
+        es.pass_at_k(5, 2, 6)
+
+
+def test_k_grid_is_powers_of_two_and_n():
+    assert es.k_grid(1) == [1]
+    assert es.k_grid(5) == [1, 2, 4, 5]
+    assert es.k_grid(16) == [1, 2, 4, 8, 16]
+
+
+@given(st.integers(1, 60).flatmap(lambda n: st.tuples(st.just(n), st.integers(0, n))))
+@settings(max_examples=200, deadline=None)
+def test_pass_at_k_never_decreases_in_k(nc):
+    n, c = nc
+    values = [es.pass_at_k_table(n, k)[c] for k in range(1, n + 1)]
+    assert all(b >= a - 1e-12 for a, b in zip(values, values[1:], strict=False))
+    assert all(0.0 <= v <= 1.0 for v in values)
+
+
+def test_pass_at_k_items_thresholds_scores():
+    scores = np.array([[1, 0, 0, 1], [0.4, 0.6, 0.0, 0.0], [0, 0, 0, 0]])
+    got = es.pass_at_k_items(scores, [1, 2, 4])
+    assert got[0].tolist() == pytest.approx([0.5, 1 - 1 / 6, 1.0])
+    assert got[1].tolist() == pytest.approx([0.25, 0.5, 1.0])
+    assert got[2].tolist() == [0.0, 0.0, 0.0]
+
+
+# ---------------------------------------------------------------------------------------------- McNemar
+
+
+def test_mcnemar_exact_reference():
+    r = es.mcnemar(4, 0)
+    assert r.exact_p == pytest.approx(0.125, abs=1e-15)
+    assert r.chi2 == pytest.approx(2.25)
+
+
+def test_mcnemar_chi2_matches_r_documentation_example():
+    # R ?mcnemar.test, presidential approval (Agresti 1990): discordant 150 and 86 ->
+    # McNemar's chi-squared = 16.818, df = 1, p-value = 4.115e-05.
+    r = es.mcnemar(150, 86)
+    assert r.chi2 == pytest.approx(16.818, abs=5e-4)
+    assert r.chi2_p == pytest.approx(4.115e-05, rel=1e-3)
+    assert r.exact_p == pytest.approx(stats.binomtest(150, 236).pvalue)
+
+
+def test_mcnemar_without_discordant_pairs_is_p_one():
+    r = es.mcnemar(0, 0)
+    assert (r.exact_p, r.chi2_p, r.chi2) == (1.0, 1.0, 0.0)
+
+
+def test_mcnemar_from_verdicts_counts_flips():
+    pre = np.array([0, 0, 1, 1, 0], bool)
+    post = np.array([1, 1, 0, 1, 0], bool)
+    r = es.mcnemar_from_verdicts(pre, post)
+    assert (r.b, r.c) == (2, 1)
+
+
+# ------------------------------------------------------------------------------------ Benjamini-Hochberg
+
+
+def test_bh_rejects_four_of_the_fifteen_1995_p_values():
+    q = es.bh_qvalues(BH_1995)
+    assert int(np.sum(q <= 0.05)) == 4
+    assert np.flatnonzero(q <= 0.05).tolist() == [0, 1, 2, 3]
+
+
+def test_bh_qvalues_are_the_step_up_adjustment():
+    rng = np.random.default_rng(3)
+    p = rng.random(40) ** 3
+    m = p.size
+    order = np.argsort(p)
+    adjusted = np.minimum.accumulate((p[order] * m / np.arange(1, m + 1))[::-1])[::-1]
+    expected = np.empty(m)
+    expected[order] = np.minimum(adjusted, 1)
+    assert es.bh_qvalues(p) == pytest.approx(expected)
+    assert es.bh_qvalues([]).size == 0
+
+
+# ----------------------------------------------------------------------------------------- sign flip
+
+
+def test_exact_sign_flip_of_ten_positive_differences():
+    r = es.sign_flip_test(np.arange(1, 11) / 10, 10_000, np.random.default_rng(0))
+    assert r.exact and r.n_perm == 1024
+    assert r.p[0] == 0.001953125
+
+
+@pytest.mark.parametrize("n", [5, 9, 12])
+def test_exact_sign_flip_equals_scipy_permutation_test(n):
+    rng = np.random.default_rng(n)
+    d = rng.normal(0.4, 1.0, n)
+    ours = es.sign_flip_test(d, 10_000, rng)
+    ref = stats.permutation_test((d,), np.mean, permutation_type="samples", n_resamples=10_000)
+    assert ours.exact
+    assert ours.p[0] == pytest.approx(ref.pvalue, abs=1e-12)
+
+
+def test_monte_carlo_sign_flip_agrees_with_scipy():
+    rng = np.random.default_rng(11)
+    d = rng.normal(0.35, 1.0, 40)  # continuous: the general (unpacked random bits) path
+    ours = es.sign_flip_test(d, 40_000, np.random.default_rng(1))
+    ref = stats.permutation_test(
+        (d,), np.mean, permutation_type="samples", n_resamples=40_000, rng=np.random.default_rng(2)
+    )
+    assert not ours.exact
+    assert abs(ours.p[0] - ref.pvalue) < 0.01
+
+
+def test_grouped_sign_flip_matches_the_exact_binomial_null():
+    # 20 differences of size 1 and 20 of size 2 (the grouped path): T = (2 B1 - 20) + 2 (2 B2 - 20),
+    # B1, B2 ~ Bin(20, 1/2) independent.
+    d = np.array([1.0] * 20 + [2.0] * 20)
+    d[:3] *= -1
+    t_obs = d.sum()
+    pmf = stats.binom.pmf(np.arange(21), 20, 0.5)
+    b1, b2 = np.meshgrid(np.arange(21), np.arange(21), indexing="ij")
+    t = (2 * b1 - 20) + 2 * (2 * b2 - 20)
+    exact = float((np.outer(pmf, pmf) * (np.abs(t) >= abs(t_obs) - 1e-9)).sum())
+    got = es.sign_flip_test(d, 200_000, np.random.default_rng(5))
+    assert not got.exact
+    assert got.p[0] == pytest.approx(exact, abs=4 * math.sqrt(exact * (1 - exact) / 200_000) + 1e-5)
+
+
+def test_sign_flip_of_zero_differences_is_p_one():
+    for n in (5, 500):
+        assert es.sign_flip_test(np.zeros(n), 10_000, np.random.default_rng(0)).p[0] == 1.0
+
+
+@given(st.lists(st.integers(-8, 8), min_size=15, max_size=60), st.integers(0, 2**31))
+@settings(max_examples=40, deadline=None)
+def test_sign_flip_p_is_symmetric_under_negation(values, seed):
+    d = np.array(values) / 8
+    p = es.sign_flip_test(d, 2000, es.rng_for(seed, "perm")).p[0]
+    q = es.sign_flip_test(-d, 2000, es.rng_for(seed, "perm")).p[0]
+    assert p == q
+    assert 0 < p <= 1
+
+
+# ----------------------------------------------------------------------------------------- bootstrap
+
+
+@pytest.mark.parametrize("method", ["percentile", "BCa"])
+def test_bootstrap_mean_ci_equals_scipy_bootstrap(method):
+    rng = np.random.default_rng(7)
+    x = rng.exponential(1.0, 37)
+    ref = stats.bootstrap(
+        (x,), np.mean, n_resamples=999, batch=100, method=method, rng=np.random.default_rng(5)
+    )
+    ours = es.bootstrap_mean_ci(
+        x, 999, np.random.default_rng(5), method=method.lower(), batch=100, compress=False
+    )
+    assert ours[0].lo == pytest.approx(ref.confidence_interval.low, abs=1e-12)
+    assert ours[0].hi == pytest.approx(ref.confidence_interval.high, abs=1e-12)
+    assert ours[0].method == method.lower()
+
+
+def test_paired_bootstrap_equals_scipy_paired_bootstrap():
+    rng = np.random.default_rng(8)
+    pre = rng.random(50)
+    post = pre + rng.normal(0.05, 0.2, 50)
+
+    def stat(a, b, axis=-1):
+        return np.mean(b - a, axis=axis)
+
+    ref = stats.bootstrap((pre, post), stat, paired=True, n_resamples=2000, batch=500, method="BCa",
+                          rng=np.random.default_rng(9))  # fmt: skip
+    d = post - pre
+    ours = es.bootstrap_mean_ci(d, 2000, np.random.default_rng(9), batch=500, compress=False)[0]
+    assert (ours.lo, ours.hi) == pytest.approx(tuple(ref.confidence_interval), abs=1e-12)
+
+
+def test_grouped_bootstrap_has_the_bootstrap_variance_of_a_mean():
+    # 0/1-score differences fall into few distinct values: the multinomial path. Its resampled means must
+    # have the plug-in variance var(x)/n, as the item-by-item bootstrap does.
+    rng = np.random.default_rng(4)
+    x = rng.integers(-4, 5, 3000) / 4
+    for compress in (True, False):
+        theta = es.bootstrap_distribution(
+            x, es.weighted_means, 20_000, np.random.default_rng(1), compress=compress
+        )
+        assert theta.mean() == pytest.approx(x.mean(), abs=4 * x.std() / math.sqrt(3000 * 20_000))
+        assert theta.var() == pytest.approx(x.var() / x.size, rel=0.04)
+    grouped = es.bootstrap_mean_ci(x, 20_000, np.random.default_rng(2), method="percentile")[0]
+    plain = es.bootstrap_mean_ci(x, 20_000, np.random.default_rng(2), method="percentile", compress=False)[0]
+    width = plain.hi - plain.lo
+    assert abs(grouped.lo - plain.lo) < 0.05 * width and abs(grouped.hi - plain.hi) < 0.05 * width
+
+
+@pytest.mark.parametrize("compress", [True, False])
+@pytest.mark.parametrize("method", ["bca", "percentile"])
+def test_constant_data_gives_a_point_interval(method, compress):
+    for value in (0.0, 0.25, 1.0):
+        ci = es.bootstrap_mean_ci(
+            np.full(64, value), 500, np.random.default_rng(0), method=method, compress=compress
+        )
+        assert (ci[0].lo, ci[0].hi) == (value, value)
+
+
+def test_bca_never_returns_nan():
+    x = np.zeros(200)
+    x[0] = 1.0  # very skewed: most resamples equal the estimate or lie below it
+    ci = es.bootstrap_mean_ci(x, 2000, np.random.default_rng(0))[0]
+    assert math.isfinite(ci.lo) and math.isfinite(ci.hi) and ci.lo <= x.mean() <= ci.hi
+
+
+@given(st.lists(st.integers(-4, 4), min_size=20, max_size=120), st.booleans(), st.integers(0, 2**31))
+@settings(max_examples=40, deadline=None)
+def test_bootstrap_ci_mirrors_under_negation(values, compress, seed):
+    d = np.array(values) / 4
+    a = es.bootstrap_mean_ci(d, 400, es.rng_for(seed, "item"), compress=compress)[0]
+    b = es.bootstrap_mean_ci(-d, 400, es.rng_for(seed, "item"), compress=compress)[0]
+    assert b.lo == pytest.approx(-a.hi, abs=1e-12)
+    assert b.hi == pytest.approx(-a.lo, abs=1e-12)
+
+
+def test_cluster_bootstrap_equals_scipy_resampling_whole_items():
+    rng = np.random.default_rng(12)
+    scores = (rng.random((30, 6)) < rng.random((30, 1))).astype(float)
+    ks = [1, 2, 4, 6]
+
+    def stat(idx, axis=-1):
+        resampled = scores[idx]  # (batch, n, k): each drawn item keeps its own k samples
+        flat = resampled.reshape(-1, scores.shape[1])
+        return es.pass_at_k_items(flat, ks).reshape(*idx.shape, len(ks)).mean(axis=-2).T
+
+    ref = stats.bootstrap((np.arange(30),), stat, n_resamples=500, batch=50, method="percentile",
+                          rng=np.random.default_rng(3))  # fmt: skip
+    est, theta = es.cluster_bootstrap(
+        scores, lambda cl: es.pass_at_k_items(cl, ks), 500, np.random.default_rng(3), batch=50, compress=False
+    )
+    lo, hi = es.percentile_interval(theta, 0.05)
+    assert lo == pytest.approx(ref.confidence_interval.low, abs=1e-12)
+    assert hi == pytest.approx(ref.confidence_interval.high, abs=1e-12)
+    assert est == pytest.approx(es.pass_at_k_items(scores, ks).mean(axis=0))
+
+
+def test_pass_at_k_bootstrap_of_identical_arms_is_zero():
+    scores = (np.random.default_rng(0).random((40, 8)) < 0.4).astype(float)
+    r = es.pass_at_k_bootstrap(scores, scores, 500, np.random.default_rng(0))
+    assert r.ks == [1, 2, 4, 8]
+    assert np.all(r.delta == 0)
+    assert all((c.lo, c.hi) == (0.0, 0.0) for c in r.delta_ci)
+    assert r.mean_delta == 0 and r.mean_delta_ci.as_list() == [0.0, 0.0]
+
+
+def test_rng_for_is_deterministic_and_separates_purposes():
+    a = es.rng_for(1234, "item").integers(0, 1 << 30, 5)
+    b = es.rng_for(1234, "item").integers(0, 1 << 30, 5)
+    c = es.rng_for(1234, "perm").integers(0, 1 << 30, 5)
+    assert a.tolist() == b.tolist() and a.tolist() != c.tolist()
+
+
+# -------------------------------------------------------------------------------------------- effect size
+
+
+def test_cohens_dz_ci_inverts_the_noncentral_t():
+    rng = np.random.default_rng(1)
+    d = rng.normal(0.3, 1.0, 25)
+    r = es.cohens_dz(d)
+    n = d.size
+    t = d.mean() / (d.std(ddof=1) / math.sqrt(n))
+    assert r.dz == pytest.approx(d.mean() / d.std(ddof=1))
+    assert stats.nct.cdf(t, n - 1, r.lo * math.sqrt(n)) == pytest.approx(0.975, abs=1e-9)
+    assert stats.nct.cdf(t, n - 1, r.hi * math.sqrt(n)) == pytest.approx(0.025, abs=1e-9)
+    assert r.lo < r.dz < r.hi
+
+
+def test_cohens_dz_ci_approaches_the_large_sample_normal_interval():
+    rng = np.random.default_rng(2)
+    d = rng.normal(0.5, 1.0, 20_000)
+    r = es.cohens_dz(d)
+    se = math.sqrt(1 / d.size + r.dz**2 / (2 * d.size))  # Hedges & Olkin's asymptotic variance
+    assert r.lo == pytest.approx(r.dz - 1.959964 * se, abs=1e-3)
+    assert r.hi == pytest.approx(r.dz + 1.959964 * se, abs=1e-3)
+
+
+def test_cohens_dz_undefined_for_constant_differences():
+    assert es.cohens_dz(np.zeros(10)) is None
+    assert es.cohens_dz(np.ones(10)) is None
+    assert es.cohens_dz(np.array([0.5])) is None
+
+
+# ----------------------------------------------------------------------------------------------- MDE
+
+
+def test_mde_for_one_binary_sample_matches_the_closed_form_of_seed_002():
+    # Base rate 0.5 in both arms and correlation 0.5: MDE = (z.975 + z.80) sqrt(2 p (1 - p) (1 - rho) / n).
+    block_pre = [1, 1, 1, 0, 0, 0, 1, 0]
+    block_post = [1, 1, 1, 0, 0, 0, 0, 1]
+    pre = np.array(block_pre * 125, float)[:, None]
+    post = np.array(block_post * 125, float)[:, None]
+    assert np.corrcoef(pre[:, 0], post[:, 0])[0, 1] == pytest.approx(0.5)
+    m = es.mde_paired(pre, post)
+    closed = (stats.norm.ppf(0.975) + stats.norm.ppf(0.8)) * math.sqrt(2 * 0.25 * 0.5 / 1000)
+    assert m.mde == pytest.approx(closed, rel=1e-3)  # ddof=1 vs the population formula
+    assert m.within_item_var is None
+
+
+def test_mde_separates_between_and_within_item_variance():
+    rng = np.random.default_rng(6)
+    n, k = 4000, 8
+    p = rng.beta(2, 2, n)
+    lift = rng.normal(0.05, 0.1, n)
+    pre = (rng.random((n, k)) < p[:, None]).astype(float)
+    post = (rng.random((n, k)) < np.clip(p + lift, 0, 1)[:, None]).astype(float)
+    m = es.mde_paired(pre, post)
+    expected_within = (
+        np.mean(p * (1 - p) + np.clip(p + lift, 0, 1) * (1 - np.clip(p + lift, 0, 1))) * k / (k - 1)
+    )
+    assert m.within_item_var == pytest.approx(expected_within * (k - 1) / k, rel=0.05)
+    assert m.between_item_var == pytest.approx(np.var(np.clip(p + lift, 0, 1) - p), rel=0.25)
+    assert m.by_k[k] == m.mde and m.by_k[1] > m.by_k[k] > m.by_k[4 * k]
+
+
+def test_mde_shrinks_with_the_square_root_of_items():
+    rng = np.random.default_rng(0)
+    pre = (rng.random((500, 4)) < 0.5).astype(float)
+    post = (rng.random((500, 4)) < 0.6).astype(float)
+    small = es.mde_paired(pre, post).mde
+    big = es.mde_paired(np.tile(pre, (4, 1)), np.tile(post, (4, 1))).mde
+    assert big == pytest.approx(small / 2, rel=0.01)
+
+
+# ----------------------------------------------------------------------------------------------- ECE
+
+
+def test_ece_hand_computed():
+    conf = np.array([0.9, 0.9, 0.1, 0.1])
+    correct = np.array([1, 0, 0, 0])
+    # bin 9: accuracy 0.5 vs confidence 0.9 on half the items; bin 1: 0 vs 0.1 on the other half.
+    assert es.expected_calibration_error(conf, correct) == pytest.approx(0.5 * 0.4 + 0.5 * 0.1)
+
+
+def test_ece_equals_a_direct_binned_computation():
+    rng = np.random.default_rng(2)
+    conf = rng.random(500)
+    correct = (rng.random(500) < conf**2).astype(float)
+    bins = np.minimum((conf * 15).astype(int), 14)
+    direct = sum(
+        (bins == b).mean() * abs(correct[bins == b].mean() - conf[bins == b].mean())
+        for b in range(15)
+        if np.any(bins == b)
+    )
+    assert es.expected_calibration_error(conf, correct, n_bins=15) == pytest.approx(direct)
+
+
+def test_ece_difference_bootstrap():
+    rng = np.random.default_rng(3)
+    conf = rng.random(400)
+    correct = (rng.random(400) < conf).astype(float)
+    same, ci = es.ece_difference_bootstrap(conf, correct, conf, correct, 500, np.random.default_rng(0))
+    assert same == 0 and ci.as_list() == [0.0, 0.0]
+    worse = np.clip(conf + 0.3, 0, 1)
+    diff, ci = es.ece_difference_bootstrap(conf, correct, worse, correct, 2000, np.random.default_rng(0))
+    assert diff == pytest.approx(
+        es.expected_calibration_error(worse, correct) - es.expected_calibration_error(conf, correct)
+    )
+    assert ci.lo > 0 and ci.lo <= diff <= ci.hi
+
+
+# ------------------------------------------------------------------------------------ budget adjustment
+
+
+def seed_004_budget_adjusted_delta(y_base, y_arm, b_base, b_arm, n_bins=5):
+    """The estimator as printed in seed 004, verbatim in substance: the oracle for the vectorized one."""
+    edges = np.quantile(b_base, np.linspace(0.0, 1.0, n_bins + 1))
+    inner = edges[1:-1]
+    ref_bin = np.digitize(b_base, inner)
+    arm_bin = np.digitize(b_arm, inner)
+    d = y_arm - y_base
+    adj, used_w = 0.0, 0.0
+    for z in range(n_bins):
+        w = float(np.mean(ref_bin == z))
+        in_z = arm_bin == z
+        if w > 0 and in_z.any():
+            adj += d[in_z].mean() * w
+            used_w += w
+    return float(adj / used_w) if used_w > 0 else float("nan")
+
+
+def test_budget_adjustment_equals_seed_004():
+    rng = np.random.default_rng(5)
+    n = 300
+    b_base = rng.normal(600, 120, n)
+    b_arm = b_base + rng.normal(60, 80, n)
+    y_base = rng.integers(0, 9, n) / 8
+    y_arm = np.clip(y_base + 0.1 + 0.0005 * (b_arm - 600) + rng.normal(0, 0.1, n), 0, 1)
+    got = es.budget_adjusted_deltas([(y_base, y_arm, b_base, b_arm)], 1000, np.random.default_rng(0))[0]
+    assert got.delta == pytest.approx(seed_004_budget_adjusted_delta(y_base, y_arm, b_base, b_arm), abs=1e-12)
+    assert got.ci.lo <= got.delta <= got.ci.hi
+    assert sum(s["ref_weight"] for s in got.strata) == pytest.approx(1.0)
+
+
+def test_budget_adjustment_reports_strata_without_support():
+    b_base = np.arange(1.0, 11.0)
+    y_base = np.zeros(10)
+    y_arm = np.linspace(0, 1, 10)
+    got = es.budget_adjusted_deltas([(y_base, y_arm, b_base, b_base + 100)], 200, np.random.default_rng(0))[0]
+    assert got.no_support == [0, 1, 2, 3]
+    assert got.used_weight == pytest.approx(0.2)
+    assert got.delta == pytest.approx(y_arm.mean())  # every arm item sits in the top stratum
+    same = es.budget_adjusted_deltas([(y_base, y_arm, b_base, b_base)], 200, np.random.default_rng(0))[0]
+    assert same.no_support == [] and same.delta == pytest.approx(y_arm.mean())
+
+
+def test_budget_adjustment_of_several_contrasts_matches_one_at_a_time():
+    rng = np.random.default_rng(8)
+    n = 200
+    b0 = rng.integers(20, 60, n).astype(float)
+    y0 = rng.random(n)
+    contrasts = [(y0, rng.random(n), b0, b0 + rng.normal(s, 5, n)) for s in (0, 5, 10)]
+    joint = es.budget_adjusted_deltas(contrasts, 100, np.random.default_rng(0))
+    for c, j in zip(contrasts, joint, strict=True):
+        assert j.delta == pytest.approx(seed_004_budget_adjusted_delta(*c), abs=1e-12)
