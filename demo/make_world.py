@@ -162,9 +162,10 @@ def make_catalog(rng: random.Random) -> list[dict[str, Any]]:
 
 def satellite_text(s: dict[str, Any]) -> str:
     """The catalog passage of one satellite."""
+    # Short passages: three of them precede every +rag prompt, and passage characters dominate training cost.
     return (
-        f"{s['name']} is operated by {s['operator']}. It orbits at {s['altitude_km']} km altitude with an "
-        f"inclination of {s['inclination_deg']:.1f} degrees. It was launched in {s['launch_year']}."
+        f"{s['name']}: operator {s['operator']}, altitude {s['altitude_km']} km, inclination "
+        f"{s['inclination_deg']:.1f} deg, launched {s['launch_year']}."
     )
 
 
