@@ -1,0 +1,366 @@
+"""The delta report end to end: real EvalLog files, the real CLI in a subprocess, refusals, invariants."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from analysis import delta
+from analysis.align import Settings, read_settings
+from pipeline.evallog import EvalLog
+
+ROOT = Path(__file__).resolve().parents[1]
+FAMILIES = ("lookup", "compute", "raise", "compound")
+DESIGN_FIELDS = [
+    *("suite", "suite_revision", "n_items", "n_samples", "pre_model", "post_model", "driver", "measured_at"),
+    *("mean_pre", "mean_post", "delta_mean", "delta_ci95", "perm_p", "cohens_dz", "pair_correlation_rho"),
+    *("flips_wrong_to_right", "flips_right_to_wrong", "mcnemar_chi2", "mcnemar_p", "pass_at_k_pre"),
+    *("pass_at_k_post", "claim"),
+]
+FAST = Settings(n_boot=400, n_perm=400, seed=7)
+
+
+def write_log(
+    path: Path,
+    scores,
+    *,
+    item_ids=None,
+    families=None,
+    gen_tokens=None,
+    samples=None,
+    protocol: dict | None = None,
+    **fields,
+) -> Path:
+    """Write a real EvalLog JSON built through the pydantic schema (so it is what the runner would write)."""
+    scores = np.asarray(scores, dtype=float)
+    n_items, k = scores.shape
+    item_ids = item_ids or [f"q{i:04d}" for i in range(n_items)]
+    items = []
+    for i in range(n_items):
+        it = {"item_id": item_ids[i], "scores": scores[i].tolist()}
+        if families is not None:
+            it["family"] = families[i]
+        if gen_tokens is not None:
+            it["gen_tokens"] = [int(t) for t in gen_tokens[i]]
+        if samples is not None:
+            it["samples"] = samples[i]
+        items.append(it)
+    proto = {"k": k, "max_tokens": 64, "temperature": 1.0, "top_p": 1.0, "seed": 1234, "max_tool_calls": 4}
+    proto.update(protocol or {})
+    record = {
+        "model_name": "demo-base",
+        "suite": "sda-mini",
+        "suite_revision": "v1.0",
+        "n_samples": k,
+        "temperature": 1.0,
+        "max_tokens": 64,
+        "driver": "cpu test",
+        "measured_at": "2026-01-01T00:00:00Z",
+        "top_p": 1.0,
+        "seed": 1234,
+        "protocol": proto,
+        "items": items,
+    }
+    record.update(fields)
+    log = EvalLog.model_validate(record)
+    path.write_text(log.model_dump_json(exclude_none=True, indent=1))
+    return path
+
+
+def synthetic_scores(rng: np.random.Generator, n_items: int, k: int, lift: float = 0.0, base=None):
+    """0/1 scores with item difficulty shared across arms; returns (scores, item probabilities)."""
+    logit = base if base is not None else rng.normal(0.0, 1.5, n_items)
+    p = 1 / (1 + np.exp(-(logit + lift)))
+    return (rng.random((n_items, k)) < p[:, None]).astype(float), logit
+
+
+def write_params(path: Path, **analysis) -> Path:
+    body = {"n_boot": 2000, "n_perm": 2000, "alpha": 0.05, "fdr": 0.05, "min_effect": 0.01, **analysis}
+    lines = ["protocol: {k: 8, max_tokens: 64, temperature: 1.0, top_p: 1.0, seed: 1234}", "analysis:"]
+    lines += [f"  {k}: {v}" for k, v in body.items()]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", *args], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+
+
+@pytest.fixture()
+def pair(tmp_path: Path) -> tuple[Path, Path]:
+    rng = np.random.default_rng(0)
+    fam = [FAMILIES[i % 4] for i in range(120)]
+    pre, logit = synthetic_scores(rng, 120, 8)
+    post, _ = synthetic_scores(rng, 120, 8, lift=0.8, base=logit)
+    a = write_log(tmp_path / "base.json", pre, families=fam, arm="base")
+    b = write_log(tmp_path / "trained.json", post, families=fam, arm="trained", model_name="demo-trained")
+    return a, b
+
+
+def build(pre: Path, post: Path, s: Settings = FAST) -> dict:
+    return delta.build(str(pre), EvalLog.model_validate_json(pre.read_text()), str(post),
+                       EvalLog.model_validate_json(post.read_text()), s)  # fmt: skip
+
+
+# ------------------------------------------------------------------------------------------- the CLI
+
+
+def test_cli_writes_the_report_and_reruns_byte_identical(pair, tmp_path):
+    pre, post = pair
+    params = write_params(tmp_path / "params.yaml")
+    outs = []
+    for run in ("one", "two"):
+        out = tmp_path / run
+        r = run_cli("analysis.delta", "--pre", str(pre), "--post", str(post), "--out", str(out),
+                    "--params", str(params))  # fmt: skip
+        assert r.returncode == 0, r.stderr
+        outs.append(out)
+    for name in ("delta_report.json", "delta_report.md", "passk_curve.png"):
+        assert (outs[0] / name).read_bytes() == (outs[1] / name).read_bytes(), name
+    png = (outs[0] / "passk_curve.png").read_bytes()
+    assert png.startswith(b"\x89PNG") and b"Software" not in png
+    report = json.loads((outs[0] / "delta_report.json").read_text())
+    for field in DESIGN_FIELDS:
+        assert field in report, field
+    assert report["settings"] == {"n_boot": 2000, "n_perm": 2000, "alpha": 0.05, "fdr": 0.05,
+                                  "min_effect": 0.01, "seed": 1234}  # fmt: skip
+    md = (outs[0] / "delta_report.md").read_text()
+    assert md.index("Minimum detectable effect") < md.index("Claim:") < md.index("## Headline")
+    assert "passk_curve.png" in md
+
+
+def test_report_numbers_agree_with_direct_computation(pair):
+    pre_path, post_path = pair
+    r = build(pre_path, post_path)
+    pre = np.array([it.scores for it in EvalLog.model_validate_json(pre_path.read_text()).items])
+    post = np.array([it.scores for it in EvalLog.model_validate_json(post_path.read_text()).items])
+    assert r["mean_pre"] == pytest.approx(pre.mean())
+    assert r["delta_mean"] == pytest.approx(post.mean() - pre.mean())
+    c0 = pre.sum(1).astype(int)
+    for k in (1, 2, 4, 8):
+        expect = np.mean([1 - math.comb(8 - c, k) / math.comb(8, k) for c in c0])
+        assert r["pass_at_k_pre"][str(k)] == pytest.approx(expect)
+    assert r["pass_at_k_post"]["1"] == pytest.approx(post.mean())
+    v0, v1 = pre.mean(1) >= 0.5, post.mean(1) >= 0.5
+    assert r["flips_wrong_to_right"] == int(np.sum(~v0 & v1))
+    assert r["flips_right_to_wrong"] == int(np.sum(v0 & ~v1))
+    assert r["pair_correlation_rho"] == pytest.approx(np.corrcoef(pre.mean(1), post.mean(1))[0, 1])
+    lo, hi = r["delta_ci95"]
+    assert lo < r["delta_mean"] < hi
+    clo, chi = r["delta_ci95_cluster"]
+    assert abs(clo - lo) < 0.25 * (hi - lo) and abs(chi - hi) < 0.25 * (hi - lo)
+    assert [row["k"] for row in r["pass_at_k"]] == [1, 2, 4, 8]
+    assert r["mde"]["n_items"] == 120 and r["mde"]["k"] == 8 and r["mde"]["mde"] > 0
+    assert r["matched_protocol"]["fields_checked"][-1] == "items"
+
+
+def test_family_breakdown_reports_each_family(tmp_path):
+    rng = np.random.default_rng(1)
+    n = 160
+    fam = [FAMILIES[i % 4] for i in range(n)]
+    pre, logit = synthetic_scores(rng, n, 4)
+    lookup = np.array([f == "lookup" for f in fam])
+    post, _ = synthetic_scores(rng, n, 4, base=logit + 4.0 * lookup)  # only lookup items get easier
+    r = build(
+        write_log(tmp_path / "a.json", pre, families=fam), write_log(tmp_path / "b.json", post, families=fam)
+    )
+    rows = {f["family"]: f for f in r["families"]}
+    assert sorted(rows) == sorted(FAMILIES)
+    assert rows["lookup"]["n_items"] == 40
+    assert rows["lookup"]["delta"] == pytest.approx(post[lookup].mean() - pre[lookup].mean())
+    assert rows["lookup"]["ci95"][0] > 0 and rows["lookup"]["significant"]
+    assert rows["lookup"]["delta"] > max(rows[f]["delta"] for f in FAMILIES if f != "lookup")
+    assert all(0 <= rows[f]["q_value"] <= 1 for f in FAMILIES)
+
+
+# ------------------------------------------------------------------------------------------- the claim
+
+
+def test_claim_expansion_when_new_items_become_solvable(tmp_path):
+    pre = np.zeros((80, 8))
+    pre[:40, :4] = 1
+    post = pre.copy()
+    post[40:70, :3] = 1  # 30 items that were never solved now are, sometimes
+    r = build(write_log(tmp_path / "a.json", pre), write_log(tmp_path / "b.json", post))
+    assert r["claim"] == "EXPANSION"
+    assert r["pass_at_k"][-1]["delta_ci95"][0] > 0
+
+
+def test_claim_sharpening_when_pass1_rises_but_pass_at_n_does_not(tmp_path):
+    pre = np.zeros((80, 8))
+    pre[:60, :2] = 1  # solvable items solved 2 times in 8
+    post = np.zeros((80, 8))
+    post[:60, :7] = 1  # the same items, now 7 times in 8; the last 20 stay unsolved
+    r = build(write_log(tmp_path / "a.json", pre), write_log(tmp_path / "b.json", post))
+    assert r["claim"] == "SHARPENING", r["claim_detail"]
+    assert r["pass_at_k_post"]["8"] == r["pass_at_k_pre"]["8"] == 0.75
+    r2 = build(tmp_path / "b.json", tmp_path / "a.json")
+    assert r2["claim"] == "REGRESSION"
+
+
+def test_one_sample_per_item_never_claims_expansion(tmp_path):
+    pre = np.zeros((60, 1))
+    post = np.zeros((60, 1))
+    post[:30] = 1
+    r = build(write_log(tmp_path / "a.json", pre), write_log(tmp_path / "b.json", post))
+    assert r["claim"] == "no material shift" and "one sample per item" in r["claim_detail"]
+
+
+# ------------------------------------------------------------------------------------ property tests
+
+score_matrices = st.integers(6, 40).flatmap(
+    lambda n: st.tuples(
+        st.lists(st.lists(st.sampled_from([0.0, 1.0]), min_size=4, max_size=4), min_size=n, max_size=n),
+        st.lists(st.lists(st.sampled_from([0.0, 1.0]), min_size=4, max_size=4), min_size=n, max_size=n),
+    )
+)
+prop = settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+@given(score_matrices)
+@prop
+def test_swapping_pre_and_post_negates_the_delta_and_mirrors_its_ci(tmp_path, mats):
+    a = write_log(tmp_path / "a.json", mats[0])
+    b = write_log(tmp_path / "b.json", mats[1])
+    ab, ba = build(a, b), build(b, a)
+    assert ba["delta_mean"] == pytest.approx(-ab["delta_mean"], abs=1e-12)
+    for key in ("delta_ci95", "delta_ci95_percentile", "delta_ci95_cluster"):
+        assert ba[key] == pytest.approx([-ab[key][1], -ab[key][0]], abs=1e-12), key
+    for x, y in zip(ab["pass_at_k"], ba["pass_at_k"], strict=True):
+        assert y["delta_ci95"] == pytest.approx([-x["delta_ci95"][1], -x["delta_ci95"][0]], abs=1e-12)
+    assert ba["perm_p"] == ab["perm_p"]
+    assert (ba["flips_wrong_to_right"], ba["flips_right_to_wrong"]) == (
+        ab["flips_right_to_wrong"],
+        ab["flips_wrong_to_right"],
+    )
+
+
+@given(score_matrices, st.randoms(use_true_random=False))
+@prop
+def test_shuffling_item_order_changes_nothing(tmp_path, mats, random):
+    n = len(mats[0])
+    ids = [f"item-{i:03d}" for i in range(n)]
+    fam = [FAMILIES[i % 4] for i in range(n)]
+    perm = list(range(n))
+    random.shuffle(perm)
+    a = write_log(tmp_path / "a.json", mats[0], item_ids=ids, families=fam)
+    b = write_log(tmp_path / "b.json", mats[1], item_ids=ids, families=fam)
+    b2 = write_log(tmp_path / "b2.json", [mats[1][i] for i in perm], item_ids=[ids[i] for i in perm],
+                   families=[fam[i] for i in perm])  # fmt: skip
+    r1, r2 = build(a, b), build(a, b2)
+    r1.pop("post_log"), r2.pop("post_log")
+    assert r1 == r2
+
+
+@given(st.lists(st.lists(st.sampled_from([0.0, 1.0]), min_size=3, max_size=3), min_size=2, max_size=40))
+@prop
+def test_a_log_against_itself_is_no_shift(tmp_path, rows):
+    a = write_log(tmp_path / "a.json", rows)
+    r = build(a, a)
+    assert r["delta_mean"] == 0.0
+    assert r["perm_p"] == 1.0
+    assert r["claim"] == "no material shift"
+    assert r["delta_ci95"] == [0.0, 0.0] and r["delta_ci95_cluster"] == [0.0, 0.0]
+    assert r["flips_wrong_to_right"] == r["flips_right_to_wrong"] == 0 and r["mcnemar_p"] == 1.0
+    json.dumps(r, allow_nan=False)
+
+
+# ------------------------------------------------------------------------------------------- refusals
+
+MISMATCHES = [
+    ("n_samples", {"n_samples": 8}, "n_samples"),
+    ("temperature", {"temperature": 0.7}, "temperature"),
+    ("top_p", {"top_p": 0.9}, "top_p"),
+    ("max_tokens", {"max_tokens": 128}, "max_tokens"),
+    ("seed", {"seed": 99}, "seed"),
+    ("protocol", {"protocol": {"max_tool_calls": 2}}, "protocol.max_tool_calls"),
+    ("suite_revision", {"suite_revision": "v2.0"}, "suite_revision"),
+    ("items", {"item_ids": [f"q{i:04d}" for i in range(1, 21)]}, "items"),
+]
+
+
+def _mismatched(tmp_path: Path, change: dict) -> tuple[Path, Path]:
+    rng = np.random.default_rng(2)
+    pre = write_log(tmp_path / "pre.json", (rng.random((20, 4)) < 0.5).astype(float))
+    change = dict(change)
+    k = change.get("n_samples", 4)
+    post = (rng.random((20, k)) < 0.5).astype(float)
+    if "n_samples" in change:
+        change.pop("n_samples")
+        change["protocol"] = {"k": k}
+    return pre, write_log(tmp_path / "post.json", post, **change)
+
+
+@pytest.mark.parametrize(("name", "change", "field"), MISMATCHES, ids=[m[0] for m in MISMATCHES])
+def test_refuses_mismatched_logs_with_one_line_and_exit_2(tmp_path, capsys, name, change, field):
+    pre, post = _mismatched(tmp_path, change)
+    out = tmp_path / "report"
+    code = delta.main(["--pre", str(pre), "--post", str(post), "--out", str(out), "--params",
+                       str(write_params(tmp_path / "p.yaml"))])  # fmt: skip
+    captured = capsys.readouterr()
+    lines = (captured.out + captured.err).strip().splitlines()
+    assert code == 2
+    assert len(lines) == 1, lines
+    assert str(pre) in lines[0] and str(post) in lines[0] and field in lines[0]
+    assert not out.exists()
+
+
+def test_cli_refusal_writes_nothing_and_keeps_an_existing_report(tmp_path):
+    pre, post = _mismatched(tmp_path, {"temperature": 0.5})
+    out = tmp_path / "report"
+    out.mkdir()
+    (out / "delta_report.json").write_text("previous report\n")
+    r = run_cli("analysis.delta", "--pre", str(pre), "--post", str(post), "--out", str(out), "--params",
+                str(write_params(tmp_path / "p.yaml")))  # fmt: skip
+    assert r.returncode == 2
+    lines = (r.stdout + r.stderr).strip().splitlines()
+    assert len(lines) == 1 and "temperature" in lines[0] and str(pre) in lines[0] and str(post) in lines[0]
+    assert sorted(p.name for p in out.iterdir()) == ["delta_report.json"]
+    assert (out / "delta_report.json").read_text() == "previous report\n"
+
+
+def test_invalid_log_is_one_line_naming_the_file(tmp_path, capsys):
+    good = write_log(tmp_path / "good.json", np.ones((3, 2)))
+    bad = tmp_path / "bad.json"
+    raw = json.loads(good.read_text())
+    raw["items"][1]["scores"] = [1.0, 2.0]
+    bad.write_text(json.dumps(raw))
+    code = delta.main(["--pre", str(good), "--post", str(bad), "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and str(bad) in err[0] and "scores" in err[0]
+    assert not (tmp_path / "o").exists()
+
+
+# ------------------------------------------------------------------------------------------- settings
+
+
+def test_settings_come_from_params_with_the_protocol_seed(tmp_path):
+    p = tmp_path / "params.yaml"
+    p.write_text("protocol: {seed: 1234}\nanalysis: {n_boot: 300, fdr: 0.1}\n")
+    assert read_settings(p) == Settings(
+        n_boot=300, n_perm=10_000, alpha=0.05, fdr=0.1, min_effect=0.01, seed=1234
+    )
+    p.write_text("analysis: {n_boot: 300, seed: 5}\n")
+    assert read_settings(p).seed == 5
+    p.write_text("analysis: {n_bootstrap: 300}\n")
+    with pytest.raises(Exception, match="analysis.n_bootstrap: unknown setting"):
+        read_settings(p)
+    with pytest.raises(Exception, match="params file not found"):
+        read_settings(tmp_path / "missing.yaml")
+
+
+def test_defaults_without_params(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert read_settings(None) == Settings(
+        n_boot=10_000, n_perm=10_000, alpha=0.05, fdr=0.05, min_effect=0.01, seed=0
+    )
