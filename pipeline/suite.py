@@ -1,0 +1,94 @@
+"""The frozen task suite: one JSON object per line with item_id, family, question, answer and verifier.
+
+{"item_id": "period-001", "family": "period", "question": "...", "answer": 92.68,
+ "verifier": {"type": "numeric", "rel_tol": 0.01, "abs_tol": 0.0}}
+{"item_id": "catalog-007", "family": "catalog", "question": "...", "answer": "SDA-17",
+ "verifier": {"type": "exact"}}
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+
+class SuiteError(ValueError):
+    """A suite file that cannot be used; the message names the file, the line and the field."""
+
+
+class NumericVerifier(BaseModel):
+    """Right when the first number of the answer is within max(rel_tol * |answer|, abs_tol) of the answer."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    type: Literal["numeric"]
+    rel_tol: float = Field(default=0.0, ge=0)
+    abs_tol: float = Field(default=0.0, ge=0)
+
+
+class ExactVerifier(BaseModel):
+    """Right when the answer equals the reference after stripping, collapsing spaces and casefolding."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    type: Literal["exact"]
+
+
+Verifier = Annotated[NumericVerifier | ExactVerifier, Field(discriminator="type")]
+
+
+class SuiteItem(BaseModel):
+    """One item of the suite."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    item_id: str = Field(min_length=1)
+    family: str = Field(min_length=1)
+    question: str = Field(min_length=1)
+    answer: str | float | int
+    verifier: Verifier
+
+
+def load_suite(path: str | Path) -> list[SuiteItem]:
+    """Read and validate a suite file; raise SuiteError naming file, line and field on the first problem."""
+    p = Path(path)
+    try:
+        lines = p.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        raise SuiteError(f"{p}: suite file not found (params.yaml suite.path)") from None
+    items: list[SuiteItem] = []
+    seen: dict[str, int] = {}
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            raw = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise SuiteError(f"{p}:{n}: not JSON ({e.msg} at column {e.colno})") from None
+        try:
+            item = SuiteItem.model_validate(raw)
+        except ValidationError as e:
+            err = e.errors()[0]
+            field = ".".join(str(x) for x in err["loc"]) or "item"
+            raise SuiteError(f"{p}:{n}: {field}: {err['msg']}") from None
+        if item.verifier.type == "numeric" and not _is_number(item.answer):
+            raise SuiteError(f"{p}:{n}: answer: numeric verifier needs a number, got {item.answer!r}")
+        if item.item_id in seen:
+            raise SuiteError(f"{p}:{n}: item_id: {item.item_id!r} already used on line {seen[item.item_id]}")
+        seen[item.item_id] = n
+        items.append(item)
+    if not items:
+        raise SuiteError(f"{p}: the suite has no items")
+    return items
+
+
+def _is_number(v: object) -> bool:
+    if isinstance(v, bool):
+        return False
+    if isinstance(v, int | float):
+        return True
+    try:
+        float(str(v))
+    except ValueError:
+        return False
+    return True
