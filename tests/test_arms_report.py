@@ -1,0 +1,273 @@
+"""The arm comparison end to end on a folder of real EvalLog files, through the real CLI."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from analysis import arms, delta
+from analysis.align import Settings
+from pipeline.evallog import EvalLog
+from tests.test_delta import FAMILIES, run_cli, write_log, write_params
+
+SEED_004_ROW_FIELDS = [
+    *("arm", "attribution", "naive_delta", "adjusted_delta", "budget_confound", "ci95", "cohens_dz"),
+    *("mean_gen_tokens", "flips_fixed_b", "flips_broke_c", "mcnemar_p", "claim"),
+    *("p_value", "q_value", "significant", "negligible"),
+]
+# arm -> (logit lift on every item, extra lift on lookup items, mean generated tokens)
+WORLD = {
+    "base": (0.0, 0.0, 40),
+    "trained": (0.7, 0.0, 44),
+    "+rag": (0.0, 3.0, 50),
+    "+tools": (1.2, 0.0, 60),
+    "trained+rag": (0.7, 3.0, 52),
+    "trained+tools": (1.6, 0.0, 62),
+    "trained+rag+tools": (1.9, 3.0, 70),
+}
+PATHS = ["clean", "answer_without_tool", "tool_result_ignored", "tool_error", "no_answer"]
+FAST = Settings(n_boot=400, n_perm=400, seed=3)
+
+
+def make_world(
+    folder: Path, n_items: int = 96, k: int = 4, arms_: list[str] | None = None, seed: int = 0
+) -> Path:
+    """One EvalLog per arm with shared item difficulty, budgets, families and tool paths."""
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    fam = [FAMILIES[i % 4] for i in range(n_items)]
+    lookup = np.array([f == "lookup" for f in fam])
+    logit = rng.normal(-0.3, 1.3, n_items)
+    for name in arms_ or list(WORLD):
+        lift, lookup_lift, tokens = WORLD[name]
+        p = 1 / (1 + np.exp(-(logit + lift + lookup_lift * lookup)))
+        scores = (rng.random((n_items, k)) < p[:, None]).astype(float)
+        gen = rng.integers(tokens - 8, tokens + 9, (n_items, k))
+        samples = None
+        if "tools" in name:
+            samples = [
+                [
+                    {"index": j, "seed": j, "score": float(scores[i, j]), "path": PATHS[(i + j) % 5]}
+                    for j in range(k)
+                ]
+                for i in range(n_items)
+            ]
+        model = "demo-trained" if name.startswith("trained") else "demo-base"
+        write_log(folder / f"{name}.json", scores, families=fam, gen_tokens=gen, samples=samples, arm=name,
+                  attribution=arms.DEFAULT_ATTRIBUTION[name], model_name=model)  # fmt: skip
+    return folder
+
+
+@pytest.fixture()
+def world(tmp_path: Path) -> Path:
+    return make_world(tmp_path / "evallogs")
+
+
+def test_cli_writes_every_arm_and_reruns_byte_identical(world, tmp_path):
+    params = write_params(tmp_path / "params.yaml")
+    outs = []
+    for run in ("one", "two"):
+        r = run_cli(
+            "analysis.arms", "--logs", str(world), "--out", str(tmp_path / run), "--params", str(params)
+        )
+        assert r.returncode == 0, r.stderr
+        outs.append(tmp_path / run)
+    for name in ("arm_comparison_report.json", "arm_comparison_report.md", "arm_deltas.png"):
+        assert (outs[0] / name).read_bytes() == (outs[1] / name).read_bytes(), name
+    report = json.loads((outs[0] / "arm_comparison_report.json").read_text())
+    assert [c["arm"] for c in report["contrasts"]] == list(WORLD)[1:]
+    pairs = [(m["arm"], m["reference"]) for m in report["marginal"]]
+    assert pairs == [("trained+rag", "+rag"), ("trained+tools", "+tools")]
+    for row in [*report["contrasts"], *report["marginal"]]:
+        for field in SEED_004_ROW_FIELDS:
+            assert field in row, (row["arm"], field)
+    attribution = {c["arm"]: c["attribution"] for c in report["contrasts"]}
+    assert attribution == {a: arms.DEFAULT_ATTRIBUTION[a] for a in list(WORLD)[1:]}
+    md = (outs[0] / "arm_comparison_report.md").read_text()
+    assert "CEILING" in md and "arm_deltas.png" in md
+
+
+def test_rows_agree_with_direct_computation_and_the_delta_report(world):
+    report = arms.build(str(world), FAST)
+    logs = {a: EvalLog.model_validate_json((world / f"{a}.json").read_text()) for a in WORLD}
+    mean = {a: np.array([np.mean(it.scores) for it in log.items]) for a, log in logs.items()}
+    rows = {c["arm"]: c for c in report["contrasts"]}
+    trained = rows["trained"]
+    d = mean["trained"] - mean["base"]
+    assert trained["naive_delta"] == pytest.approx(d.mean())
+    assert trained["cohens_dz"] == pytest.approx(d.mean() / d.std(ddof=1))
+    assert trained["mean_gen_tokens"] == pytest.approx(
+        np.mean([np.mean(it.gen_tokens) for it in logs["trained"].items])
+    )
+    b = int(np.sum((mean["base"] < 0.5) & (mean["trained"] >= 0.5)))
+    c = int(np.sum((mean["base"] >= 0.5) & (mean["trained"] < 0.5)))
+    assert (trained["flips_fixed_b"], trained["flips_broke_c"]) == (b, c)
+    assert trained["mcnemar_p"] == pytest.approx(stats.binomtest(b, b + c).pvalue if b + c else 1.0)
+    assert trained["budget_confound"] == pytest.approx(trained["naive_delta"] - trained["adjusted_delta"])
+    # The same contrast in the delta report uses the same draws: identical interval and p-value.
+    dr = delta.build(
+        str(world / "base.json"), logs["base"], str(world / "trained.json"), logs["trained"], FAST
+    )
+    assert trained["ci95"] == dr["delta_ci95"] and trained["p_value"] == dr["perm_p"]
+    marginal = {m["arm"]: m for m in report["marginal"]}
+    assert marginal["trained+rag"]["naive_delta"] == pytest.approx(
+        (mean["trained+rag"] - mean["+rag"]).mean()
+    )
+
+
+def test_q_values_are_benjamini_hochberg_over_every_contrast(world):
+    report = arms.build(str(world), FAST)
+    tests = [*report["contrasts"], *report["marginal"], *report["families"]]
+    assert report["n_tests"] == len(tests) == 8 + 8 * 4
+    q = stats.false_discovery_control([t["p_value"] for t in tests], method="bh")
+    assert [t["q_value"] for t in tests] == pytest.approx(q.tolist())
+    for t in tests:
+        lo, hi = t["ci95"]
+        assert t["significant"] == (t["q_value"] <= 0.05 and (lo > 0 or hi < 0))
+
+
+def test_claims_follow_attribution_not_size(world):
+    rows = {c["arm"]: c for c in arms.build(str(world), FAST)["contrasts"]}
+    assert "NOT reasoning" in rows["+tools"]["claim"] and "tool-access" in rows["+tools"]["claim"]
+    assert "NOT reasoning" in rows["+rag"]["claim"] and "retrieval" in rows["+rag"]["claim"]
+    assert rows["trained"]["claim"].startswith("parametric")
+    assert rows["trained+rag+tools"]["claim"].startswith("CEILING")
+
+
+def test_ceiling_is_labelled_and_never_decomposed(world):
+    rows = {c["arm"]: c for c in arms.build(str(world), FAST)["contrasts"]}
+    ceiling = rows["trained+rag+tools"]
+    assert ceiling["ceiling"] is True and ceiling["parametric_share"] is None
+    assert sum(c["ceiling"] for c in rows.values()) == 1
+    with pytest.raises(arms.CeilingNotDecomposable, match="no parametric share"):
+        arms.parametric_share("ceiling", ceiling["naive_delta"], 0.1)
+    assert arms.parametric_share("parametric", 0.1) == 1.0
+    assert arms.parametric_share("lookup", 0.1) == 0.0
+    assert arms.parametric_share("mixed", 0.2, 0.05) == pytest.approx(0.25)
+    with pytest.raises(ValueError, match="no parametric share is defined"):
+        arms.parametric_share("reference", 0.0)
+
+
+def test_per_family_rows_show_retrieval_on_lookup(world):
+    report = arms.build(str(world), FAST)
+    fam = {(f["arm"], f["reference"], f["family"]): f for f in report["families"]}
+    rag_lookup = fam[("+rag", "base", "lookup")]
+    assert rag_lookup["n_items"] == 24
+    assert rag_lookup["ci95"][0] > 0 and rag_lookup["significant"]
+    assert rag_lookup["delta"] > fam[("+rag", "base", "compute")]["delta"] + 0.2
+
+
+def test_path_table_of_tool_arms(world):
+    report = arms.build(str(world), FAST)
+    tables = {t["arm"]: t for t in report["paths"]}
+    assert sorted(tables) == ["+tools", "trained+rag+tools", "trained+tools"]
+    log = EvalLog.model_validate_json((world / "+tools.json").read_text())
+    samples = [s for it in log.items for s in it.samples]
+    rows = {v["path"]: v for v in tables["+tools"]["verdicts"]}
+    assert [v["path"] for v in tables["+tools"]["verdicts"]] == PATHS
+    assert sum(v["share"] for v in rows.values()) == pytest.approx(1.0)
+    clean = [s.score for s in samples if s.path == "clean"]
+    assert rows["clean"]["count"] == len(clean) and rows["clean"]["accuracy"] == pytest.approx(np.mean(clean))
+
+
+def test_missing_arms_degrade_gracefully(tmp_path):
+    folder = make_world(tmp_path / "logs", arms_=["base", "trained", "trained+rag"])
+    report = arms.build(str(folder), FAST)
+    assert [c["arm"] for c in report["contrasts"]] == ["trained", "trained+rag"]
+    assert report["marginal"] == []
+    assert report["arms_missing"] == ["+rag", "+tools", "trained+tools", "trained+rag+tools"]
+    alone = make_world(tmp_path / "alone", arms_=["base"])
+    assert arms.build(str(alone), FAST)["contrasts"] == []
+
+
+def test_arm_name_and_attribution_fall_back_to_file_stem(tmp_path):
+    folder = make_world(tmp_path / "logs", arms_=["base", "+rag"])
+    raw = json.loads((folder / "+rag.json").read_text())
+    del raw["arm"], raw["attribution"]
+    (folder / "+rag.json").write_text(json.dumps(raw))
+    raw["arm"] = "my-arm"
+    (tmp_path / "logs" / "other.json").write_text(json.dumps(raw))
+    rows = {c["arm"]: c for c in arms.build(str(folder), FAST)["contrasts"]}
+    assert rows["+rag"]["attribution"] == "lookup"
+    assert rows["my-arm"]["attribution"] == "unknown" and "no causal reading" in rows["my-arm"]["claim"]
+
+
+def test_budget_adjustment_is_null_without_gen_tokens(tmp_path):
+    folder = make_world(tmp_path / "logs", arms_=["base", "trained"])
+    raw = json.loads((folder / "trained.json").read_text())
+    for it in raw["items"]:
+        del it["gen_tokens"]
+    (folder / "trained.json").write_text(json.dumps(raw))
+    report = arms.build(str(folder), FAST)
+    row = report["contrasts"][0]
+    assert row["adjusted_delta"] is None and row["budget_confound"] is None and row["mean_gen_tokens"] is None
+    assert any("gen_tokens" in n and "trained" in n for n in report["notes"])
+    assert row["ci95"][0] > 0
+    assert row["claim"] == "parametric gain (budget adjustment unavailable: no gen_tokens in the logs)."
+
+
+def test_significant_but_tiny_delta_is_negligible(tmp_path):
+    n = 2000
+    base = np.zeros((n, 1))
+    base[:1000] = 1
+    arm = base.copy()
+    arm[1000:1012] = 1  # 12 items fixed, none broken: delta 0.006 < min_effect 0.01
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    write_log(folder / "base.json", base)
+    write_log(folder / "trained.json", arm)
+    row = arms.build(str(folder), Settings(n_boot=2000, n_perm=2000, min_effect=0.01))["contrasts"][0]
+    assert row["naive_delta"] == pytest.approx(0.006)
+    assert row["significant"] and row["negligible"]
+
+
+# ------------------------------------------------------------------------------------------- refusals
+
+
+def test_refuses_an_arm_at_another_protocol(world, tmp_path):
+    raw = json.loads((world / "+tools.json").read_text())
+    raw["temperature"] = 0.6
+    (world / "+tools.json").write_text(json.dumps(raw))
+    out = tmp_path / "report"
+    out.mkdir()
+    (out / "arm_comparison_report.json").write_text("previous\n")
+    r = run_cli("analysis.arms", "--logs", str(world), "--out", str(out), "--params",
+                str(write_params(tmp_path / "p.yaml")))  # fmt: skip
+    lines = (r.stdout + r.stderr).strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1
+    assert str(world / "base.json") in lines[0] and str(world / "+tools.json") in lines[0]
+    assert "temperature" in lines[0]
+    assert (out / "arm_comparison_report.json").read_text() == "previous\n"
+    assert sorted(p.name for p in out.iterdir()) == ["arm_comparison_report.json"]
+
+
+def test_refuses_an_arm_on_other_items(world, tmp_path, capsys):
+    raw = json.loads((world / "+rag.json").read_text())
+    raw["items"] = raw["items"][:-1]
+    (world / "+rag.json").write_text(json.dumps(raw))
+    code = arms.main(["--logs", str(world), "--out", str(tmp_path / "o")])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and "items differ" in lines[0] and "+rag.json" in lines[0]
+    assert not (tmp_path / "o").exists()
+
+
+def test_missing_base_names_the_folder(world, tmp_path, capsys):
+    shutil.move(world / "base.json", tmp_path / "elsewhere.json")
+    code = arms.main(["--logs", str(world), "--out", str(tmp_path / "o")])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and str(world) in lines[0] and "no base arm" in lines[0]
+    code = arms.main(["--logs", str(tmp_path / "nope"), "--out", str(tmp_path / "o")])
+    assert code == 2 and "no such folder" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
+
+
+def test_two_logs_of_one_arm_are_refused(world, tmp_path, capsys):
+    shutil.copy(world / "trained.json", world / "trained-copy.json")
+    code = arms.main(["--logs", str(world), "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert code == 2 and "both hold arm 'trained'" in err
