@@ -581,17 +581,15 @@ def _budget_rows(y_ref, y_arm, b_ref, b_arm, n_bins: int) -> tuple[np.ndarray, n
 
 def _budget_statistic(n_bins: int) -> Statistic:
     def stat(w: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        out = []
-        for c in range(rows.shape[1] // (3 * n_bins)):
-            block = w @ rows[:, 3 * n_bins * c : 3 * n_bins * (c + 1)]
-            weight = block[:, :n_bins] / w.sum(axis=1, keepdims=True)
-            n_arm, sum_d = block[:, n_bins : 2 * n_bins], block[:, 2 * n_bins :]
-            ok = (weight > 0) & (n_arm > 0)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                mean_d = np.where(ok, sum_d / np.where(ok, n_arm, 1.0), 0.0)
-                used = (weight * ok).sum(axis=1)
-                out.append(np.where(used > 0, (weight * mean_d * ok).sum(axis=1) / used, np.nan))
-        return np.stack(out, axis=1)
+        # One product for every contrast, then (b, contrasts, 3, bins): reference weight, arm count, sum of d.
+        sums = (w @ rows).reshape(w.shape[0], -1, 3, n_bins)
+        weight = sums[:, :, 0] / w.sum(axis=1)[:, None, None]
+        n_arm, sum_d = sums[:, :, 1], sums[:, :, 2]
+        ok = (weight > 0) & (n_arm > 0)
+        mean_d = np.where(ok, sum_d / np.where(ok, n_arm, 1.0), 0.0)
+        used = (weight * ok).sum(axis=2)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(used > 0, (weight * mean_d * ok).sum(axis=2) / used, np.nan)
 
     return stat
 
