@@ -200,6 +200,16 @@ def raise_problem(a: int, d: int) -> dict[str, Any]:
     }
 
 
+def raise_amount(rng: random.Random) -> int:
+    """A raise in km: graded difficulty (whole hundreds, whole tens, any number) so head arithmetic is partial."""
+    r = rng.random()
+    if r < 0.35:
+        return 100 * rng.randint(1, RAISE_MAX // 100)
+    if r < 0.7:
+        return 10 * rng.randint(RAISE_MIN // 10, RAISE_MAX // 10)
+    return rng.randint(RAISE_MIN, RAISE_MAX)
+
+
 def compute_problem(tool: str, args: dict[str, Any]) -> dict[str, Any]:
     """A computation problem whose numbers are all in the question."""
     return {
@@ -273,7 +283,7 @@ def make_suite(rng: random.Random, sats: list[dict[str, Any]]) -> list[dict[str,
         return True
 
     while sum(p["family"] == "raise" for p in items) < FAMILY_COUNTS["raise"]:
-        add(raise_problem(rng.randint(ALT_MIN, ALT_MAX - RAISE_MAX), rng.randint(RAISE_MIN, RAISE_MAX)))
+        add(raise_problem(rng.randint(ALT_MIN, ALT_MAX - RAISE_MAX), raise_amount(rng)))
     tools = compute_tools()
     for j in range(FAMILY_COUNTS["compute"]):
         tool = tools[j % len(tools)]
@@ -307,7 +317,7 @@ def make_train_problems(
     problems: list[dict[str, Any]] = []
     seen = set(suite_problem_keys)
     while len(problems) < TRAIN_COUNTS["raise"]:
-        p = raise_problem(rng.randint(ALT_MIN, ALT_MAX - RAISE_MAX), rng.randint(RAISE_MIN, RAISE_MAX))
+        p = raise_problem(rng.randint(ALT_MIN, ALT_MAX - RAISE_MAX), raise_amount(rng))
         if p["key"] not in seen:
             seen.add(p["key"])
             problems.append(p)
