@@ -125,6 +125,9 @@ def check_matched(
         checked += [f"protocol.{name}" for name in pa]
     ids_a = {it.item_id for it in ref.items}
     ids_b = {it.item_id for it in other.items}
+    if not ids_a or not ids_b:
+        empty = ref_path if not ids_a else other_path
+        raise Refusal(f"{empty}: items: the log has no items; nothing to compare")
     if ids_a != ids_b:
         only_a, only_b = sorted(ids_a - ids_b), sorted(ids_b - ids_a)
         example = (

@@ -69,6 +69,7 @@ def family_rows(ref: ArmData, arm: ArmData, settings: Settings) -> list[dict[str
     rows = []
     for name, idx in family_groups(ref.families).items():
         row = mean_contrast(ref.item_mean[idx], arm.item_mean[idx], settings, key=f"/family/{name}")
+        row["mean_pre"], row["mean_post"] = row.pop("mean_ref"), row.pop("mean_arm")
         rows.append({"family": name, **row})
     return rows
 

@@ -135,8 +135,8 @@ def delta_markdown(r: dict[str, Any]) -> str:
                 [
                     f["family"],
                     str(f["n_items"]),
-                    _num(f["mean_ref"]),
-                    _num(f["mean_arm"]),
+                    _num(f["mean_pre"]),
+                    _num(f["mean_post"]),
                     _num(f["delta"], "+.4f"),
                     _ci(f["ci95"]),
                     _p(f["p_value"]),
@@ -238,6 +238,15 @@ def arms_markdown(r: dict[str, Any]) -> str:
         f"mean generated tokens {_num(r['base']['mean_gen_tokens'], '.1f')}.",
         "",
         "## Every arm against base",
+        "",
+        *(
+            [
+                "Minimum detectable effect (80% power): "
+                + ", ".join(f"{c['arm']} {_num(c['mde'])}" for c in r["contrasts"])
+            ]
+            if r["contrasts"]
+            else ["Only base is present: there is no contrast to report."]
+        ),
         "",
         *_table(_CONTRAST_HEADER, [_contrast_row(c) for c in r["contrasts"]]),
         "",

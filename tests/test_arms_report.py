@@ -183,6 +183,10 @@ def test_missing_arms_degrade_gracefully(tmp_path):
     assert report["arms_missing"] == ["+rag", "+tools", "trained+tools", "trained+rag+tools"]
     alone = make_world(tmp_path / "alone", arms_=["base"])
     assert arms.build(str(alone), FAST)["contrasts"] == []
+    assert arms.main(["--logs", str(alone), "--out", str(tmp_path / "out"), "--params",
+                      str(write_params(tmp_path / "p.yaml"))]) == 0  # fmt: skip
+    assert "Only base is present" in (tmp_path / "out" / "arm_comparison_report.md").read_text()
+    assert (tmp_path / "out" / "arm_deltas.png").read_bytes().startswith(b"\x89PNG")
 
 
 def test_arm_name_and_attribution_fall_back_to_file_stem(tmp_path):

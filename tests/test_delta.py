@@ -178,6 +178,7 @@ def test_family_breakdown_reports_each_family(tmp_path):
     assert sorted(rows) == sorted(FAMILIES)
     assert rows["lookup"]["n_items"] == 40
     assert rows["lookup"]["delta"] == pytest.approx(post[lookup].mean() - pre[lookup].mean())
+    assert rows["lookup"]["mean_pre"] == pytest.approx(pre[lookup].mean())
     assert rows["lookup"]["ci95"][0] > 0 and rows["lookup"]["significant"]
     assert rows["lookup"]["delta"] > max(rows[f]["delta"] for f in FAMILIES if f != "lookup")
     assert all(0 <= rows[f]["q_value"] <= 1 for f in FAMILIES)
@@ -327,6 +328,13 @@ def test_cli_refusal_writes_nothing_and_keeps_an_existing_report(tmp_path):
     assert len(lines) == 1 and "temperature" in lines[0] and str(pre) in lines[0] and str(post) in lines[0]
     assert sorted(p.name for p in out.iterdir()) == ["delta_report.json"]
     assert (out / "delta_report.json").read_text() == "previous report\n"
+
+
+def test_a_log_without_items_is_refused(tmp_path, capsys):
+    empty = write_log(tmp_path / "empty.json", np.zeros((0, 2)))
+    code = delta.main(["--pre", str(empty), "--post", str(empty), "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "no items" in err[0] and str(empty) in err[0]
 
 
 def test_invalid_log_is_one_line_naming_the_file(tmp_path, capsys):
