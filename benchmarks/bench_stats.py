@@ -9,8 +9,9 @@
    seed 002 (a few hundred loop resamples timed, then extrapolated to n_boot).
 
 Each report runs in a fresh interpreter: "process" is its whole wall time (interpreter start, imports,
-loading, statistics, figures, writing); "in-process" is main() alone; peak memory is the child's
-ru_maxrss. Targets of issue 2: delta <= 3 s and <= 1 GiB, arms <= 15 s, on a 2-core machine.
+loading, statistics, figures, writing); "in-process" is main() alone; "cpu" is the child's user + system
+time (on a shared machine the wall times grow with the load average printed first); peak memory is the
+child's ru_maxrss. Targets of issue 2: delta <= 3 s and <= 1 GiB, arms <= 15 s, on a 2-core machine.
 """
 
 from __future__ import annotations
@@ -52,8 +53,9 @@ from analysis import {module} as m
 t1 = time.perf_counter()
 code = m.main({argv!r})
 t2 = time.perf_counter()
-print(json.dumps({{"code": code, "import_s": t1 - t0, "main_s": t2 - t1,
-                  "maxrss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}}))
+use = resource.getrusage(resource.RUSAGE_SELF)
+print(json.dumps({{"code": code, "import_s": t1 - t0, "main_s": t2 - t1, "cpu_s": use.ru_utime + use.ru_stime,
+                  "maxrss_mib": use.ru_maxrss / 1024}}))
 """
 
 
@@ -117,7 +119,11 @@ def main() -> None:
         "--loop-resamples", type=int, default=300, help="loop resamples timed before extrapolating"
     )
     args = ap.parse_args()
-    print(f"machine: {os.cpu_count()} CPUs, python {sys.version.split()[0]}, numpy {np.__version__}")
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(
+        f"machine: {os.cpu_count()} CPUs (load average {load}), python {sys.version.split()[0]}, "
+        f"numpy {np.__version__}"
+    )
     print(f"size: {args.items} items x k={args.k}, n_boot={args.n_boot}, n_perm={args.n_perm}\n")
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -136,14 +142,16 @@ def main() -> None:
             r = run_child("delta", argv)
             print(
                 f"delta report ({kind}): in-process {r['main_s']:.2f} s, process {r['process_s']:.2f} s "
-                f"(imports {r['import_s']:.2f} s), peak RSS {r['maxrss_mib']:.0f} MiB   [target 3 s, 1 GiB]"
+                f"(imports {r['import_s']:.2f} s, cpu {r['cpu_s']:.2f} s), peak RSS {r['maxrss_mib']:.0f} MiB"
+                "   [target 3 s, 1 GiB]"
             )
             if not fractional:
                 argv = ["--logs", str(logs), "--out", str(tmp_path / "arms"), "--params", str(params)]
                 r = run_child("arms", argv)
                 print(
                     f"arm comparison, 7 arms ({kind}): in-process {r['main_s']:.2f} s, process "
-                    f"{r['process_s']:.2f} s, peak RSS {r['maxrss_mib']:.0f} MiB   [target 15 s]"
+                    f"{r['process_s']:.2f} s (cpu {r['cpu_s']:.2f} s), peak RSS {r['maxrss_mib']:.0f} MiB"
+                    "   [target 15 s]"
                 )
 
     rng = np.random.default_rng(0)
