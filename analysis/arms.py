@@ -124,7 +124,9 @@ def _claim(attribution: str, row: dict[str, Any], augmentation: str | None = Non
             return "parametric reasoning gain SURVIVES matched budget (no RAG, no tools)."
         if adj is None and lo > 0:
             return "parametric gain (budget adjustment unavailable: no gen_tokens in the logs)."
-        return "parametric gain does NOT survive adjustment." if lo > 0 else "no parametric gain detected."
+        if lo > 0:
+            return "parametric gain does NOT survive adjustment."
+        return "training lowered the score (parametric loss)." if hi < 0 else "no parametric gain detected."
     if attribution == "lookup":
         return f"{effect}: retrieval/lookup grounding, NOT reasoning."
     if attribution == "tool_access":

@@ -75,13 +75,17 @@ def family_rows(ref: ArmData, arm: ArmData, settings: Settings) -> list[dict[str
 
 
 def claim(passk: es.PassAtK) -> tuple[str, str]:
-    """EXPANSION / SHARPENING / REGRESSION / no material shift, decided by the cluster-bootstrap intervals."""
+    """EXPANSION / SHARPENING / REGRESSION / no material shift, decided by the cluster-bootstrap intervals.
+
+    With one sample per item pass@1 is the only evidence, which cannot separate sharpening from
+    expansion: a shift beyond its interval is then UNDETERMINED rather than either.
+    """
     k_max = passk.ks[-1]
     top, one = passk.delta_ci[-1], passk.delta_ci[0]
     d_top, d_one = passk.delta[-1], passk.delta[0]
     if k_max == 1:
         if one.excludes_zero():
-            return "no material shift", (
+            return "UNDETERMINED", (
                 f"pass@1 moved by {d_one:+.4f} (CI [{one.lo:+.4f}, {one.hi:+.4f}]), but with one sample per "
                 "item sharpening and expansion cannot be told apart; rerun with more samples per item."
             )

@@ -214,7 +214,8 @@ def test_one_sample_per_item_never_claims_expansion(tmp_path):
     post = np.zeros((60, 1))
     post[:30] = 1
     r = build(write_log(tmp_path / "a.json", pre), write_log(tmp_path / "b.json", post))
-    assert r["claim"] == "no material shift" and "one sample per item" in r["claim_detail"]
+    assert r["claim"] == "UNDETERMINED" and "one sample per item" in r["claim_detail"]
+    assert build(tmp_path / "a.json", tmp_path / "a.json")["claim"] == "no material shift"
 
 
 # ------------------------------------------------------------------------------------ property tests
