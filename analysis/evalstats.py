@@ -1,9 +1,10 @@
 """Every estimator the analyses use, once: seeded (numpy Generator), vectorized, exact where cheap.
 
 The resampling engine is `bootstrap_distribution`: a statistic is a function of per-item weights, so one
-draw of resampling weights serves every statistic of a report (means, pass@k, ECE, the budget adjustment).
-Reports pass each purpose its own Generator from `rng_for(seed, purpose)`, so adding or dropping an
-analysis never shifts the draws of another.
+draw of resampling weights serves every column computed from it (all pass@k values and their deltas, all
+budget contrasts), and means, pass@k, ECE and the budget adjustment share one code path. Reports pass
+each purpose its own Generator from `rng_for(seed, purpose)`, so adding or dropping an analysis never
+shifts the draws of another.
 
 Why the bootstrap and the sign-flip test are hand-written instead of calling scipy.stats.bootstrap and
 scipy.stats.permutation_test: at the size this project promises (10,000 items x 10,000 resamples, every
@@ -70,17 +71,13 @@ def _as_rows(x: np.ndarray) -> np.ndarray:
     return a[:, None] if a.ndim == 1 else a
 
 
-def _distinct_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Distinct rows in order of first occurrence, their counts, and each item's row index."""
-    _, first, inverse, counts = np.unique(
-        rows, axis=0, return_index=True, return_inverse=True, return_counts=True
-    )
+def _distinct_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct rows in order of first occurrence, and how many items have each."""
+    _, first, counts = np.unique(rows, axis=0, return_index=True, return_counts=True)
     # First-occurrence order ties the draw to how items group, not to their values, so negating the
     # data (swapping pre and post) reuses exactly the same draws.
     order = np.argsort(first, kind="stable")
-    rank = np.empty_like(order)
-    rank[order] = np.arange(order.size)
-    return rows[first[order]], counts[order], rank[inverse.ravel()]
+    return rows[first[order]], counts[order]
 
 
 def bootstrap_distribution(
@@ -104,7 +101,7 @@ def bootstrap_distribution(
     if n == 0:
         raise ValueError("bootstrap of an empty sample")
     if compress:
-        distinct, counts, _ = _distinct_rows(rows)
+        distinct, counts = _distinct_rows(rows)
         if 8 * len(distinct) <= n:
             p = counts / n
             step = batch or max(1, min(n_boot, _BATCH_ELEMENTS // len(distinct)))
@@ -248,7 +245,7 @@ def _sign_flip_null(d: np.ndarray, n_perm: int, rng: np.random.Generator) -> tup
         codes = np.arange(2**n, dtype=np.int64)
         flips = ((codes[:, None] >> np.arange(n)) & 1).astype(np.float64)
         return d.sum(axis=0) - 2.0 * (flips @ d), True
-    distinct, counts, _ = _distinct_rows(d)
+    distinct, counts = _distinct_rows(d)
     if 8 * len(distinct) <= n:
         # Items with identical rows are exchangeable: how many of a group keep their sign is Binomial(m, 1/2).
         kept = rng.binomial(counts, 0.5, size=(n_perm, counts.size)).astype(np.float64)
