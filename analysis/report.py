@@ -1,0 +1,162 @@
+"""The one page a reader opens first: claim lines, headline numbers, links to both reports and their figures.
+
+    python -m analysis.report --delta reports/delta --arms reports/arms --out reports
+
+reads delta_report.json and arm_comparison_report.json and writes reports/index.md and reports/index.html
+(from the templates in analysis/templates/), the DVC metrics file reports/metrics.json (headline numbers
+only) and the DVC plot data reports/plots/passk.csv and reports/plots/arm_deltas.csv. A pure rendering of
+the two reports: no statistic is computed here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+
+TEMPLATES = Path(__file__).parent / "templates"
+PROTOCOL_KEYS = ("n_samples", "max_tokens", "temperature", "top_p", "seed")
+
+
+def _fmt(x: float | None, digits: int = 4) -> str:
+    return "n/a" if x is None else f"{x:.{digits}f}"
+
+
+def _sfmt(x: float | None, digits: int = 4) -> str:
+    return "n/a" if x is None else f"{x:+.{digits}f}"
+
+
+def _pfmt(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.3g}"
+
+
+def read_report(path: Path) -> dict[str, Any]:
+    """Load one report JSON; exit-worthy errors name the file and what to run first."""
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        raise SystemExit(f"{path}: not found; run the stage that writes it first (dvc repro)") from None
+    except json.JSONDecodeError as e:
+        raise SystemExit(f"{path}: not valid JSON (line {e.lineno}): {e.msg}") from None
+
+
+def context(delta: dict[str, Any], arms: dict[str, Any]) -> dict[str, Any]:
+    """Everything the templates need, taken from the two reports."""
+    proto = delta.get("matched_protocol") or {}
+    proto_line = ", ".join(f"{k}={proto[k]}" for k in PROTOCOL_KEYS if proto.get(k) is not None)
+    kmax = max(int(k) for k in delta["pass_at_k_pre"])
+    alpha = (delta.get("settings") or {}).get("alpha", 0.05)
+    return {
+        "suite": delta["suite"],
+        "suite_revision": delta["suite_revision"],
+        "n_items": delta["n_items"],
+        "n_samples": delta["n_samples"],
+        "protocol_line": proto_line or "see the delta report",
+        "ci_pct": round(100 * (1 - alpha)),
+        "kmax": kmax,
+        "delta": delta,
+        "contrasts": arms.get("contrasts", []),
+        "marginal": arms.get("marginal", []),
+        "fmt": _fmt,
+        "sfmt": _sfmt,
+        "pfmt": _pfmt,
+    }
+
+
+def metrics(delta: dict[str, Any], arms: dict[str, Any]) -> dict[str, Any]:
+    """The headline numbers DVC tracks as metrics (numbers only, so `dvc exp show` can compare them)."""
+    kmax = str(max(int(k) for k in delta["pass_at_k_pre"]))
+    out: dict[str, Any] = {
+        "delta": {
+            "delta_mean": delta["delta_mean"],
+            "delta_ci95_lo": delta["delta_ci95"][0],
+            "delta_ci95_hi": delta["delta_ci95"][1],
+            "perm_p": delta["perm_p"],
+            "pass1_pre": delta["mean_pre"],
+            "pass1_post": delta["mean_post"],
+            f"pass{kmax}_pre": delta["pass_at_k_pre"][kmax],
+            f"pass{kmax}_post": delta["pass_at_k_post"][kmax],
+            "mde": delta["mde"]["mde"],
+        },
+        "arms": {},
+    }
+    for c in arms.get("contrasts", []):
+        out["arms"][c["arm"]] = {
+            "naive_delta": c["naive_delta"],
+            "adjusted_delta": c.get("adjusted_delta"),
+            "q_value": c.get("q_value"),
+        }
+    return out
+
+
+def _csv(header: list[str], rows: list[list[Any]]) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(header)
+    w.writerows(rows)
+    return buf.getvalue()
+
+
+def plot_tables(delta: dict[str, Any], arms: dict[str, Any]) -> dict[str, str]:
+    """DVC plot data: pass@k of base and trained by k, and every arm's delta against base with its CI."""
+    passk = [
+        [k, delta["pass_at_k_pre"][k], delta["pass_at_k_post"][k]]
+        for k in sorted(delta["pass_at_k_pre"], key=int)
+    ]
+    deltas = [
+        [c["arm"], c["naive_delta"], c.get("adjusted_delta"), c["ci95"][0], c["ci95"][1]]
+        for c in arms.get("contrasts", [])
+    ]
+    return {
+        "passk.csv": _csv(["k", "base", "trained"], passk),
+        "arm_deltas.csv": _csv(["arm", "naive_delta", "adjusted_delta", "ci_lo", "ci_hi"], deltas),
+    }
+
+
+def write(delta_dir: Path, arms_dir: Path, out: Path) -> list[Path]:
+    """Render the index page, the metrics and the plot data; return the files written."""
+    delta = read_report(delta_dir / "delta_report.json")
+    arms = read_report(arms_dir / "arm_comparison_report.json")
+    env = Environment(
+        loader=FileSystemLoader(TEMPLATES),
+        undefined=StrictUndefined,
+        keep_trailing_newline=True,
+        autoescape=False,
+    )
+    ctx = context(delta, arms)
+    html_env = Environment(loader=FileSystemLoader(TEMPLATES), undefined=StrictUndefined, autoescape=True)
+    files = {
+        out / "index.md": env.get_template("index.md.j2").render(ctx),
+        out / "index.html": html_env.get_template("index.html.j2").render(ctx),
+        out / "metrics.json": json.dumps(metrics(delta, arms), indent=2, sort_keys=True) + "\n",
+    }
+    for name, text in plot_tables(delta, arms).items():
+        files[out / "plots" / name] = text
+    for path, text in files.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(text)
+        tmp.replace(path)
+    return list(files)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line: render reports/index.md and index.html from the two report JSONs."""
+    ap = argparse.ArgumentParser(prog="python -m analysis.report", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--delta", default="reports/delta", help="folder with delta_report.json")
+    ap.add_argument("--arms", default="reports/arms", help="folder with arm_comparison_report.json")
+    ap.add_argument("--out", default="reports", help="folder for index.md, index.html, metrics.json, plots/")
+    args = ap.parse_args(argv)
+    for path in write(Path(args.delta), Path(args.arms), Path(args.out)):
+        print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,86 @@
+"""The report stage: one page led by the claim lines, DVC metrics and plot data, from real reports."""
+
+from __future__ import annotations
+
+import csv
+import json
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from analysis import report
+from tests.test_arms_report import make_world
+from tests.test_delta import run_cli, write_params
+
+
+@pytest.fixture()
+def reports(tmp_path: Path) -> Path:
+    logs = make_world(tmp_path / "evallogs")
+    params = write_params(tmp_path / "params.yaml", n_boot=300, n_perm=300)
+    out = tmp_path / "reports"
+    pre, post = str(logs / "base.json"), str(logs / "trained.json")
+    done = run_cli(
+        "analysis.delta", "--pre", pre, "--post", post, "--out", str(out / "delta"), "--params", str(params)
+    )
+    assert done.returncode == 0, done.stderr
+    done = run_cli("analysis.arms", "--logs", str(logs), "--out", str(out / "arms"), "--params", str(params))
+    assert done.returncode == 0, done.stderr
+    return out
+
+
+def test_page_leads_with_every_claim_and_links_both_reports(reports: Path) -> None:
+    report.main(["--delta", str(reports / "delta"), "--arms", str(reports / "arms"), "--out", str(reports)])
+    delta = json.loads((reports / "delta" / "delta_report.json").read_text())
+    arms = json.loads((reports / "arms" / "arm_comparison_report.json").read_text())
+    page = (reports / "index.md").read_text()
+    claims_at = page.index("## Claims")
+    assert claims_at < page.index("## Headline")
+    assert delta["claim"] in page[claims_at:]
+    for c in arms["contrasts"]:
+        assert c["claim"] in page
+        assert f"| {c['arm']} vs {c['reference']} ({c['attribution']}) |" in page
+    for link in ("delta/delta_report.md", "arms/arm_comparison_report.md", "delta/passk_curve.png",
+                 "arms/arm_deltas.png"):  # fmt: skip
+        assert f"({link})" in page
+        assert (reports / link).exists()
+
+    class Links(HTMLParser):
+        found: list[str] = []
+
+        def handle_starttag(self, tag, attrs):
+            self.found += [v for k, v in attrs if k in ("href", "src")]
+
+    parser = Links()
+    parser.feed((reports / "index.html").read_text())
+    assert {"delta/delta_report.md", "arms/arm_comparison_report.md", "arms/arm_deltas.png"} <= set(
+        parser.found
+    )
+
+
+def test_metrics_and_plot_data_are_the_reports_numbers(reports: Path) -> None:
+    report.write(reports / "delta", reports / "arms", reports)
+    delta = json.loads((reports / "delta" / "delta_report.json").read_text())
+    arms = json.loads((reports / "arms" / "arm_comparison_report.json").read_text())
+    m = json.loads((reports / "metrics.json").read_text())
+    assert m["delta"]["delta_mean"] == delta["delta_mean"]
+    assert [m["delta"]["delta_ci95_lo"], m["delta"]["delta_ci95_hi"]] == delta["delta_ci95"]
+    assert {a: v["naive_delta"] for a, v in m["arms"].items()} == {
+        c["arm"]: c["naive_delta"] for c in arms["contrasts"]
+    }
+    rows = list(csv.DictReader((reports / "plots" / "passk.csv").open()))
+    assert [int(r["k"]) for r in rows] == sorted(int(k) for k in delta["pass_at_k_pre"])
+    assert [float(r["trained"]) for r in rows] == [delta["pass_at_k_post"][r["k"]] for r in rows]
+    deltas = list(csv.DictReader((reports / "plots" / "arm_deltas.csv").open()))
+    assert [r["arm"] for r in deltas] == [c["arm"] for c in arms["contrasts"]]
+
+
+def test_rerun_is_byte_identical(reports: Path) -> None:
+    first = {p: p.read_bytes() for p in report.write(reports / "delta", reports / "arms", reports)}
+    second = {p: p.read_bytes() for p in report.write(reports / "delta", reports / "arms", reports)}
+    assert first == second
+
+
+def test_missing_report_names_the_file(tmp_path: Path) -> None:
+    with pytest.raises(SystemExit, match=r"delta_report\.json: not found"):
+        report.write(tmp_path / "delta", tmp_path / "arms", tmp_path)
