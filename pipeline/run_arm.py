@@ -472,18 +472,16 @@ def run(settings: RunSettings, engine: Engine | None = None) -> Path:
         }
         shard = Shard(settings.out_dir / ".partial" / f"{arm.name}.jsonl", fingerprint, fresh=settings.fresh)
         by_id = {it.item_id: it for it in plan.items}
+        pending = [c for c in todo if any(r.key not in shard.records for r in c)]
+        if pending and engine is None:
+            engine = get_engine(settings.engine, ref)
+        if pending and "engine" not in shard.meta:
+            shard.set_meta("engine", engine.info.model_dump(mode="json"))
         bar = _progress(len(plan.requests), len(shard.records), arm.name, settings.progress)
         gen_tokens, t0 = 0, time.perf_counter()
         try:
-            for chunk in todo:
-                missing = [r for r in chunk if r.key not in shard.records]
-                if not missing:
-                    continue
-                if engine is None:
-                    engine = get_engine(settings.engine, ref)
-                    t0 = time.perf_counter()
-                if "engine" not in shard.meta:
-                    shard.set_meta("engine", engine.info.model_dump(mode="json"))
+            for chunk in pending:
+                # The whole chunk is generated even if part of it is on disk: same batch, same outputs.
                 outs = generate_chunk(engine, chunk, decoding, tools_client, proto.max_tool_calls)
                 new = [
                     sample_record(by_id[r.key[0]], r, o, plan, arm.tools)

@@ -1,0 +1,219 @@
+"""The runner without an engine: arms and their refusals, the Hydra command line, pins, shards, seeds."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from pipeline.run_arm import RunnerError, RunSettings, known_arms, load_arm, plan_run, run
+from pipeline.seeds import sample_seed
+from pipeline.shards import Shard, ShardError
+from tests.conftest import ROOT, arithmetic_items, make_world
+
+ARMS = {
+    "base": ("base", False, False, "reference"),
+    "trained": ("trained", False, False, "parametric"),
+    "+rag": ("base", True, False, "lookup"),
+    "+tools": ("base", False, True, "tool_access"),
+    "trained+rag": ("trained", True, False, "mixed"),
+    "trained+tools": ("trained", False, True, "mixed"),
+    "trained+rag+tools": ("trained", True, True, "ceiling"),
+}
+CORPUS = [
+    {"doc_id": "d1", "title": "Add", "text": "To add two numbers, count on from the first."},
+    {"doc_id": "d2", "title": "Times", "text": "Multiplying by zero gives zero."},
+    {"doc_id": "d3", "title": "Minus", "text": "Subtracting a larger number gives a negative result."},
+]
+
+
+def _cli(args: list[str], cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    """python -m pipeline.run_arm ARGS in cwd, with the repository importable from anywhere."""
+    full_env = {**os.environ, "PYTHONPATH": str(ROOT), **env}
+    return subprocess.run(
+        [sys.executable, "-m", "pipeline.run_arm", *args],
+        cwd=cwd,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+
+
+def _copy_checkpoint(src: Path, dest: Path) -> Path:
+    shutil.copytree(src, dest)
+    return dest
+
+
+def test_the_seven_arms_of_params_yaml_are_defined() -> None:
+    params = yaml.safe_load((ROOT / "params.yaml").read_text())
+    assert set(known_arms()) == set(params["arms"]) == set(ARMS)
+    for name, (model, retrieval, tools, attribution) in ARMS.items():
+        arm = load_arm(name)
+        assert (arm.model, arm.retrieval, arm.tools, arm.attribution) == (
+            model,
+            retrieval,
+            tools,
+            attribution,
+        )
+
+
+@pytest.mark.parametrize(
+    ("body", "key"),
+    [
+        ("temperature: 0.5\n", "temperature"),
+        ("protocol:\n  seed: 7\n", "protocol"),
+        ("extra:\n  max_tokens: 9\n", "extra.max_tokens"),
+    ],
+)
+def test_an_arm_file_that_sets_a_protocol_key_is_refused(tmp_path: Path, body: str, key: str) -> None:
+    conf = tmp_path / "conf"
+    shutil.copytree(ROOT / "conf", conf)
+    hot = conf / "arm" / "hot.yaml"
+    hot.write_text((conf / "arm" / "base.yaml").read_text() + body)
+    with pytest.raises(RunnerError, match=rf"arm/hot.yaml: sets protocol key '{key}'.*params.yaml"):
+        load_arm("hot", conf)
+    settings = RunSettings(arm="hot", conf_dir=conf, out_dir=tmp_path / "out", params=tmp_path / "none.yaml")
+    with pytest.raises(RunnerError, match="sets protocol key"):
+        run(settings)
+    assert not (tmp_path / "out").exists()
+
+
+def test_cli_refuses_an_unknown_arm_and_lists_the_known_ones(tmp_path: Path) -> None:
+    for args in (["arm=nope"], ["-m", "arm=base,nope"]):
+        res = _cli(args, tmp_path)
+        assert res.returncode == 2
+        line = res.stderr.strip()
+        assert "\n" not in line
+        assert line.startswith("run_arm: unknown arm 'nope'")
+        for name in ARMS:
+            assert name in line
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_cli_refuses_a_protocol_key_set_on_the_arm_from_the_command_line(tmp_path: Path) -> None:
+    res = _cli(["arm=base", "+arm.temperature=0.0"], tmp_path)
+    assert res.returncode == 2
+    assert "command-line override of arm: sets protocol key 'temperature'" in res.stderr
+
+
+def test_cli_takes_plus_arm_names_as_written_and_leaves_no_hydra_folders(tmp_path: Path) -> None:
+    cwd, sweep_tmp = tmp_path / "cwd", tmp_path / "tmp"
+    cwd.mkdir()
+    sweep_tmp.mkdir()
+    # No params.yaml here: each composed arm reaches the runner, which stops at the missing params file.
+    for args in (["arm=+rag"], ["arm=trained+rag+tools"], ["-m", "arm=+tools,trained+rag"]):
+        res = _cli(args, cwd, TMPDIR=str(sweep_tmp))
+        assert res.returncode == 2, res.stderr
+        assert "run_arm: params.yaml: params file not found" in res.stderr
+    assert list(cwd.iterdir()) == []
+
+
+def test_a_checkpoint_changed_after_pinning_is_refused_and_nothing_is_overwritten(
+    tmp_path: Path, untrained_checkpoint: Path
+) -> None:
+    ckpt = _copy_checkpoint(untrained_checkpoint, tmp_path / "ckpt")
+    w = make_world(tmp_path / "w", {"base": ckpt}, arithmetic_items(3))
+    w.out_dir.mkdir()
+    earlier = w.out_dir / "base.json"
+    earlier.write_text('{"an": "earlier log"}\n')
+    weights = ckpt / "model.safetensors"
+    data = bytearray(weights.read_bytes())
+    data[-1] ^= 1
+    weights.write_bytes(bytes(data))
+    with pytest.raises(
+        RunnerError, match=r"checkpoint 'base': .*ckpt/model.safetensors changed since pinning"
+    ):
+        run(w.settings("base"))
+    assert earlier.read_text() == '{"an": "earlier log"}\n'
+    assert not (w.out_dir / ".partial").exists()
+    res = _cli(["arm=base", f"params={w.params}", f"pins={w.pins}", f"out_dir={w.out_dir}"], ROOT)
+    assert res.returncode == 2
+    assert "model.safetensors changed since pinning" in res.stderr.strip().splitlines()[-1]
+
+
+def test_a_missing_pins_file_is_refused(tmp_path: Path, untrained_checkpoint: Path) -> None:
+    w = make_world(tmp_path / "w", {"base": untrained_checkpoint}, arithmetic_items(3))
+    w.pins.unlink()
+    with pytest.raises(RunnerError, match=r"pins.json: not found; pin the inputs first"):
+        run(w.settings("base"))
+
+
+def test_every_arm_gives_each_item_and_sample_the_same_seed(
+    tmp_path: Path, untrained_checkpoint: Path
+) -> None:
+    from arms.tools.orbital import TOOLS
+    from pipeline.pins import load_params
+
+    w = make_world(
+        tmp_path / "w",
+        {"base": untrained_checkpoint, "trained": untrained_checkpoint},
+        arithmetic_items(6),
+        corpus=CORPUS,
+        k=3,
+    )
+    params = load_params(w.params)
+    tools = [
+        {"name": n, "description": t.description, "input_schema": t.parameters} for n, t in TOOLS.items()
+    ]
+    seeds = {}
+    for name in ARMS:
+        arm = load_arm(name)
+        plan = plan_run(params, arm, tools if arm.tools else [])
+        seeds[name] = {r.key: r.seed for r in plan.requests}
+        assert len({r.prompt for r in plan.requests}) == 6
+        if arm.retrieval:
+            assert all(len(docs) == 2 for docs in plan.retrieved.values())
+    first = seeds["base"]
+    assert len(first) == 18 and len(set(first.values())) == 18
+    assert all(s == first for s in seeds.values())
+    assert all(seed == sample_seed(1234, item, j) for (item, j), seed in first.items())
+
+
+FP = {"arm": {"name": "base"}, "protocol": {"k": 2, "temperature": 1.0}, "engine": {"chunk_size": 4}}
+
+
+def test_a_shard_resumes_and_drops_a_torn_last_line(tmp_path: Path) -> None:
+    path = tmp_path / ".partial" / "base.jsonl"
+    shard = Shard(path, FP)
+    shard.set_meta("engine", {"name": "vllm"})
+    shard.append([{"item_id": "a", "index": 0, "score": 1.0}, {"item_id": "a", "index": 1, "score": 0.0}])
+    with open(path, "a") as f:
+        f.write('{"item_id": "b", "ind')
+    again = Shard(path, FP)
+    assert again.resumed and set(again.records) == {("a", 0), ("a", 1)}
+    assert again.meta == {"engine": {"name": "vllm"}}
+    assert path.read_text().endswith("}\n")
+    again.append([{"item_id": "b", "index": 0, "score": 1.0}])
+    assert set(Shard(path, FP).records) == {("a", 0), ("a", 1), ("b", 0)}
+
+
+def test_a_shard_of_other_settings_is_refused_unless_fresh(tmp_path: Path) -> None:
+    path = tmp_path / "base.jsonl"
+    Shard(path, FP).append([{"item_id": "a", "index": 0, "score": 1.0}])
+    before = path.read_bytes()
+    other = {**FP, "protocol": {"k": 2, "temperature": 0.7}}
+    with pytest.raises(
+        ShardError, match=r"base.jsonl: holds 1 samples .*protocol.temperature: 1.0 -> 0.7.*fresh=true"
+    ):
+        Shard(path, other)
+    assert path.read_bytes() == before
+    fresh = Shard(path, other, fresh=True)
+    assert fresh.records == {} and json.loads(path.read_text())["fingerprint"] == other
+
+
+def test_a_damaged_line_inside_a_shard_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "base.jsonl"
+    Shard(path, FP).append([{"item_id": "a", "index": 0}, {"item_id": "a", "index": 1}])
+    lines = path.read_text().splitlines(keepends=True)
+    lines[1] = "garbage\n"
+    path.write_text("".join(lines))
+    with pytest.raises(ShardError, match=r"base.jsonl:2: not a sample record"):
+        Shard(path, FP)
