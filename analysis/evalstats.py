@@ -115,6 +115,10 @@ def bootstrap_distribution(
     for s in range(0, n_boot, step):
         b = min(step, n_boot - s)
         idx = rng.integers(0, n, (b, n))
+        if statistic is weighted_means and rows.shape[1] <= 4:
+            # Same draws, same means; gathering a few columns is ~3x faster than counts times rows.
+            parts.append(rows[idx].mean(axis=1))
+            continue
         idx += (np.arange(b) * n)[:, None]
         w = np.bincount(idx.ravel(), minlength=b * n).reshape(b, n).astype(np.float64)
         parts.append(statistic(w, rows))

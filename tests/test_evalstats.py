@@ -260,7 +260,7 @@ def test_bootstrap_ci_mirrors_under_negation(values, compress, seed):
 def test_cluster_bootstrap_equals_scipy_resampling_whole_items():
     rng = np.random.default_rng(12)
     scores = (rng.random((30, 6)) < rng.random((30, 1))).astype(float)
-    ks = [1, 2, 4, 6]
+    ks = [1, 2, 3, 4, 5, 6]  # more than four columns: the counts-times-rows path (one column gathers)
 
     def stat(idx, axis=-1):
         resampled = scores[idx]  # (batch, n, k): each drawn item keeps its own k samples
