@@ -139,6 +139,22 @@ def test_cli_writes_the_report_and_reruns_byte_identical(pair, tmp_path):
     assert "passk_curve.png" in md
 
 
+def test_minimal_seed_000_logs_are_compared(tmp_path):
+    minimal = {"model_name": "m0", "suite": "thesis-suite v1.0", "suite_revision": "v1.0", "n_samples": 2,
+               "temperature": 0.7, "max_tokens": 512, "driver": "d", "measured_at": "t"}  # fmt: skip
+    pre = {**minimal, "items": [{"item_id": f"i{i}", "scores": [0.0, float(i % 2)]} for i in range(12)]}
+    post = {
+        **minimal,
+        "model_name": "m1",
+        "items": [{"item_id": f"i{i}", "scores": [1.0, 1.0]} for i in range(12)],
+    }
+    (tmp_path / "pre.json").write_text(json.dumps(pre))
+    (tmp_path / "post.json").write_text(json.dumps(post))
+    r = build(tmp_path / "pre.json", tmp_path / "post.json", Settings(n_boot=400, n_perm=5000))
+    assert r["delta_mean"] == pytest.approx(0.75) and r["matched_protocol"]["protocol"] is None
+    assert r["perm_exact"] and r["perm_p"] == pytest.approx(2 / 2**12)
+
+
 def test_report_numbers_agree_with_direct_computation(pair):
     pre_path, post_path = pair
     r = build(pre_path, post_path)
