@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 import random
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -24,6 +23,7 @@ from arms.tools.client import DEFAULT_COMMAND, ToolClient
 from arms.tools.orbital import TOOLS, call_tool
 from demo.charmodel import build_tokenizer
 from pipeline.engines.base import Decoding, GenRequest, GenResult
+from pipeline.engines.vllm_engine import VllmEngine
 from pipeline.evallog import EngineInfo, SampleRecord
 from pipeline.prompts import build_prompt, format_tool_call, format_tool_response
 from pipeline.seeds import round_seed, sample_seed
@@ -379,55 +379,11 @@ def tiny_tool_model(request: pytest.FixtureRequest) -> Path:
     return out
 
 
-class VllmTestEngine:
-    """Minimal Engine adapter over vllm.LLM, until pipeline/engines/vllm_engine.py lands."""
-
-    def __init__(self, model_dir: Path):
-        os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
-        os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
-        from vllm import LLM
-
-        self.llm = LLM(
-            model=str(model_dir), dtype="float32", seed=0, max_model_len=1024, enable_prefix_caching=True
-        )
-        self.tokenizer = self.llm.get_tokenizer()
-        self.info = EngineInfo(name="vllm-test-adapter", device="cpu", dtype="float32")
-
-    def count_tokens(self, text: str) -> int:
-        return len(self.tokenizer.encode(text, add_special_tokens=False))
-
-    def generate(self, requests: Sequence[GenRequest], decoding: Decoding) -> list[GenResult]:
-        from vllm import SamplingParams
-
-        params = [
-            SamplingParams(
-                n=1,
-                seed=r.seed,
-                temperature=decoding.temperature,
-                top_p=decoding.top_p,
-                max_tokens=r.max_tokens,
-                stop=list(r.stop),
-                include_stop_str_in_output=True,
-            )
-            for r in requests
-        ]
-        outs = self.llm.generate([r.prompt for r in requests], params, use_tqdm=False)
-        return [
-            GenResult(
-                r.key,
-                o.outputs[0].text,
-                o.outputs[0].finish_reason,
-                len(o.prompt_token_ids),
-                len(o.outputs[0].token_ids),
-                list(o.outputs[0].token_ids),
-            )
-            for r, o in zip(requests, outs, strict=True)
-        ]
-
-
 @pytest.fixture(scope="session")
-def vllm_engine(tiny_tool_model: Path) -> VllmTestEngine:
-    return VllmTestEngine(tiny_tool_model)
+def vllm_engine(tiny_tool_model: Path) -> Iterator[VllmEngine]:
+    engine = VllmEngine(str(tiny_tool_model), max_model_len=1024)
+    yield engine
+    engine.close()
 
 
 def suite_requests(max_tokens: int) -> list[GenRequest]:
@@ -449,7 +405,7 @@ def _comparable(outcomes: list[LoopOutcome]) -> list[tuple]:
 
 
 @pytest.mark.slow
-def test_real_vllm_engine_runs_the_tool_loop(vllm_engine: VllmTestEngine, tools: ToolClient) -> None:
+def test_real_vllm_engine_runs_the_tool_loop(vllm_engine: VllmEngine, tools: ToolClient) -> None:
     greedy = Decoding(temperature=0.0, top_p=1.0)
     reqs = suite_requests(max_tokens=160)
     outcomes = run_tool_loop(vllm_engine, reqs, greedy, tools, max_tool_calls=2)
@@ -474,7 +430,7 @@ def test_real_vllm_engine_runs_the_tool_loop(vllm_engine: VllmTestEngine, tools:
 @pytest.mark.slow
 @pytest.mark.parametrize("max_tokens", [1, 30, 70, 90])
 def test_real_vllm_engine_never_exceeds_the_budget(
-    vllm_engine: VllmTestEngine, tools: ToolClient, max_tokens: int
+    vllm_engine: VllmEngine, tools: ToolClient, max_tokens: int
 ) -> None:
     reqs = suite_requests(max_tokens=max_tokens)
     seen: dict[tuple[str, int], int] = {}
