@@ -17,7 +17,6 @@ from typing import Any
 
 import numpy as np
 from omegaconf import OmegaConf
-from pydantic import ValidationError
 
 from pipeline.evallog import EvalLog, EvalLogError, load
 
@@ -89,13 +88,6 @@ def settings_dict(s: Settings) -> dict[str, Any]:
 
 def load_log(path: str | Path) -> EvalLog:
     """Load and validate one EvalLog; a bad file is a Refusal naming file, item and field."""
-    # pipeline.evallog.load validates every log twice (once for its messages, once to build the model),
-    # a third of a report's time on 10,000-item logs; validate once here and let load() word the
-    # problems only when there are some.
-    try:
-        return EvalLog.model_validate_json(Path(path).read_bytes())
-    except (OSError, ValidationError):
-        pass
     try:
         return load(path)
     except EvalLogError as e:

@@ -134,8 +134,7 @@ class EvalLog(_Strict):
             seen.add(it.item_id)
             if len(it.scores) != self.n_samples:
                 raise ValueError(
-                    f"item {it.item_id!r}: scores: has {len(it.scores)} scores, "
-                    f"n_samples is {self.n_samples}"
+                    f"item {it.item_id!r}: scores: has {len(it.scores)} scores, n_samples is {self.n_samples}"
                 )
             if it.gen_tokens is not None and len(it.gen_tokens) != self.n_samples:
                 raise ValueError(
@@ -189,10 +188,11 @@ def problems(path: str | Path) -> list[str]:
 
 def load(path: str | Path) -> EvalLog:
     """Read and validate one EvalLog; raise EvalLogError naming the file, item and field."""
-    found = problems(path)
-    if found:
-        raise EvalLogError("; ".join(found))
-    return EvalLog.model_validate_json(Path(path).read_text())
+    try:
+        return EvalLog.model_validate_json(Path(path).read_text())
+    except (OSError, ValidationError):
+        # Validate once on the fast path; only a failing file is parsed again to word its problems.
+        raise EvalLogError("; ".join(problems(path))) from None
 
 
 def main(argv: list[str] | None = None) -> int:
