@@ -32,9 +32,7 @@ def build_tokenizer() -> Any:
     tok.decoder = decoders.Fuse()
     tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in (PAD, BOS, EOS, UNK)])
     tok.add_tokens([AddedToken(t, special=False, normalized=False) for t in TAG_TOKENS])
-    tok.post_processor = processors.TemplateProcessing(
-        single=f"{BOS} $A", special_tokens=[(BOS, vocab[BOS])]
-    )
+    tok.post_processor = processors.TemplateProcessing(single=f"{BOS} $A", special_tokens=[(BOS, vocab[BOS])])
     return tok
 
 
@@ -48,7 +46,11 @@ def hf_tokenizer() -> Any:
 
 
 def llama_config(
-    hidden: int = 128, layers: int = 4, heads: int = 4, intermediate: int | None = None, max_positions: int = 1024
+    hidden: int = 128,
+    layers: int = 4,
+    heads: int = 4,
+    intermediate: int | None = None,
+    max_positions: int = 1024,
 ) -> Any:
     """A LlamaConfig sized for the demo; vocabulary and special ids come from `vocabulary()`."""
     from transformers import LlamaConfig

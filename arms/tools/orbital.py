@@ -43,7 +43,10 @@ def hohmann_delta_v_km_s(from_altitude_km: float, to_altitude_km: float) -> floa
 
 
 def miss_distance_km(
-    position1_km: list[float], velocity1_km_s: list[float], position2_km: list[float], velocity2_km_s: list[float]
+    position1_km: list[float],
+    velocity1_km_s: list[float],
+    position2_km: list[float],
+    velocity2_km_s: list[float],
 ) -> float:
     """Closest-approach distance in km of two objects in straight-line relative motion from now on (t >= 0)."""
     r = [b - a for a, b in zip(position1_km, position2_km, strict=True)]
