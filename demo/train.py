@@ -1,0 +1,508 @@
+"""Train the demo world's two checkpoints on two CPU cores.
+
+    python -m demo.train --stage base      # M0: SFT from scratch on transcripts of every prompt format
+    python -m demo.train --stage trained   # M1: M0 plus rejection-sampling fine-tuning, the oracle as reward
+
+base: transcripts of the training problems (demo/train_data/train_problems.jsonl, disjoint from the suite) in
+the four formats the arms use (plain, rag, tools, rag+tools; pipeline.prompts builds them), tokenized once,
+joined into one token stream with <s> ... </s> around each transcript, and trained on packed windows that
+start at a transcript boundary (no padding, no tokenizer in the loop). A share of the orbit-raise answers
+carries a one-digit slip (RAISE_SLIP_RATE), so the base model is deliberately imperfect in its head.
+
+trained: expert iteration on PLAIN raise and compute training problems only: sample k completions at
+temperature 1 from the current model, keep those the oracle verifies, fine-tune on them mixed with replayed
+base transcripts; repeated for --rft-iterations.
+
+Both stages are seeded, log to demo/models/train_log_<stage>.txt and save a resumable state every
+--save-every steps under --work-dir; rerunning the same command resumes a killed run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from arms.tools.orbital import TOOLS
+from pipeline.prompts import ANSWER_TAG, build_prompt, format_tool_call, format_tool_response
+
+DEMO = Path(__file__).resolve().parent
+FORMATS = ("plain", "rag", "tools", "rag_tools")
+TOOL_NAMES = tuple(sorted(TOOLS))
+# Share of transcripts per (family, format). Every combination the suite meets in some arm is present.
+MIXTURE: dict[tuple[str, str], float] = {
+    ("raise", "plain"): 0.20,
+    ("raise", "rag"): 0.04,
+    ("raise", "tools"): 0.04,
+    ("raise", "rag_tools"): 0.02,
+    ("compute", "plain"): 0.12,
+    ("compute", "rag"): 0.03,
+    ("compute", "tools"): 0.12,
+    ("compute", "rag_tools"): 0.04,
+    ("lookup", "plain"): 0.03,
+    ("lookup", "rag"): 0.13,
+    ("lookup", "tools"): 0.02,
+    ("lookup", "rag_tools"): 0.04,
+    ("compound", "plain"): 0.02,
+    ("compound", "rag"): 0.04,
+    ("compound", "tools"): 0.03,
+    ("compound", "rag_tools"): 0.08,
+}
+RAISE_SLIP_RATE = 0.1
+
+
+@dataclass
+class TrainConfig:
+    """Everything that determines a stage's result (written into training_meta.json)."""
+
+    stage: str
+    seed: int = 1234
+    hidden: int = 128
+    layers: int = 4
+    heads: int = 4
+    intermediate: int = 384
+    seq_len: int = 576
+    batch: int = 8
+    steps: int = 2000
+    lr: float = 3e-3
+    warmup: int = 200
+    weight_decay: float = 0.01
+    n_transcripts: int = 40000
+    # One thread: while other processes share the two cores, two threads ran 3.4x slower (0.94 vs 3.2 s/step).
+    threads: int = 1
+    # trained stage
+    rft_iterations: int = 2
+    rft_problems: int = 3000
+    rft_k: int = 4
+    rft_keep_per_problem: int = 2
+    rft_steps: int = 500
+    rft_lr: float = 1e-3
+    rft_replay: float = 0.5
+
+
+def load_jsonl(path: Path) -> list[dict[str, Any]]:
+    """Records of a JSONL file."""
+    with path.open() as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def slip(answer: str, rng: random.Random) -> str:
+    """A plausible head-arithmetic slip: one digit place off by one."""
+    value = int(answer) + rng.choice((-100, -10, -1, 1, 10, 100))
+    return str(value)
+
+
+def completion(problem: dict[str, Any], fmt: str, answer: str) -> str:
+    """What the model writes after the prompt (tool response included where the runner would append it)."""
+    if fmt in ("plain", "rag"):
+        return f" {answer}\n"
+    tool = problem.get("tool")
+    if tool is None:
+        return f"{ANSWER_TAG} {answer}\n"
+    call = format_tool_call(tool, problem["arguments"])
+    response = format_tool_response({TOOLS[tool].result_key: float(problem["answer"])})
+    return f"{call}{response}{ANSWER_TAG} {answer}\n"
+
+
+def render(problem: dict[str, Any], fmt: str, docs: dict[str, str], rng: random.Random) -> tuple[str, str]:
+    """(prompt, completion) of one problem in one format; passages in a random order, raise slips drawn."""
+    passages: list[str] = []
+    if fmt in ("rag", "rag_tools"):
+        ids = list(problem["passages"])
+        rng.shuffle(ids)
+        passages = [docs[i] for i in ids]
+    tools = TOOL_NAMES if fmt in ("tools", "rag_tools") else ()
+    answer = problem["answer"]
+    if problem["family"] == "raise" and rng.random() < RAISE_SLIP_RATE:
+        answer = slip(answer, rng)
+    return build_prompt(problem["question"], passages, tools), completion(problem, fmt, answer)
+
+
+def sft_transcripts(
+    problems: list[dict[str, Any]], docs: dict[str, str], n: int, rng: random.Random
+) -> list[str]:
+    """n prompt+completion texts drawn by MIXTURE (raise and compute problems cycle without repeats first)."""
+    by_family: dict[str, list[dict[str, Any]]] = {}
+    for p in problems:
+        by_family.setdefault(p["family"], []).append(p)
+    pools = {f: rng.sample(ps, len(ps)) for f, ps in by_family.items()}
+    cursor = dict.fromkeys(pools, 0)
+    keys = list(MIXTURE)
+    weights = [MIXTURE[k] for k in keys]
+    out = []
+    for _ in range(n):
+        fam, fmt = rng.choices(keys, weights)[0]
+        pool = pools[fam]
+        p = pool[cursor[fam] % len(pool)]
+        cursor[fam] += 1
+        prompt, comp = render(p, fmt, docs, rng)
+        out.append(prompt + comp)
+    return out
+
+
+class TokenStream:
+    """Transcripts tokenized once and joined as <s> t </s> <s> t </s> ...; windows start at a <s>."""
+
+    def __init__(self, texts: Sequence[str]) -> None:
+        import numpy as np
+        import torch
+
+        from demo.charmodel import BOS, EOS, build_tokenizer, vocabulary
+
+        vocab = vocabulary()
+        tok = build_tokenizer()
+        # One tokenizer, one batch call: the same ids as demo.charmodel.encode gives text by text.
+        encs = tok.encode_batch(list(texts), add_special_tokens=False)
+        lengths = np.array([len(e.ids) + 2 for e in encs])
+        self.starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+        flat = np.empty(int(lengths.sum()), dtype=np.int64)
+        for s, e in zip(self.starts, encs, strict=True):
+            flat[s] = vocab[BOS]
+            flat[s + 1 : s + 1 + len(e.ids)] = e.ids
+            flat[s + 1 + len(e.ids)] = vocab[EOS]
+        self.tokens = torch.from_numpy(flat)
+        self.max_len = int(lengths.max())
+
+    def __len__(self) -> int:
+        return int(self.tokens.numel())
+
+    def batch(self, gen: Any, batch: int, seq_len: int) -> Any:
+        """A (batch, seq_len + 1) tensor of windows starting at random transcript starts."""
+        import torch
+
+        usable = self.starts[self.starts + seq_len + 1 <= len(self)]
+        pick = torch.randint(len(usable), (batch,), generator=gen).numpy()
+        return torch.stack([self.tokens[int(usable[i]) : int(usable[i]) + seq_len + 1] for i in pick])
+
+
+def lr_at(step: int, total: int, warmup: int, peak: float) -> float:
+    """Linear warm-up, then cosine decay to 10% of the peak."""
+    if step < warmup:
+        return peak * (step + 1) / warmup
+    frac = (step - warmup) / max(1, total - warmup)
+    return peak * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, frac))))
+
+
+class Log:
+    """Appends timestamped lines to the stage's log file and echoes them."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.t0 = time.time()
+
+    def __call__(self, msg: str) -> None:
+        line = f"[{time.strftime('%H:%M:%S')} +{time.time() - self.t0:7.1f}s] {msg}"
+        print(line, flush=True)
+        with self.path.open("a") as f:
+            f.write(line + "\n")
+
+
+def train_loop(
+    model: Any,
+    stream: TokenStream,
+    cfg: TrainConfig,
+    steps: int,
+    peak_lr: float,
+    state_path: Path,
+    log: Log,
+    tag: str,
+    probe: Any = None,
+) -> None:
+    """AdamW on packed windows for `steps` steps; resumes from state_path and saves to it periodically."""
+    import torch
+
+    opt = torch.optim.AdamW(model.parameters(), lr=peak_lr, betas=(0.9, 0.95), weight_decay=cfg.weight_decay)
+    gen = torch.Generator().manual_seed(cfg.seed + hash_tag(tag))
+    step = 0
+    if state_path.exists():
+        st = torch.load(state_path, weights_only=False)
+        model.load_state_dict(st["model"])
+        opt.load_state_dict(st["opt"])
+        gen.set_state(st["gen"])
+        step = st["step"]
+        log(f"{tag}: resumed at step {step} from {state_path}")
+    model.train()
+    t_last, loss_acc, n_acc = time.time(), 0.0, 0
+    save_every = max(50, steps // 10)
+    while step < steps:
+        for g in opt.param_groups:
+            g["lr"] = lr_at(step, steps, cfg.warmup, peak_lr)
+        x = stream.batch(gen, cfg.batch, cfg.seq_len)
+        out = model(input_ids=x[:, :-1])
+        loss = torch.nn.functional.cross_entropy(
+            out.logits.reshape(-1, out.logits.shape[-1]), x[:, 1:].reshape(-1)
+        )
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        step += 1
+        loss_acc += loss.item()
+        n_acc += 1
+        if step % 50 == 0 or step == steps:
+            dt = (time.time() - t_last) / n_acc
+            lr = opt.param_groups[0]["lr"]
+            log(f"{tag}: step {step}/{steps} loss {loss_acc / n_acc:.4f} lr {lr:.2e} {dt:.3f}s/step")
+            t_last, loss_acc, n_acc = time.time(), 0.0, 0
+        if probe is not None and (step % max(250, steps // 8) == 0 or step == steps):
+            model.eval()
+            log(f"{tag}: step {step} probe {probe(model)}")
+            model.train()
+        if step % save_every == 0 or step == steps:
+            tmp = state_path.with_suffix(".tmp")
+            torch.save(
+                {"model": model.state_dict(), "opt": opt.state_dict(), "gen": gen.get_state(), "step": step},
+                tmp,
+            )
+            tmp.replace(state_path)
+    model.eval()
+
+
+def hash_tag(tag: str) -> int:
+    """A stable small integer from a string (Python's hash() is salted per process)."""
+    return sum((i + 1) * ord(c) for i, c in enumerate(tag)) % 100003
+
+
+# ---------------------------------------------------------------- sampling and the oracle
+
+
+def answer_of(text: str) -> str:
+    """The model's final answer: what follows the last 'Answer:' on its line, or the first line."""
+    if ANSWER_TAG in text:
+        text = text.rsplit(ANSWER_TAG, 1)[1]
+    return text.strip().split("\n", 1)[0].strip()
+
+
+def verify(answer: str, target: str, verifier: dict[str, Any]) -> bool:
+    """The suite's verifier rule: numeric within max(rel_tol * |target|, abs_tol), or exact text."""
+    if verifier["type"] == "exact":
+        return answer == target
+    try:
+        a, t = float(answer), float(target)
+    except ValueError:
+        return False
+    if not math.isfinite(a):
+        return False
+    return abs(a - t) <= max(verifier["rel_tol"] * abs(t), verifier["abs_tol"])
+
+
+def train_verifier(problem: dict[str, Any]) -> dict[str, Any]:
+    """Verifier of a training problem, the same rule make_world gives the suite family."""
+    from demo.make_world import EXACT_NUMBER, PHYSICS_NUMBER
+
+    return EXACT_NUMBER if problem["family"] == "raise" else PHYSICS_NUMBER
+
+
+def sample(
+    model: Any, prompts: Sequence[str], k: int, max_new: int, seed: int, temperature: float = 1.0
+) -> list[list[str]]:
+    """k completions per prompt (temperature sampling, or greedy at 0), batched with left padding."""
+    import torch
+
+    from demo.charmodel import hf_tokenizer
+
+    tok = hf_tokenizer()
+    tok.padding_side = "left"
+    outs: list[list[str]] = [[] for _ in prompts]
+    flat = [(i, p) for i, p in enumerate(prompts) for _ in range(k)]
+    torch.manual_seed(seed)
+    bs = 256
+    with torch.no_grad():
+        for b in range(0, len(flat), bs):
+            chunk = flat[b : b + bs]
+            enc = tok([p for _, p in chunk], return_tensors="pt", padding=True)
+            kw: dict[str, Any] = {"do_sample": True, "temperature": temperature, "top_p": 1.0, "top_k": 0}
+            if temperature == 0:
+                kw = {"do_sample": False}
+            gen = model.generate(**enc, max_new_tokens=max_new, pad_token_id=tok.pad_token_id, **kw)
+            texts = tok.batch_decode(gen[:, enc["input_ids"].shape[1] :], skip_special_tokens=True)
+            for (i, _), t in zip(chunk, texts, strict=True):
+                outs[i].append(t)
+    return outs
+
+
+def make_probe(problems: list[dict[str, Any]], rng: random.Random) -> Any:
+    """Greedy accuracy on 64 plain raise and 64 plain compute training problems (a progress signal only)."""
+    raise_p = rng.sample([p for p in problems if p["family"] == "raise"], 64)
+    comp_p = rng.sample([p for p in problems if p["family"] == "compute"], 64)
+
+    def probe(model: Any) -> str:
+        res = []
+        for name, ps in (("raise", raise_p), ("compute", comp_p)):
+            outs = sample(model, [build_prompt(p["question"]) for p in ps], 1, 12, 0, temperature=0)
+            ok = sum(
+                verify(answer_of(o[0]), p["answer"], train_verifier(p)) for o, p in zip(outs, ps, strict=True)
+            )
+            res.append(f"{name} {ok}/{len(ps)}")
+        return ", ".join(res)
+
+    return probe
+
+
+# ---------------------------------------------------------------- stages
+
+
+def load_world() -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """Training problems and the corpus text by doc id."""
+    problems = load_jsonl(DEMO / "train_data" / "train_problems.jsonl")
+    docs = {d["doc_id"]: d["text"] for d in load_jsonl(DEMO / "corpus" / "space-text.jsonl")}
+    return problems, docs
+
+
+def stage_base(cfg: TrainConfig, work: Path, out: Path, log: Log) -> None:
+    """SFT from scratch on the mixture of formats."""
+    import torch
+
+    from demo.charmodel import new_model, save_checkpoint
+
+    problems, docs = load_world()
+    rng = random.Random(cfg.seed)
+    t0 = time.time()
+    texts = sft_transcripts(problems, docs, cfg.n_transcripts, rng)
+    stream = TokenStream(texts)
+    log(
+        f"base: {len(texts)} transcripts, {len(stream)} tokens, longest {stream.max_len}, "
+        f"built in {time.time() - t0:.1f}s"
+    )
+    model = new_model(
+        seed=cfg.seed, hidden=cfg.hidden, layers=cfg.layers, heads=cfg.heads, intermediate=cfg.intermediate
+    )
+    log(f"base: {sum(p.numel() for p in model.parameters())} parameters, config {asdict(cfg)}")
+    probe = make_probe(problems, random.Random(cfg.seed + 7))
+    t1 = time.time()
+    train_loop(model, stream, cfg, cfg.steps, cfg.lr, work / "base_state.pt", log, "base", probe)
+    wall = time.time() - t1
+    log(f"base: training loop took {wall:.0f}s this session")
+    save_checkpoint(
+        model, out, {"stage": "base", "config": asdict(cfg), "loop_seconds_last_session": round(wall)}
+    )
+    torch.save(model.state_dict(), work / "base_final.pt")
+    log(f"base: saved {out}")
+
+
+def stage_trained(cfg: TrainConfig, work: Path, base_dir: Path, out: Path, log: Log) -> None:
+    """Expert iteration from the base checkpoint on plain raise and compute problems."""
+    from transformers import LlamaForCausalLM
+
+    from demo.charmodel import save_checkpoint
+
+    problems, docs = load_world()
+    rng = random.Random(cfg.seed + 1)
+    model = LlamaForCausalLM.from_pretrained(base_dir, dtype="float32")
+    model.eval()
+    replay = sft_transcripts(problems, docs, cfg.n_transcripts // 4, random.Random(cfg.seed + 2))
+    plain = [p for p in problems if p["family"] in ("raise", "compute")]
+    rng.shuffle(plain)
+    probe = make_probe(problems, random.Random(cfg.seed + 7))
+    log(f"trained: from {base_dir}; probe {probe(model)}")
+    t_all = time.time()
+    for it in range(cfg.rft_iterations):
+        state_path = work / f"rft{it}_state.pt"
+        kept_path = work / f"rft{it}_kept.json"
+        done_path = work / f"rft{it}_done.pt"
+        if done_path.exists():
+            import torch
+
+            model.load_state_dict(torch.load(done_path))
+            log(f"trained: iteration {it} already done, loaded {done_path}")
+            continue
+        if kept_path.exists():
+            kept = json.loads(kept_path.read_text())
+        else:
+            batch = plain[it * cfg.rft_problems : (it + 1) * cfg.rft_problems]
+            t0 = time.time()
+            prompts = [build_prompt(p["question"]) for p in batch]
+            outs = sample(model, prompts, cfg.rft_k, 12, cfg.seed + 100 + it)
+            kept, n_ok, by_fam = [], 0, {}
+            for p, prompt, comps in zip(batch, prompts, outs, strict=True):
+                good = sorted({c for c in comps if verify(answer_of(c), p["answer"], train_verifier(p))})
+                n_ok += sum(verify(answer_of(c), p["answer"], train_verifier(p)) for c in comps)
+                f = by_fam.setdefault(p["family"], [0, 0])
+                f[0] += sum(verify(answer_of(c), p["answer"], train_verifier(p)) for c in comps)
+                f[1] += len(comps)
+                # The kept completion is re-ended with exactly one newline; EOS comes from the stream.
+                kept += [prompt + " " + answer_of(c) + "\n" for c in good[: cfg.rft_keep_per_problem]]
+            kept_path.write_text(json.dumps(kept))
+            log(
+                f"trained: iteration {it}: sampled {len(batch)}x{cfg.rft_k} in {time.time() - t0:.0f}s, "
+                f"accuracy at T=1 {n_ok / (len(batch) * cfg.rft_k):.3f} "
+                + " ".join(f"{f} {a}/{b}" for f, (a, b) in sorted(by_fam.items()))
+                + f", kept {len(kept)}"
+            )
+        n_replay = int(len(kept) * cfg.rft_replay / (1 - cfg.rft_replay))
+        mix = kept + random.Random(cfg.seed + 10 + it).sample(replay, min(n_replay, len(replay)))
+        random.Random(cfg.seed + 20 + it).shuffle(mix)
+        stream = TokenStream(mix)
+        train_loop(model, stream, cfg, cfg.rft_steps, cfg.rft_lr, state_path, log, f"rft{it}", probe)
+        import torch
+
+        torch.save(model.state_dict(), done_path)
+    wall = time.time() - t_all
+    log(f"trained: RFT took {wall:.0f}s this session")
+    save_checkpoint(model, out, {"stage": "trained", "config": asdict(cfg), "base": str(base_dir)})
+    log(f"trained: saved {out}")
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """Command-line options; every TrainConfig field is an option."""
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--stage", choices=("base", "trained"), required=True, help="which checkpoint to train")
+    ap.add_argument("--out", default=None, help="checkpoint directory (default demo/models/<stage>)")
+    ap.add_argument(
+        "--base", default=str(DEMO / "models" / "base"), help="base checkpoint for --stage trained"
+    )
+    ap.add_argument(
+        "--work-dir", default=str(DEMO / "models" / ".work"), help="resumable state (not committed)"
+    )
+    ap.add_argument("--log", default=None, help="log file (default demo/models/train_log_<stage>.txt)")
+    ap.add_argument("--fresh", action="store_true", help="ignore saved state in --work-dir and start over")
+    for name, default in asdict(TrainConfig(stage="base")).items():
+        if name != "stage":
+            ap.add_argument(
+                f"--{name.replace('_', '-')}", type=type(default), default=default, help=f"default {default}"
+            )
+    return ap.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """CLI entry point."""
+    import torch
+
+    args = parse_args(argv)
+    cfg = TrainConfig(
+        **{k: getattr(args, k) for k in asdict(TrainConfig(stage="base")) if k != "stage"}, stage=args.stage
+    )
+    torch.set_num_threads(cfg.threads)
+    torch.manual_seed(cfg.seed)
+    out = Path(args.out or DEMO / "models" / args.stage)
+    work = Path(args.work_dir) / args.stage
+    if args.fresh and work.exists():
+        for f in work.iterdir():
+            f.unlink()
+    work.mkdir(parents=True, exist_ok=True)
+    log = Log(Path(args.log or DEMO / "models" / f"train_log_{args.stage}.txt"))
+    log(f"start {args.stage}: torch {torch.__version__}, threads {cfg.threads}, seed {cfg.seed}")
+    if args.stage == "base":
+        stage_base(cfg, work, out, log)
+    else:
+        base = Path(args.base)
+        if not (base / "config.json").exists():
+            print(
+                f"demo.train: no base checkpoint at {base}/config.json; run --stage base first",
+                file=sys.stderr,
+            )
+            return 2
+        stage_trained(cfg, work, base, out, log)
+    log(f"done {args.stage} in {time.time() - log.t0:.0f}s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
