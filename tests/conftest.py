@@ -88,7 +88,7 @@ def build_tiny_checkpoint(out_dir: Path, steps: int = 500, seed: int = 0) -> Pat
         loss.backward()
         opt.step()
         opt.zero_grad()
-    return save_checkpoint(model, out_dir, {"recipe": TINY_RECIPE, "steps": steps, "final_loss": float(loss)})
+    return save_checkpoint(model, out_dir, {"recipe": TINY_RECIPE, "steps": steps, "final_loss": loss.item()})
 
 
 def _cache_dir(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
@@ -151,7 +151,8 @@ class World:
 
         kw.setdefault("engine", engine_config("vllm"))
         kw.setdefault("progress", False)
-        return RunSettings(arm=arm, params=self.params, pins=self.pins, out_dir=self.out_dir, **kw)
+        kw.setdefault("out_dir", self.out_dir)
+        return RunSettings(arm=arm, params=self.params, pins=self.pins, **kw)
 
     def repin(self) -> None:
         """Rewrite pins.json from params.yaml."""
