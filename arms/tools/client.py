@@ -108,7 +108,6 @@ class ToolClient:
         self._thread: threading.Thread | None = None
         self._conn: _Connection | None = None
         self._lock = threading.Lock()
-        self._tools_cache: list[dict[str, Any]] | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
@@ -265,7 +264,7 @@ class ToolClient:
                 listed = self._run(op)
             except _ServerGone as e:
                 raise ToolServerError(f"tool server died while listing tools: {e}") from e
-        self._tools_cache = [
+        return [
             {
                 "name": t.name,
                 "description": t.description,
@@ -274,7 +273,6 @@ class ToolClient:
             }
             for t in listed.tools
         ]
-        return self._tools_cache
 
     def call(self, name: Any, arguments: Any) -> dict[str, Any]:
         """Call a tool: its result dict, or {"error": why} for any fault (never raises for a tool fault)."""
