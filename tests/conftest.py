@@ -133,6 +133,25 @@ def demo_base() -> Path | None:
     )
 
 
+CHAT_TEMPLATE = (
+    "{{ bos_token }}{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}\n{% endfor %}"
+    "{% if add_generation_prompt %}<|assistant|>{% endif %}"
+)
+
+
+def with_chat_template(src: Path, dest: Path) -> Path:
+    """A copy of checkpoint src whose tokenizer has a minimal chat template: a 'chat model' for the runner."""
+    import shutil
+
+    from transformers import AutoTokenizer
+
+    shutil.copytree(src, dest)
+    tok = AutoTokenizer.from_pretrained(dest)
+    tok.chat_template = CHAT_TEMPLATE
+    tok.save_pretrained(dest)
+    return dest
+
+
 @dataclass
 class World:
     """A runner world in a tmp dir: suite, params.yaml (absolute paths), pins.json and an output dir."""

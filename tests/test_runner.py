@@ -12,10 +12,19 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pipeline.run_arm import RunnerError, RunSettings, known_arms, load_arm, plan_run, run
+from pipeline.run_arm import (
+    CHAT_INSTRUCTION,
+    PLAIN_STOP,
+    RunnerError,
+    RunSettings,
+    known_arms,
+    load_arm,
+    plan_run,
+    run,
+)
 from pipeline.seeds import sample_seed
 from pipeline.shards import Shard, ShardError
-from tests.conftest import ROOT, arithmetic_items, make_world
+from tests.conftest import ROOT, arithmetic_items, make_world, with_chat_template
 
 ARMS = {
     "base": ("base", False, False, "reference"),
@@ -175,6 +184,23 @@ def test_every_arm_gives_each_item_and_sample_the_same_seed(
     assert len(first) == 18 and len(set(first.values())) == 18
     assert all(s == first for s in seeds.values())
     assert all(seed == sample_seed(1234, item, j) for (item, j), seed in first.items())
+
+
+def test_chat_models_get_their_chat_template_and_no_plain_stop(
+    tmp_path: Path, untrained_checkpoint: Path
+) -> None:
+    from pipeline.pins import load_params
+
+    chat = with_chat_template(untrained_checkpoint, tmp_path / "chat")
+    plain = make_world(tmp_path / "p", {"base": untrained_checkpoint}, arithmetic_items(2), k=1)
+    w = make_world(tmp_path / "w", {"base": chat}, arithmetic_items(2), k=1)
+    p_plan = plan_run(load_params(plain.params), load_arm("base"), [])
+    c_plan = plan_run(load_params(w.params), load_arm("base"), [])
+    assert not p_plan.chat and p_plan.requests[0].stop == PLAIN_STOP
+    assert p_plan.requests[0].prompt.endswith("Answer:")
+    assert c_plan.chat and c_plan.requests[0].stop == ()
+    question = arithmetic_items(2)[0]["question"]
+    assert c_plan.requests[0].prompt == f"<s><|user|>{question}\n{CHAT_INSTRUCTION}\n<|assistant|>"
 
 
 FP = {"arm": {"name": "base"}, "protocol": {"k": 2, "temperature": 1.0}, "engine": {"chunk_size": 4}}

@@ -17,10 +17,10 @@ from pipeline.engines import make_engine
 from pipeline.engines.base import Decoding, GenRequest
 from pipeline.evallog import EvalLog, load
 from pipeline.prompts import build_prompt
-from pipeline.run_arm import PLAIN_STOP, engine_config, run
+from pipeline.run_arm import CHAT_INSTRUCTION, PLAIN_STOP, engine_config, run
 from pipeline.seeds import sample_seed
 from pipeline.suite import load_suite
-from tests.conftest import DEMO_SUITE, ROOT, arithmetic_items, make_world
+from tests.conftest import DEMO_SUITE, ROOT, arithmetic_items, make_world, with_chat_template
 from tests.test_runner import ARMS, CORPUS
 
 pytestmark = pytest.mark.slow
@@ -172,3 +172,20 @@ def test_the_hf_engine_runs_an_arm_with_the_same_seeds(tmp_path: Path, tiny_chec
     ]
     again = load(run(w.settings("base", engine=engine_config("hf"), out_dir=tmp_path / "again")))
     assert _comparable(again) == _comparable(log)
+
+
+def test_a_chat_model_is_prompted_through_its_template_with_one_bos_in_both_engines(
+    tmp_path: Path, tiny_checkpoint, vllm_for
+):
+    chat = with_chat_template(tiny_checkpoint, tmp_path / "chat")
+    w = make_world(tmp_path / "w", {"base": chat}, arithmetic_items(3), k=1, max_tokens=8, temperature=0.0)
+    by_vllm = load(run(w.settings("base", out_dir=tmp_path / "v"), engine=vllm_for(chat)))
+    hf = make_engine(engine_config("hf"), str(chat))
+    by_hf = load(run(w.settings("base", out_dir=tmp_path / "h", engine=engine_config("hf")), engine=hf))
+    question = arithmetic_items(3)[0]["question"]
+    # "<s>" is in the template's text: counted once, never added a second time by the engine.
+    want = hf.count_tokens(f"<s><|user|>{question}\n{CHAT_INSTRUCTION}\n<|assistant|>")
+    assert by_vllm.items[0].samples[0].prompt_tokens == want
+    assert [s.model_dump() for it in by_vllm.items for s in it.samples] == [
+        s.model_dump() for it in by_hf.items for s in it.samples
+    ]
