@@ -50,6 +50,21 @@ def test_the_same_arm_run_twice_gives_identical_texts_and_scores(
     assert first.pins["model"].startswith("sha256:") and first.protocol.k == 4
 
 
+def test_a_batch_larger_than_one_prefill_step_generates_with_per_request_seeds(vllm_engine):
+    # ~16k prompt tokens: more than one scheduler step's budget (4096), so prompts queue across steps.
+    reqs = [
+        GenRequest(
+            key=(f"q{i}", 0), prompt=build_prompt(f"What is {i % 10} + {i % 7}? ({i})"), seed=i, max_tokens=8
+        )
+        for i in range(400)
+    ]
+    sampled = Decoding(temperature=1.0, top_p=1.0)
+    first = vllm_engine.generate(reqs, sampled)
+    again = vllm_engine.generate(reqs[::-1], sampled)[::-1]
+    assert [r.text for r in first] == [r.text for r in again]
+    assert sum(r.prompt_tokens for r in first) > 4096
+
+
 def _count_samples(shard: Path) -> int:
     if not shard.exists():
         return 0

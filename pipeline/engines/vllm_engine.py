@@ -49,6 +49,7 @@ class VllmEngine:
         seed: int = 0,
         max_model_len: int | None = None,
         enable_prefix_caching: bool = True,
+        enable_chunked_prefill: bool | str = "auto",
         gpu_memory_utilization: float = 0.9,
         tensor_parallel_size: int = 1,
         cpu_kvcache_space_gib: float = 1,
@@ -63,6 +64,11 @@ class VllmEngine:
         on_cpu = current_platform.is_cpu()
         if dtype == "auto" and on_cpu:
             dtype = "float32"
+        if enable_chunked_prefill == "auto":
+            # A prompt split over two steps makes vLLM rewind the request's seeded generator with
+            # set_offset, which only CUDA generators have: on CPU the run dies with "CPU Generator does
+            # not use offset" as soon as a batch's prompts exceed one step's token budget.
+            enable_chunked_prefill = False if on_cpu else None
         self.llm = LLM(
             model=model,
             revision=revision,
@@ -71,6 +77,7 @@ class VllmEngine:
             seed=seed,
             max_model_len=max_model_len,
             enable_prefix_caching=enable_prefix_caching,
+            enable_chunked_prefill=enable_chunked_prefill,
             gpu_memory_utilization=gpu_memory_utilization,
             tensor_parallel_size=tensor_parallel_size,
             **(llm_kwargs or {}),
