@@ -1,0 +1,152 @@
+"""The product as a user meets it: `dvc repro` in a fresh clone, on the demo world, from pinned inputs.
+
+Runs real DVC over the real stages (index, pin, seven vLLM generate stages, delta, arms, report) on a
+reduced suite (two items per family) at k = 2, so it fits CI; the full-size run is what the README's first
+command does. Then checks what reruns after each kind of edit, and a `dvc exp run -S` sweep.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+ARMS = ["base", "trained", "+rag", "+tools", "trained+rag", "trained+tools", "trained+rag+tools"]
+PER_FAMILY = 2
+
+pytestmark = pytest.mark.slow
+
+
+def _env() -> dict[str, str]:
+    """The stages call `python`: make it this interpreter's environment, as an activated venv would."""
+    env = dict(os.environ)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    env.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+    return env
+
+
+def dvc(repo: Path, *args: str, timeout: int = 1800) -> subprocess.CompletedProcess:
+    """Run one dvc command in repo; fail the test with its output when it fails."""
+    done = subprocess.run(
+        [sys.executable, "-m", "dvc", *args],
+        cwd=repo,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert done.returncode == 0, f"dvc {' '.join(args)} failed:\n{done.stdout}\n{done.stderr}"
+    return done
+
+
+def ran_stages(output: str) -> set[str]:
+    """The stages a `dvc repro` or `dvc exp run` actually ran (not the ones it skipped)."""
+    return set(re.findall(r"Running stage '([^']+)'", output))
+
+
+def stale_stages(repo: Path) -> set[str]:
+    """Stages `dvc status` reports as changed."""
+    out = dvc(repo, "status", "--json").stdout
+    return set(json.loads(out or "{}"))
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh clone of this repository, reduced suite and k = 2 set through params.yaml, reproduced once."""
+    if not (ROOT / "demo" / "models" / "base" / "config.json").exists():
+        pytest.fail("demo/models/base is missing: commit the demo checkpoints (python -m demo.train)")
+    dest = tmp_path_factory.mktemp("clone") / "repo"
+    subprocess.run(["git", "clone", "-q", str(ROOT), str(dest)], check=True)
+    for cmd in (["config", "user.email", "ci@example.invalid"], ["config", "user.name", "ci"]):
+        subprocess.run(["git", *cmd], cwd=dest, check=True)
+
+    suite = [json.loads(line) for line in (dest / "demo/suite/sda-mini-v1.jsonl").read_text().splitlines()]
+    keep, seen = [], {}
+    for item in suite:
+        if seen.get(item["family"], 0) < PER_FAMILY:
+            seen[item["family"]] = seen.get(item["family"], 0) + 1
+            keep.append(item)
+    subset = dest / "demo/suite/ci-subset.jsonl"
+    subset.write_text("".join(json.dumps(i) + "\n" for i in keep))
+
+    params_path = dest / "params.yaml"
+    params = yaml.safe_load(params_path.read_text())
+    params["suite"].update(path="demo/suite/ci-subset.jsonl", name="sda-mini-ci")
+    params["protocol"]["k"] = 2
+    params["analysis"].update(n_boot=500, n_perm=500)
+    params_path.write_text(yaml.safe_dump(params, sort_keys=False))
+    subprocess.run(["git", "add", "-A"], cwd=dest, check=True)
+    subprocess.run(["git", "commit", "-qm", "ci: reduced suite"], cwd=dest, check=True)
+
+    shutil.rmtree(dest / "evallogs", ignore_errors=True)
+    out = dvc(dest, "repro").stdout
+    every = {f"generate@{a}" for a in ARMS} | {"index", "pin", "delta", "arms", "report"}
+    assert every <= ran_stages(out), out
+    return dest
+
+
+def test_repro_writes_every_log_and_report_from_pinned_inputs(repo: Path) -> None:
+    pins = json.loads((repo / "pins.json").read_text())
+    assert {"suite", "models", "index"} <= set(pins), pins
+    for arm in ARMS:
+        log = json.loads((repo / "evallogs" / f"{arm}.json").read_text())
+        assert log["arm"] == arm and log["n_samples"] == 2 and len(log["items"]) == 4 * PER_FAMILY
+        assert log["pins"]
+    page = (repo / "reports" / "index.md").read_text()
+    delta = json.loads((repo / "reports/delta/delta_report.json").read_text())
+    assert delta["claim"] in page
+    metrics = json.loads((repo / "reports" / "metrics.json").read_text())
+    assert set(metrics["arms"]) == set(ARMS) - {"base"}
+    shown = dvc(repo, "metrics", "show", "--json").stdout
+    assert "delta_mean" in shown
+
+
+def test_second_repro_has_nothing_to_do(repo: Path) -> None:
+    assert stale_stages(repo) == set()
+    assert ran_stages(dvc(repo, "repro").stdout) == set()
+
+
+def test_editing_an_arm_file_reruns_only_that_arm_and_what_follows(repo: Path) -> None:
+    arm_file = repo / "conf" / "arm" / "+rag.yaml"
+    arm_file.write_text(arm_file.read_text() + "# edited by the test\n")
+    assert stale_stages(repo) == {"generate@+rag"}
+    ran = ran_stages(dvc(repo, "repro").stdout)
+    assert "generate@+rag" in ran
+    assert ran <= {"generate@+rag", "arms", "report"}, ran
+
+
+def test_changing_k_stales_every_generate_stage(repo: Path) -> None:
+    params_path = repo / "params.yaml"
+    before = params_path.read_text()
+    params = yaml.safe_load(before)
+    params["protocol"]["k"] = 1
+    params_path.write_text(yaml.safe_dump(params, sort_keys=False))
+    try:
+        assert {f"generate@{a}" for a in ARMS} <= stale_stages(repo)
+        assert not {"index", "pin"} & stale_stages(repo)
+    finally:
+        params_path.write_text(before)
+    assert stale_stages(repo) == set()
+
+
+def test_editing_a_report_template_reruns_only_the_report(repo: Path) -> None:
+    template = repo / "analysis" / "templates" / "index.md.j2"
+    template.write_text(template.read_text() + "\n<!-- edited by the test -->\n")
+    assert stale_stages(repo) == {"report"}
+    assert ran_stages(dvc(repo, "repro").stdout) == {"report"}
+    assert "edited by the test" in (repo / "reports" / "index.md").read_text()
+
+
+def test_exp_run_sweeps_k_and_exp_show_lists_the_headline_metrics(repo: Path) -> None:
+    dvc(repo, "exp", "run", "-S", "protocol.k=1")
+    shown = dvc(repo, "exp", "show", "--json").stdout
+    assert "delta_mean" in shown and "naive_delta" in shown
+    assert re.search(r'"protocol\.k"|"k":\s*1', shown), shown[:2000]
