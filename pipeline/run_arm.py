@@ -18,11 +18,12 @@ Do not write `+arm=rag`: a leading '+' on the key is Hydra's "append a new key".
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import os
 import sys
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -152,6 +153,16 @@ class Plan:
     retrieved: dict[str, list[RetrievedDoc]]
     chat: bool
     tool_names: list[str]
+
+
+@dataclass
+class _Tally:
+    """Progress of one run: tokens generated, finished items, regenerated samples that differ."""
+
+    items: int = 0
+    tokens: int = 0
+    differ: int = 0
+    t0: float = field(default_factory=time.perf_counter)
 
 
 @dataclass
@@ -335,16 +346,36 @@ def get_engine(engine_cfg: Mapping[str, Any], ref: ModelRef) -> Engine:
 # ---- the run --------------------------------------------------------------------------------------------
 
 
+def _streams(engine: Engine) -> bool:
+    """Whether engine.generate takes on_result (hands results over as they finish)."""
+    return "on_result" in inspect.signature(engine.generate).parameters
+
+
 def generate_chunk(
-    engine: Engine, chunk: Sequence[GenRequest], decoding: Decoding, tools_client: Any, max_tool_calls: int
-) -> list[Outcome]:
-    """Generate one chunk: one engine call, or the tool loop for tool arms."""
+    engine: Engine,
+    chunk: Sequence[GenRequest],
+    decoding: Decoding,
+    tools_client: Any,
+    max_tool_calls: int,
+    on_outcome: Callable[[GenRequest, Outcome], None],
+) -> None:
+    """Generate one chunk (one engine call, or the tool loop for tool arms); on_outcome gets each sample."""
     if tools_client is not None:
-        return run_tools(engine, chunk, decoding, tools_client, max_tool_calls)
-    return [
-        Outcome(r.text, r.finish_reason, r.prompt_tokens, r.gen_tokens, 1, None)
-        for r in engine.generate(chunk, decoding)
-    ]
+        for r, o in zip(chunk, run_tools(engine, chunk, decoding, tools_client, max_tool_calls), strict=True):
+            on_outcome(r, o)
+        return
+    by_key = {r.key: r for r in chunk}
+
+    def handle(res: Any) -> None:
+        on_outcome(
+            by_key[res.key], Outcome(res.text, res.finish_reason, res.prompt_tokens, res.gen_tokens, 1, None)
+        )
+
+    if _streams(engine):
+        engine.generate(chunk, decoding, on_result=handle)  # type: ignore[call-arg]
+    else:
+        for res in engine.generate(chunk, decoding):
+            handle(res)
 
 
 def sample_record(
@@ -478,26 +509,38 @@ def run(settings: RunSettings, engine: Engine | None = None) -> Path:
         if pending and "engine" not in shard.meta:
             shard.set_meta("engine", engine.info.model_dump(mode="json"))
         bar = _progress(len(plan.requests), len(shard.records), arm.name, settings.progress)
-        gen_tokens, t0 = 0, time.perf_counter()
+        total = len(plan.items)
+        done_items = sum(all((it.item_id, j) in shard.records for j in range(proto.k)) for it in plan.items)
+        tally = _Tally(items=done_items)
+
+        def on_outcome(request: GenRequest, out: Outcome) -> None:
+            old = shard.records.get(request.key)
+            if old is not None:
+                # A regenerated sample of an interrupted chunk: the one on disk stays.
+                tally.differ += old.get("text") != out.text
+                return
+            item = by_id[request.key[0]]
+            shard.append([sample_record(item, request, out, plan, arm.tools)])
+            tally.tokens += out.gen_tokens
+            tally.items += all((item.item_id, j) in shard.records for j in range(proto.k))
+            rate = tally.tokens / max(time.perf_counter() - tally.t0, 1e-9)
+            bar.set_postfix_str(f"items {tally.items}/{total}, {rate:.0f} tok/s", refresh=False)
+            bar.update(1)
+
         try:
             for chunk in pending:
                 # The whole chunk is generated even if part of it is on disk: same batch, same outputs.
-                outs = generate_chunk(engine, chunk, decoding, tools_client, proto.max_tool_calls)
-                new = [
-                    sample_record(by_id[r.key[0]], r, o, plan, arm.tools)
-                    for r, o in zip(chunk, outs, strict=True)
-                    if r.key not in shard.records
-                ]
-                shard.append(new)
-                gen_tokens += sum(rec["gen_tokens"] for rec in new)
-                done_items = sum(
-                    all((it.item_id, j) in shard.records for j in range(proto.k)) for it in plan.items
-                )
-                bar.update(len(new))
-                rate = gen_tokens / max(time.perf_counter() - t0, 1e-9)
-                bar.set_postfix_str(f"items {done_items}/{len(plan.items)}, {rate:.0f} tok/s")
+                generate_chunk(engine, chunk, decoding, tools_client, proto.max_tool_calls, on_outcome)
+                shard.sync()
         finally:
             bar.close()
+            shard.close()
+        if tally.differ:
+            print(
+                f"run_arm: warning: {tally.differ} regenerated samples of an interrupted chunk differ from "
+                f"those already in {shard.path} (kept those); the engine did not reproduce its batch",
+                file=sys.stderr,
+            )
     if "engine" not in shard.meta:
         raise RunnerError(f"{shard.path}: has no engine record; pass fresh=true to regenerate the arm")
     log = assemble(plan, shard, params, arm, pins, EngineInfo.model_validate(shard.meta["engine"]))

