@@ -472,7 +472,11 @@ def write_log(log: EvalLog, dest: Path) -> None:
 
 
 def run(settings: RunSettings, engine: Engine | None = None) -> Path:
-    """Generate (or finish) one arm's EvalLog and return its path; raise RunnerError on bad input."""
+    """Generate (or finish) one arm's EvalLog and return its path; raise RunnerError on bad input.
+
+    engine: an engine already started with settings.engine (tests, benchmarks); by default the runner starts
+    one (or reuses the one it started for the previous arm of a multirun) once there is work to do.
+    """
     arm = load_arm(settings.arm, settings.conf_dir, settings.arm_node)
     try:
         params = load_params(settings.params)
