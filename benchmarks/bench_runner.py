@@ -52,7 +52,8 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m benchmarks.bench_runner", description=__doc__.split("\n\n")[0]
     )
     ap.add_argument(
-        "--model", help="checkpoint directory (default: demo/models/base, else the tiny test model)"
+        "--model",
+        help="checkpoint run on the demo suite (default: demo/models/base, else the tiny test model)",
     )
     ap.add_argument("--items", type=int, default=300, help="suite items (default 300)")
     ap.add_argument("--k", type=int, default=8, help="samples per item (default 8)")
