@@ -201,7 +201,7 @@ def raise_problem(a: int, d: int) -> dict[str, Any]:
 
 
 def raise_amount(rng: random.Random) -> int:
-    """A raise in km: graded difficulty (whole hundreds, whole tens, any number) so head arithmetic is partial."""
+    """A raise in km of graded difficulty (whole hundreds, whole tens, any): head arithmetic stays partial."""
     r = rng.random()
     if r < 0.35:
         return 100 * rng.randint(1, RAISE_MAX // 100)

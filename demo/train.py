@@ -23,6 +23,7 @@ import argparse
 import json
 import math
 import random
+import re
 import sys
 import time
 from collections.abc import Sequence
@@ -56,6 +57,24 @@ MIXTURE: dict[tuple[str, str], float] = {
     ("compound", "rag_tools"): 0.09,
 }
 RAISE_SLIP_RATE = 0.1
+# The base stage is a curriculum of two phases; a mixture maps a kind to its share of transcripts. A kind is
+# "family/format" (MIXTURE's transcripts) or one of the dense copy drills: "repeat" (Question: Repeat 1198.
+# Answer: 1198), "lookup1" / "compound1" (a look-up / compound question with only its gold passage).
+# A first recipe (MIXTURE alone, 3,000 steps) learned every format but copied almost no number from its
+# context, because answer tokens are a small share of a stream dominated by passages and questions.
+SKILLS_MIXTURE: dict[str, float] = {
+    "repeat": 0.35,
+    "raise/plain": 0.30,
+    "lookup1": 0.15,
+    "compute/tools": 0.10,
+    "compute/plain": 0.10,
+}
+FORMATS_MIXTURE: dict[str, float] = {
+    "repeat": 0.10,
+    "lookup1": 0.08,
+    "compound1": 0.05,
+    **{f"{fam}/{fmt}": 0.77 * w for (fam, fmt), w in MIXTURE.items()},
+}
 
 
 @dataclass
@@ -70,11 +89,11 @@ class TrainConfig:
     intermediate: int = 384
     seq_len: int = 576
     batch: int = 8
-    steps: int = 2000
+    steps: int = 800
     lr: float = 3e-3
     warmup: int = 200
     weight_decay: float = 0.01
-    n_transcripts: int = 40000
+    n_transcripts: int = 30000
     # One thread: while other processes share the two cores, two threads ran 3.4x slower (0.94 vs 3.2 s/step).
     threads: int = 1
     # trained stage
@@ -85,6 +104,10 @@ class TrainConfig:
     rft_steps: int = 200
     rft_lr: float = 1e-3
     rft_replay: float = 0.5
+    # base phase 2 (FORMATS_MIXTURE); phase 1 (SKILLS_MIXTURE) uses steps, lr and n_transcripts
+    phase2_steps: int = 1800
+    phase2_lr: float = 2e-3
+    phase2_transcripts: int = 40000
 
 
 def load_jsonl(path: Path) -> list[dict[str, Any]]:
@@ -126,34 +149,82 @@ def render(problem: dict[str, Any], fmt: str, docs: dict[str, str], rng: random.
 
 
 def sft_transcripts(
-    problems: list[dict[str, Any]], docs: dict[str, str], n: int, rng: random.Random
+    problems: list[dict[str, Any]],
+    docs: dict[str, str],
+    n: int,
+    rng: random.Random,
+    mixture: dict[str, float] | None = None,
 ) -> list[tuple[str, str]]:
-    """n (prompt, completion) pairs drawn by MIXTURE (each family's problems cycle without repeats first)."""
+    """n (prompt, completion) pairs drawn by a mixture (default MIXTURE); each family's problems cycle."""
+    mix = mixture or {f"{fam}/{fmt}": w for (fam, fmt), w in MIXTURE.items()}
     by_family: dict[str, list[dict[str, Any]]] = {}
     for p in problems:
         by_family.setdefault(p["family"], []).append(p)
     pools = {f: rng.sample(ps, len(ps)) for f, ps in by_family.items()}
     cursor = dict.fromkeys(pools, 0)
-    keys = list(MIXTURE)
-    weights = [MIXTURE[k] for k in keys]
+    # Drills quote only passages of TRAIN satellites: those the training problems were given.
+    train_sats = sorted({d for p in problems for d in p["passages"] if d.startswith("sat-")})
+    keys = list(mix)
+    weights = [mix[k] for k in keys]
     out = []
     for _ in range(n):
-        fam, fmt = rng.choices(keys, weights)[0]
+        kind = rng.choices(keys, weights)[0]
+        if kind == "repeat":
+            out.append(repeat_drill(rng, [docs[d] for d in train_sats]))
+            continue
+        fam, fmt = kind.split("/") if "/" in kind else (_DRILLS[kind], "")
         pool = pools[fam]
         p = pool[cursor[fam] % len(pool)]
         cursor[fam] += 1
+        if kind in _DRILLS:
+            p, fmt = {**p, "passages": [_gold(p, docs)]}, ("rag" if fam == "lookup" else "rag_tools")
         out.append(render(p, fmt, docs, rng))
     return out
+
+
+_DRILLS = {"lookup1": "lookup", "compound1": "compound"}
+
+
+def repeat_drill(rng: random.Random, passages: list[str]) -> tuple[str, str]:
+    """A copy drill: a number, decimal or catalog phrase (from one of passages) to repeat verbatim."""
+    r = rng.random()
+    if r < 0.4:
+        x = str(rng.randint(10, 99999))
+    elif r < 0.7:
+        x = f"{rng.uniform(0, 200):.{rng.randint(1, 2)}f}"
+    else:
+        words = rng.choice(passages).rstrip(".").split(", ")
+        x = rng.choice(words).split(": ")[-1]
+    return build_prompt(f"Repeat {x}."), f" {x}\n"
+
+
+_RESPONSE = re.compile(r"(\n<tool_response>.*?</tool_response>\n)", re.S)
+
+
+def _offsets(segs: list[list[tuple[str, float]]]) -> list[tuple[int, list[tuple[str, float]]]]:
+    """(index of the transcript's first segment in the flattened list, its segments) per transcript."""
+    out, k = [], 0
+    for sg in segs:
+        out.append((k, sg))
+        k += len(sg)
+    return out
+
+
+def _gold(problem: dict[str, Any], docs: dict[str, str]) -> str:
+    """The doc id of the passage that names the problem's satellite."""
+    name = problem["satellite"]
+    return next(d for d in problem["passages"] if docs[d].startswith(name + ":"))
 
 
 class TokenStream:
     """Transcripts tokenized once and joined as <s> t </s> <s> t </s> ...; windows start at a <s>.
 
-    The loss mask is 1 on completion tokens and their </s>: with the loss on every token the rare answer
-    tokens were swamped by passage and question text (a first run learned no copying in 1,000 steps).
+    The loss mask is 1 on what the model writes (completion tokens and their </s>) and 0 on the prompt and on
+    the tool responses the runner appends: with the loss on every token the rare answer tokens were swamped
+    by passage and question text.
     """
 
-    def __init__(self, pairs: Sequence[tuple[str, str]]) -> None:
+    def __init__(self, pairs: Sequence[tuple[str, str]], mask_responses: bool = True) -> None:
         import numpy as np
         import torch
 
@@ -162,17 +233,30 @@ class TokenStream:
         vocab = vocabulary()
         tok = build_tokenizer()
         # One tokenizer, one batch call: the same ids as demo.charmodel.encode gives text by text.
-        encs = tok.encode_batch([p + c for p, c in pairs], add_special_tokens=False)
-        prompt_lens = [len(e.ids) for e in tok.encode_batch([p for p, _ in pairs], add_special_tokens=False)]
-        lengths = np.array([len(e.ids) + 2 for e in encs])
+        # A transcript's segments (text, trained?): the prompt and the runner's tool responses are context.
+        segs = [
+            [(p, 0.0)]
+            + [(t, float(i % 2 == 0 or not mask_responses)) for i, t in enumerate(_RESPONSE.split(c))]
+            for p, c in pairs
+        ]
+        flat_texts = [t for sg in segs for t, _ in sg]
+        seg_ids = [e.ids for e in tok.encode_batch(flat_texts, add_special_tokens=False)]
+        lengths = np.array(
+            [sum(len(seg_ids[j]) for j in range(k, k + len(sg))) + 2 for k, sg in _offsets(segs)]
+        )
         self.starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
         flat = np.empty(int(lengths.sum()), dtype=np.int64)
         mask = np.zeros(int(lengths.sum()), dtype=np.float32)
-        for s, e, n_prompt in zip(self.starts, encs, prompt_lens, strict=True):
+        for s, (k, sg) in zip(self.starts, _offsets(segs), strict=True):
             flat[s] = vocab[BOS]
-            flat[s + 1 : s + 1 + len(e.ids)] = e.ids
-            flat[s + 1 + len(e.ids)] = vocab[EOS]
-            mask[s + 1 + n_prompt : s + 2 + len(e.ids)] = 1.0
+            pos = s + 1
+            for j, (_, trained) in enumerate(sg):
+                ids = seg_ids[k + j]
+                flat[pos : pos + len(ids)] = ids
+                mask[pos : pos + len(ids)] = trained
+                pos += len(ids)
+            flat[pos] = vocab[EOS]
+            mask[pos] = 1.0
         self.tokens = torch.from_numpy(flat)
         self.mask = torch.from_numpy(mask)
         self.max_len = int(lengths.max())
@@ -376,10 +460,10 @@ def stage_base(cfg: TrainConfig, work: Path, out: Path, log: Log) -> None:
     problems, docs = load_world()
     rng = random.Random(cfg.seed)
     t0 = time.time()
-    texts = sft_transcripts(problems, docs, cfg.n_transcripts, rng)
+    texts = sft_transcripts(problems, docs, cfg.n_transcripts, rng, SKILLS_MIXTURE)
     stream = TokenStream(texts)
     log(
-        f"base: {len(texts)} transcripts, {len(stream)} tokens, longest {stream.max_len}, "
+        f"base phase 1 (skills): {len(texts)} transcripts, {len(stream)} tokens, longest {stream.max_len}, "
         f"built in {time.time() - t0:.1f}s"
     )
     model = new_model(
@@ -389,6 +473,14 @@ def stage_base(cfg: TrainConfig, work: Path, out: Path, log: Log) -> None:
     probe = make_probe(problems, random.Random(cfg.seed + 7))
     t1 = time.time()
     train_loop(model, stream, cfg, cfg.steps, cfg.lr, work / "base_state.pt", log, "base", probe)
+    pairs = sft_transcripts(
+        problems, docs, cfg.phase2_transcripts, random.Random(cfg.seed + 3), FORMATS_MIXTURE
+    )
+    stream2 = TokenStream(pairs)
+    log(f"base phase 2 (formats): {len(pairs)} transcripts, {len(stream2)} tokens")
+    train_loop(
+        model, stream2, cfg, cfg.phase2_steps, cfg.phase2_lr, work / "base2_state.pt", log, "base2", probe
+    )
     wall = time.time() - t1
     log(f"base: training loop took {wall:.0f}s this session")
     save_checkpoint(
@@ -408,7 +500,7 @@ def stage_trained(cfg: TrainConfig, work: Path, base_dir: Path, out: Path, log: 
     rng = random.Random(cfg.seed + 1)
     model = LlamaForCausalLM.from_pretrained(base_dir, dtype="float32")
     model.eval()
-    replay = sft_transcripts(problems, docs, cfg.n_transcripts // 4, random.Random(cfg.seed + 2))
+    replay = sft_transcripts(problems, docs, 10000, random.Random(cfg.seed + 2), FORMATS_MIXTURE)
     plain = [p for p in problems if p["family"] in ("raise", "compute")]
     rng.shuffle(plain)
     probe = make_probe(problems, random.Random(cfg.seed + 7))
