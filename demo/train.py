@@ -75,6 +75,16 @@ FORMATS_MIXTURE: dict[str, float] = {
     "compound1": 0.05,
     **{f"{fam}/{fmt}": 0.77 * w for (fam, fmt), w in MIXTURE.items()},
 }
+# Phase 3 (optional, --phase3-steps): more practice copying question numbers into tool calls and reading
+# three passages, at a lower learning rate.
+TOOLS_MIXTURE: dict[str, float] = {f"{fam}/{fmt}": 0.40 * w for (fam, fmt), w in MIXTURE.items()}
+for _kind, _extra in (
+    ("compute/tools", 0.25),
+    ("compound/rag_tools", 0.15),
+    ("lookup/rag", 0.15),
+    ("repeat", 0.05),
+):
+    TOOLS_MIXTURE[_kind] = TOOLS_MIXTURE.get(_kind, 0.0) + _extra
 
 
 @dataclass
@@ -108,6 +118,9 @@ class TrainConfig:
     phase2_steps: int = 1800
     phase2_lr: float = 2e-3
     phase2_transcripts: int = 40000
+    phase3_steps: int = 600
+    phase3_lr: float = 1e-3
+    phase3_transcripts: int = 20000
 
 
 def load_jsonl(path: Path) -> list[dict[str, Any]]:
@@ -481,6 +494,15 @@ def stage_base(cfg: TrainConfig, work: Path, out: Path, log: Log) -> None:
     train_loop(
         model, stream2, cfg, cfg.phase2_steps, cfg.phase2_lr, work / "base2_state.pt", log, "base2", probe
     )
+    if cfg.phase3_steps > 0:
+        pairs = sft_transcripts(
+            problems, docs, cfg.phase3_transcripts, random.Random(cfg.seed + 4), TOOLS_MIXTURE
+        )
+        stream3 = TokenStream(pairs)
+        log(f"base phase 3 (tool calls): {len(pairs)} transcripts, {len(stream3)} tokens")
+        train_loop(
+            model, stream3, cfg, cfg.phase3_steps, cfg.phase3_lr, work / "base3_state.pt", log, "base3", probe
+        )
     wall = time.time() - t1
     log(f"base: training loop took {wall:.0f}s this session")
     save_checkpoint(
