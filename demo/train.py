@@ -75,13 +75,17 @@ FORMATS_MIXTURE: dict[str, float] = {
     "compound1": 0.05,
     **{f"{fam}/{fmt}": 0.77 * w for (fam, fmt), w in MIXTURE.items()},
 }
-# Phase 3 (optional, --phase3-steps): more practice copying question numbers into tool calls and reading
-# three passages, at a lower learning rate.
-TOOLS_MIXTURE: dict[str, float] = {f"{fam}/{fmt}": 0.40 * w for (fam, fmt), w in MIXTURE.items()}
+# Phase 3 (--phase3-steps): passages about satellites the model has never seen ("new:" kinds: a fresh
+# fictional satellite replaces the gold passage, question and answer), so that reading the passage is the
+# only way to the answer. Up to phase 2 the look-up transcripts named the 150 TRAIN satellites, whose facts
+# the model memorized instead of reading them (3-passage suite look-ups: 1/24 right after phase 2).
+TOOLS_MIXTURE: dict[str, float] = {f"{fam}/{fmt}": 0.35 * w for (fam, fmt), w in MIXTURE.items()}
 for _kind, _extra in (
-    ("compute/tools", 0.25),
-    ("compound/rag_tools", 0.15),
-    ("lookup/rag", 0.15),
+    ("compute/tools", 0.15),
+    ("new:lookup/rag", 0.25),
+    ("new:compound/rag_tools", 0.12),
+    ("new:lookup/rag_tools", 0.05),
+    ("new:compound/rag", 0.03),
     ("repeat", 0.05),
 ):
     TOOLS_MIXTURE[_kind] = TOOLS_MIXTURE.get(_kind, 0.0) + _extra
@@ -118,7 +122,7 @@ class TrainConfig:
     phase2_steps: int = 1800
     phase2_lr: float = 2e-3
     phase2_transcripts: int = 40000
-    phase3_steps: int = 600
+    phase3_steps: int = 900
     phase3_lr: float = 1e-3
     phase3_transcripts: int = 20000
 
@@ -153,7 +157,8 @@ def render(problem: dict[str, Any], fmt: str, docs: dict[str, str], rng: random.
     if fmt in ("rag", "rag_tools"):
         ids = list(problem["passages"])
         rng.shuffle(ids)
-        passages = [docs[i] for i in ids]
+        texts = {**docs, **problem.get("extra_docs", {})}
+        passages = [texts[i] for i in ids]
     tools = TOOL_NAMES if fmt in ("tools", "rag_tools") else ()
     answer = problem["answer"]
     if problem["family"] == "raise" and rng.random() < RAISE_SLIP_RATE:
@@ -185,10 +190,13 @@ def sft_transcripts(
         if kind == "repeat":
             out.append(repeat_drill(rng, [docs[d] for d in train_sats]))
             continue
-        fam, fmt = kind.split("/") if "/" in kind else (_DRILLS[kind], "")
+        fresh = kind.startswith("new:")
+        fam, fmt = kind.removeprefix("new:").split("/") if "/" in kind else (_DRILLS[kind], "")
         pool = pools[fam]
         p = pool[cursor[fam] % len(pool)]
         cursor[fam] += 1
+        if fresh:
+            p = fresh_satellite_problem(p, docs, rng)
         if kind in _DRILLS:
             p, fmt = {**p, "passages": [_gold(p, docs)]}, ("rag" if fam == "lookup" else "rag_tools")
         out.append(render(p, fmt, docs, rng))
@@ -196,6 +204,44 @@ def sft_transcripts(
 
 
 _DRILLS = {"lookup1": "lookup", "compound1": "compound"}
+
+
+def fresh_satellite_problem(
+    problem: dict[str, Any], docs: dict[str, str], rng: random.Random
+) -> dict[str, Any]:
+    """The same question about a new fictional satellite (in no catalog); its passage replaces the gold."""
+    from demo import make_world as mw
+
+    taken = {t.split(":", 1)[0] for d, t in docs.items() if d.startswith("sat-")}
+    name = next(
+        n
+        for n in (
+            "".join(rng.choice(x) for x in (mw.ONSETS, mw.VOWELS, mw.ONSETS, mw.VOWELS, mw.CODAS))
+            + f"-{rng.randint(10, 99)}"
+            for _ in range(1000)
+        )
+        if n not in taken
+    )
+    sat = {
+        "doc_id": "new",
+        "name": name,
+        "operator": rng.choice(mw.OPERATORS),
+        "altitude_km": rng.randint(mw.ALT_MIN, mw.ALT_MAX),
+        "inclination_deg": round(rng.uniform(0.0, 105.0), 1),
+        "launch_year": rng.randint(1998, 2025),
+    }
+    if problem["family"] == "lookup":
+        attr = next(
+            a
+            for a, t in mw.LOOKUP_TEMPLATES.items()
+            if t.format(name=problem["satellite"]) == problem["question"]
+        )
+        new = mw.lookup_problem(sat, attr)
+    else:
+        new = mw.compound_problem(sat, problem["tool"])
+    new["passages"] = [d for d in problem["passages"] if d != problem["gold_doc"]][:2] + ["new"]
+    new["extra_docs"] = {"new": mw.satellite_text(sat)}
+    return new
 
 
 def repeat_drill(rng: random.Random, passages: list[str]) -> tuple[str, str]:
