@@ -18,7 +18,7 @@ RESULT_DECIMALS = 2
 
 
 def orbital_period_min(altitude_km: float) -> float:
-    """Period in minutes of a circular orbit at altitude_km above the equatorial radius (Kepler's third law)."""
+    """Period in minutes of a circular orbit at altitude_km above the equatorial radius (Kepler III)."""
     a = R_EARTH_KM + altitude_km
     return 2.0 * math.pi * math.sqrt(a**3 / MU_EARTH_KM3_S2) / 60.0
 
@@ -48,7 +48,7 @@ def miss_distance_km(
     position2_km: list[float],
     velocity2_km_s: list[float],
 ) -> float:
-    """Closest-approach distance in km of two objects in straight-line relative motion from now on (t >= 0)."""
+    """Closest-approach distance in km of two objects in straight-line relative motion (t >= 0)."""
     r = [b - a for a, b in zip(position1_km, position2_km, strict=True)]
     v = [b - a for a, b in zip(velocity1_km_s, velocity2_km_s, strict=True)]
     vv = sum(c * c for c in v)
@@ -125,7 +125,7 @@ TOOLS: dict[str, ToolSpec] = {
         ),
         ToolSpec(
             "miss_distance",
-            "Closest-approach distance (km) of two objects from their state vectors (km, km/s), straight-line motion.",
+            "Closest-approach distance (km) of two objects from state vectors (km, km/s), straight lines.",
             _object(
                 {
                     "position1_km": _vec("position of object 1, km"),
@@ -161,7 +161,7 @@ def _check_value(name: str, value: Any, schema: dict[str, Any]) -> str | None:
 
 
 def validate_arguments(name: str, arguments: Any) -> str | None:
-    """Why a call of tool `name` with `arguments` is invalid (unknown tool, missing, extra, wrong type), or None."""
+    """Why calling tool `name` with `arguments` is invalid (unknown, missing, extra, wrong type), or None."""
     spec = TOOLS.get(name)
     if spec is None:
         return f"unknown tool {name!r}; known tools: {', '.join(sorted(TOOLS))}"
