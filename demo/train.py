@@ -122,7 +122,7 @@ class TrainConfig:
     phase2_steps: int = 1800
     phase2_lr: float = 2e-3
     phase2_transcripts: int = 40000
-    phase3_steps: int = 900
+    phase3_steps: int = 0
     phase3_lr: float = 1e-3
     phase3_transcripts: int = 20000
 
