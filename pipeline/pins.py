@@ -18,7 +18,7 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -70,12 +70,16 @@ class ModelRef(BaseModel):
 
 
 class RagRef(BaseModel):
-    """params.yaml rag: the corpus, the index directory built from it, and passages per question."""
+    """params.yaml rag: the corpus, the index built from it, passages per question and their order."""
 
     model_config = ConfigDict(extra="forbid")
     corpus: str
     index: str = "index/"
     top_k: int = Field(default=3, ge=1)
+    # best_last lists the passages from the lowest-ranked to the best, so the best one stands right before the
+    # question: the demo models read only the nearest passage (Liu et al. 2023, "Lost in the Middle", saw the
+    # same pull of the nearest position in large models).
+    order: Literal["best_last", "best_first"] = "best_last"
 
 
 class Params(BaseModel):

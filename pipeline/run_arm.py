@@ -194,10 +194,15 @@ def open_index(params: Params) -> Any:
         raise RunnerError(str(e)) from None
 
 
-def retrieve(index: Any, question: str, top_k: int) -> tuple[list[str], list[RetrievedDoc]]:
-    """Passages to put before the question, and their records (doc id, score, rank)."""
+def retrieve(
+    index: Any, question: str, top_k: int, order: str = "best_last"
+) -> tuple[list[str], list[RetrievedDoc]]:
+    """Passages in prompt order (params.yaml rag.order), and their records in rank order (doc id, score, rank)."""
     hits = index.query(question, top_k)
-    return [h.text for h in hits], [RetrievedDoc(doc_id=h.doc_id, score=h.score, rank=h.rank) for h in hits]
+    texts = [h.text for h in hits]
+    if order == "best_last":
+        texts.reverse()
+    return texts, [RetrievedDoc(doc_id=h.doc_id, score=h.score, rank=h.rank) for h in hits]
 
 
 @contextmanager
@@ -293,7 +298,9 @@ def plan_run(params: Params, arm: ArmSpec, tools: Sequence[dict[str, Any]]) -> P
     for item in items:
         passages: list[str] = []
         if index is not None and params.rag is not None:
-            passages, retrieved[item.item_id] = retrieve(index, item.question, params.rag.top_k)
+            passages, retrieved[item.item_id] = retrieve(
+                index, item.question, params.rag.top_k, params.rag.order
+            )
         prompt = make_prompt(tokenizer, chat, item.question, passages, tools)
         for j in range(proto.k):
             requests.append(

@@ -186,6 +186,36 @@ def test_every_arm_gives_each_item_and_sample_the_same_seed(
     assert all(seed == sample_seed(1234, item, j) for (item, j), seed in first.items())
 
 
+@pytest.mark.parametrize("order", ["best_last", "best_first"])
+def test_retrieved_passages_stand_in_the_order_params_yaml_asks(
+    tmp_path: Path, untrained_checkpoint: Path, order: str
+) -> None:
+    from pipeline.pins import load_params
+
+    w = make_world(tmp_path / "w", {"base": untrained_checkpoint}, arithmetic_items(3), corpus=CORPUS, k=1)
+    raw = yaml.safe_load(w.params.read_text())
+    raw["rag"]["order"] = order
+    w.params.write_text(yaml.safe_dump(raw, sort_keys=False))
+    plan = plan_run(load_params(w.params), load_arm("+rag"), [])
+    texts = {d["doc_id"]: d["text"] for d in CORPUS}
+    for req in plan.requests:
+        ranked = [texts[d.doc_id] for d in plan.retrieved[req.key[0]]]
+        assert [d.rank for d in plan.retrieved[req.key[0]]] == [1, 2]
+        shown = ranked[::-1] if order == "best_last" else ranked
+        assert req.prompt.startswith(f"[1] {shown[0]}\n[2] {shown[1]}\nQuestion: ")
+
+
+def test_an_unknown_passage_order_is_refused_naming_the_field(tmp_path: Path, untrained_checkpoint: Path) -> None:
+    from pipeline.pins import PinError, load_params
+
+    w = make_world(tmp_path / "w", {"base": untrained_checkpoint}, arithmetic_items(1), corpus=CORPUS, k=1)
+    raw = yaml.safe_load(w.params.read_text())
+    raw["rag"]["order"] = "random"
+    w.params.write_text(yaml.safe_dump(raw, sort_keys=False))
+    with pytest.raises(PinError, match=r"params.yaml.*rag.*order"):
+        load_params(w.params)
+
+
 def test_chat_models_get_their_chat_template_and_no_plain_stop(
     tmp_path: Path, untrained_checkpoint: Path
 ) -> None:
