@@ -197,7 +197,7 @@ def open_index(params: Params) -> Any:
 def retrieve(
     index: Any, question: str, top_k: int, order: str = "best_last"
 ) -> tuple[list[str], list[RetrievedDoc]]:
-    """Passages in prompt order (params.yaml rag.order), and their records in rank order (doc id, score, rank)."""
+    """Passages in prompt order (params.yaml rag.order) and their records in rank order (doc, score, rank)."""
     hits = index.query(question, top_k)
     texts = [h.text for h in hits]
     if order == "best_last":

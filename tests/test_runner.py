@@ -205,7 +205,9 @@ def test_retrieved_passages_stand_in_the_order_params_yaml_asks(
         assert req.prompt.startswith(f"[1] {shown[0]}\n[2] {shown[1]}\nQuestion: ")
 
 
-def test_an_unknown_passage_order_is_refused_naming_the_field(tmp_path: Path, untrained_checkpoint: Path) -> None:
+def test_an_unknown_passage_order_is_refused_naming_the_field(
+    tmp_path: Path, untrained_checkpoint: Path
+) -> None:
     from pipeline.pins import PinError, load_params
 
     w = make_world(tmp_path / "w", {"base": untrained_checkpoint}, arithmetic_items(1), corpus=CORPUS, k=1)
