@@ -102,6 +102,13 @@ class Protocol(_Strict):
     max_tool_calls: int = Field(default=0, ge=0)
 
 
+class RetrievalSettings(_Strict):
+    """How a retrieval arm put passages before the question (params.yaml rag)."""
+
+    top_k: int = Field(ge=1)
+    order: str
+
+
 class EvalLog(_Strict):
     """A whole arm's evaluation: the seed-000 fields plus optional runner provenance."""
 
@@ -122,6 +129,7 @@ class EvalLog(_Strict):
     pins: dict[str, str] | None = None
     engine: EngineInfo | None = None
     protocol: Protocol | None = None
+    retrieval: RetrievalSettings | None = None
     started_at: str | None = None
     finished_at: str | None = None
 

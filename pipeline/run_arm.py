@@ -35,7 +35,15 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from pipeline import oracle
 from pipeline.engines import RUNNER_KEYS, make_engine
 from pipeline.engines.base import Decoding, Engine, GenRequest
-from pipeline.evallog import EngineInfo, EvalLog, ItemResult, RetrievedDoc, SampleRecord, ToolCallRecord
+from pipeline.evallog import (
+    EngineInfo,
+    EvalLog,
+    ItemResult,
+    RetrievalSettings,
+    RetrievedDoc,
+    SampleRecord,
+    ToolCallRecord,
+)
 from pipeline.pins import ModelRef, Params, PinError, check_pins, load_params
 from pipeline.prompts import build_prompt, passages_block
 from pipeline.seeds import sample_seed
@@ -462,6 +470,11 @@ def assemble(
         pins=pins,
         engine=engine_info,
         protocol=proto,
+        retrieval=(
+            RetrievalSettings(top_k=params.rag.top_k, order=params.rag.order)
+            if arm.retrieval and params.rag is not None
+            else None
+        ),
         started_at=shard.started_at,
         finished_at=finished,
     )

@@ -497,6 +497,13 @@ def test_rag_and_tool_arms_end_to_end(vllm_engine: VllmEngine, tiny_tool_model: 
     for arm, log in logs.items():
         assert log.arm == arm and log.pins is not None
         assert ("index" in log.pins) == ("rag" in arm)
+        if "rag" in arm:
+            assert log.retrieval is not None and (log.retrieval.top_k, log.retrieval.order) == (
+                3,
+                "best_last",
+            )
+        else:
+            assert log.retrieval is None
         for item in log.items:
             for s in item.samples or []:
                 assert s.gen_tokens is not None and s.gen_tokens <= 128
