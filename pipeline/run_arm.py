@@ -18,7 +18,6 @@ Do not write `+arm=rag`: a leading '+' on the key is Hydra's "append a new key".
 from __future__ import annotations
 
 import hashlib
-import inspect
 import json
 import os
 import sys
@@ -361,11 +360,6 @@ def get_engine(engine_cfg: Mapping[str, Any], ref: ModelRef) -> Engine:
 # ---- the run --------------------------------------------------------------------------------------------
 
 
-def _streams(engine: Engine) -> bool:
-    """Whether engine.generate takes on_result (hands results over as they finish)."""
-    return "on_result" in inspect.signature(engine.generate).parameters
-
-
 def generate_chunk(
     engine: Engine,
     chunk: Sequence[GenRequest],
@@ -386,11 +380,7 @@ def generate_chunk(
             by_key[res.key], Outcome(res.text, res.finish_reason, res.prompt_tokens, res.gen_tokens, 1, None)
         )
 
-    if _streams(engine):
-        engine.generate(chunk, decoding, on_result=handle)  # type: ignore[call-arg]
-    else:
-        for res in engine.generate(chunk, decoding):
-            handle(res)
+    engine.generate(chunk, decoding, on_result=handle)
 
 
 def sample_record(
@@ -534,8 +524,11 @@ def run(settings: RunSettings, engine: Engine | None = None) -> Path:
             shard.set_meta("engine", engine.info.model_dump(mode="json"))
         bar = _progress(len(plan.requests), len(shard.records), arm.name, settings.progress)
         total = len(plan.items)
-        done_items = sum(all((it.item_id, j) in shard.records for j in range(proto.k)) for it in plan.items)
-        tally = _Tally(items=done_items)
+
+        def finished(item_id: str) -> bool:
+            return all((item_id, j) in shard.records for j in range(proto.k))
+
+        tally = _Tally(items=sum(finished(it.item_id) for it in plan.items))
 
         def on_outcome(request: GenRequest, out: Outcome) -> None:
             old = shard.records.get(request.key)
@@ -546,7 +539,7 @@ def run(settings: RunSettings, engine: Engine | None = None) -> Path:
             item = by_id[request.key[0]]
             shard.append([sample_record(item, request, out, plan, arm.tools)])
             tally.tokens += out.gen_tokens
-            tally.items += all((item.item_id, j) in shard.records for j in range(proto.k))
+            tally.items += finished(item.item_id)
             rate = tally.tokens / max(time.perf_counter() - tally.t0, 1e-9)
             bar.set_postfix_str(f"items {tally.items}/{total}, {rate:.0f} tok/s", refresh=False)
             bar.update(1)

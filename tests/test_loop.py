@@ -49,7 +49,12 @@ class ScriptedEngine:
     def count_tokens(self, text: str) -> int:
         return len(self.tokenizer.encode(text, add_special_tokens=False).ids)
 
-    def generate(self, requests: Sequence[GenRequest], decoding: Decoding) -> list[GenResult]:
+    def generate(
+        self,
+        requests: Sequence[GenRequest],
+        decoding: Decoding,
+        on_result: Callable[[GenResult], None] | None = None,
+    ) -> list[GenResult]:
         self.batches.append(list(requests))
         out = []
         for r in requests:
@@ -69,6 +74,8 @@ class ScriptedEngine:
                 text = self.tokenizer.decode(ids, skip_special_tokens=False)
                 finish = "length"
             out.append(GenResult(r.key, text, finish, self.count_tokens(r.prompt), len(ids), ids))
+            if on_result is not None:
+                on_result(out[-1])
         return out
 
 
@@ -443,8 +450,13 @@ def test_real_vllm_engine_never_exceeds_the_budget(
         info = vllm_engine.info
         count_tokens = staticmethod(vllm_engine.count_tokens)
 
-        def generate(self, requests: Sequence[GenRequest], decoding: Decoding) -> list[GenResult]:
-            results = vllm_engine.generate(requests, decoding)
+        def generate(
+            self,
+            requests: Sequence[GenRequest],
+            decoding: Decoding,
+            on_result: Callable[[GenResult], None] | None = None,
+        ) -> list[GenResult]:
+            results = vllm_engine.generate(requests, decoding, on_result)
             for r, res in zip(requests, results, strict=True):
                 assert res.gen_tokens <= r.max_tokens
                 seen[r.key] = seen.get(r.key, 0) + res.gen_tokens

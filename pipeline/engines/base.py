@@ -7,7 +7,7 @@ all requests of a round are submitted in one call.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -50,8 +50,16 @@ class Engine(Protocol):
 
     info: EngineInfo
 
-    def generate(self, requests: Sequence[GenRequest], decoding: Decoding) -> list[GenResult]:
-        """Generate every request (in one batch where the engine can) and return results in order."""
+    def generate(
+        self,
+        requests: Sequence[GenRequest],
+        decoding: Decoding,
+        on_result: Callable[[GenResult], None] | None = None,
+    ) -> list[GenResult]:
+        """Generate every request (in one batch where the engine can) and return results in order.
+
+        on_result, if given, receives each result as soon as its request finishes, so a caller can save it.
+        """
         ...
 
     def count_tokens(self, text: str) -> int:
