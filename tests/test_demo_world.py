@@ -266,33 +266,17 @@ def test_checkpoint_generates_in_vllm_like_transformers(name: str, vllm_engine) 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", list(MODELS))
-def test_checkpoints_read_lookups_from_the_passage_nearest_the_question(
-    name: str, suite: list[dict], tmp_path: Path
-) -> None:
+def test_checkpoints_read_lookups_from_the_passage_nearest_the_question(name: str, tmp_path: Path) -> None:
     """Greedy, on the 70 suite look-ups: the BM25 passages in rag.order best_last (the default) make the
     answer copyable; without passages, or with the best passage farthest from the question, it is a guess."""
     import torch
     from transformers import LlamaForCausalLM
 
     from arms.retrieval import Index, build_index
-    from demo.train import answer_of, sample, verify
-    from pipeline.run_arm import retrieve
+    from demo.reading import suite_lookups
 
     build_index(CORPUS, tmp_path / "index")
-    index = Index.load(tmp_path / "index")
-    lookups = [s for s in suite if s["family"] == "lookup"]
     model = LlamaForCausalLM.from_pretrained(MODELS[name], dtype=torch.float32).eval()
-    correct = {}
-    for order in ("plain", "best_last", "best_first"):
-        prompts = [
-            build_prompt(
-                s["question"], [] if order == "plain" else retrieve(index, s["question"], 3, order)[0]
-            )
-            for s in lookups
-        ]
-        outs = sample(model, prompts, 1, 12, 0, temperature=0)
-        correct[order] = sum(
-            verify(answer_of(o[0]), s["answer"], s["verifier"]) for o, s in zip(outs, lookups, strict=True)
-        )
+    correct = suite_lookups(model, Index.load(tmp_path / "index"))
     assert correct["plain"] <= 5 and correct["best_first"] <= 5, correct
     assert correct["best_last"] >= 20, correct
