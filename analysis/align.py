@@ -3,14 +3,13 @@
 A comparison is meaningful only at a matched protocol on the same items, so two logs that differ in
 n_samples, temperature, top_p, max_tokens, seed, the suite, the `protocol` block (when both carry one) or
 their item sets are refused: the CLI prints one line naming both files and the field, exits 2 and writes
-nothing. Only the EvalLog schema is imported from pipeline.
+nothing. Of the rest of the project only the contract (contract.evallog, contract.protocol) is imported.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -18,10 +17,12 @@ from typing import Any
 import numpy as np
 from omegaconf import OmegaConf
 
-from pipeline.evallog import EvalLog, EvalLogError, load
+from contract.atomic import atomic_write
+from contract.evallog import EvalLog, EvalLogError, load
+from contract.protocol import MATCHED_LOG_FIELDS
 
 EXIT_REFUSED = 2
-PROTOCOL_FIELDS = ("n_samples", "temperature", "top_p", "max_tokens", "seed")
+PROTOCOL_FIELDS = MATCHED_LOG_FIELDS
 SUITE_FIELDS = ("suite", "suite_revision")
 
 
@@ -79,6 +80,23 @@ def read_settings(path: str | Path | None) -> Settings:
     if s.min_effect < 0:
         raise Refusal(f"{p}: analysis.min_effect = {s.min_effect} must be >= 0")
     return s
+
+
+def read_arm_list(path: str | Path | None) -> list[str] | None:
+    """params.yaml `arms` (the arms the pipeline runs), or None when the file or the key is absent."""
+    p = Path(path) if path is not None else Path("params.yaml")
+    if not p.is_file():
+        return None
+    try:
+        params = OmegaConf.to_container(OmegaConf.load(p), resolve=True) or {}
+    except Exception as e:  # omegaconf raises several unrelated types for bad YAML
+        raise Refusal(f"{p}: cannot read params: {e}".replace("\n", " ")) from e
+    arms = params.get("arms")
+    if arms is None:
+        return None
+    if not isinstance(arms, list) or not all(isinstance(a, str) for a in arms):
+        raise Refusal(f"{p}: arms: must be a list of arm names, e.g. [base, trained, +rag]")
+    return list(arms)
 
 
 def settings_dict(s: Settings) -> dict[str, Any]:
@@ -190,14 +208,7 @@ def dump_json(report: dict[str, Any]) -> bytes:
 
 
 def write_outputs(out_dir: str | Path, files: dict[str, bytes]) -> None:
-    """Write each file to a temporary name beside it, then rename; a crash never leaves half a report."""
+    """Write each file atomically (contract.atomic): a crash never leaves half a report."""
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     for name, data in files.items():
-        tmp = out / f".{name}.{os.getpid()}.tmp"
-        try:
-            tmp.write_bytes(data)
-            os.replace(tmp, out / name)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
+        atomic_write(out / name, data)

@@ -29,12 +29,13 @@ from analysis.align import (
     dump_json,
     item_order,
     load_log,
+    read_arm_list,
     read_settings,
     settings_dict,
     write_outputs,
 )
 from analysis.delta import family_groups, mean_contrast
-from pipeline.evallog import EvalLog
+from contract.evallog import EvalLog
 
 CANONICAL_ARMS = ["base", "trained", "+rag", "+tools", "trained+rag", "trained+tools", "trained+rag+tools"]
 DEFAULT_ATTRIBUTION = {
@@ -85,13 +86,25 @@ def normalise_attribution(arm: str, recorded: str | None) -> str:
     return "ceiling" if "ceiling" in value else value
 
 
-def discover(logs_dir: str | Path) -> dict[str, tuple[Path, EvalLog]]:
-    """Every EvalLog (*.json) of the folder by arm name, in canonical arm order; base is required."""
+def discover(logs_dir: str | Path, arms: list[str] | None = None) -> dict[str, tuple[Path, EvalLog]]:
+    """The EvalLogs of the folder by arm name, in canonical arm order; base is required.
+
+    arms: read only <arm>.json of each (params.yaml `arms`, so a log left by an arm no longer run is not
+    compared); None reads every *.json of the folder.
+    """
     folder = Path(logs_dir)
     if not folder.is_dir():
         raise Refusal(f"{folder}: no such folder of EvalLogs; pass --logs FOLDER")
     found: dict[str, tuple[Path, EvalLog]] = {}
-    for path in sorted(folder.glob("*.json")):
+    if arms is not None:
+        missing = [a for a in arms if not (folder / f"{a}.json").is_file()]
+        if missing:
+            raise Refusal(
+                f"{folder / (missing[0] + '.json')}: no EvalLog of arm {missing[0]!r}, which params.yaml arms "
+                "lists; run its stages (dvc repro) or remove it from arms"
+            )
+    paths = sorted(folder.glob("*.json")) if arms is None else [folder / f"{a}.json" for a in arms]
+    for path in paths:
         log = load_log(path)
         arm = log.arm or path.stem
         if arm in found:
@@ -192,9 +205,9 @@ def path_table(arm: str, log: EvalLog) -> dict[str, Any] | None:
     return {"arm": arm, "n_samples": int(v.size), "verdicts": rows}
 
 
-def build(logs_dir: str, settings: Settings) -> dict[str, Any]:
+def build(logs_dir: str, settings: Settings, arms: list[str] | None = None) -> dict[str, Any]:
     """The arm comparison report as a JSON-ready dict (a pure function of the logs and the settings)."""
-    found = discover(logs_dir)
+    found = discover(logs_dir, arms)
     base_path, base_log = found["base"]
     matched: dict[str, Any] = {}
     for arm, (path, log) in found.items():
@@ -330,9 +343,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--params", default=None, help="params.yaml with an `analysis` section (default: ./params.yaml)"
     )
+    ap.add_argument(
+        "--arms",
+        default=None,
+        help="comma-separated arms to compare (default: params.yaml arms, else every *.json in --logs)",
+    )
     args = ap.parse_args(argv)
     try:
-        report = build(args.logs, read_settings(args.params))
+        arms = args.arms.split(",") if args.arms else read_arm_list(args.params)
+        report = build(args.logs, read_settings(args.params), arms)
     except Refusal as e:
         print(f"refused: {e}", file=sys.stderr)
         return EXIT_REFUSED

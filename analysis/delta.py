@@ -32,7 +32,7 @@ from analysis.align import (
     settings_dict,
     write_outputs,
 )
-from pipeline.evallog import EvalLog
+from contract.evallog import EvalLog
 
 NO_FAMILY = "(none)"
 

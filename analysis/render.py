@@ -12,6 +12,8 @@ from typing import Any
 # with the Agg canvas.
 from matplotlib.figure import Figure
 
+from contract.protocol import MATCHED_LOG_FIELDS
+
 _PNG_METADATA = {"Software": None}
 
 
@@ -66,7 +68,7 @@ def delta_markdown(r: dict[str, Any]) -> str:
         "",
     ]
     mp = r["matched_protocol"]
-    proto_rows = [[f, f"{mp[f]!r}"] for f in ("n_samples", "temperature", "top_p", "max_tokens", "seed")]
+    proto_rows = [[f, f"{mp[f]!r}"] for f in MATCHED_LOG_FIELDS]
     proto_rows += [[f, f"{mp[f]!r}"] for f in ("suite", "suite_revision")]
     if mp.get("protocol"):
         proto_rows += [[f"protocol.{k}", f"{v!r}"] for k, v in mp["protocol"].items()]

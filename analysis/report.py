@@ -20,8 +20,10 @@ from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
+from contract.atomic import atomic_write
+from contract.protocol import MATCHED_LOG_FIELDS
+
 TEMPLATES = Path(__file__).parent / "templates"
-PROTOCOL_KEYS = ("n_samples", "max_tokens", "temperature", "top_p", "seed")
 
 
 def _fmt(x: float | None, digits: int = 4) -> str:
@@ -49,7 +51,7 @@ def read_report(path: Path) -> dict[str, Any]:
 def context(delta: dict[str, Any], arms: dict[str, Any]) -> dict[str, Any]:
     """Everything the templates need, taken from the two reports."""
     proto = delta.get("matched_protocol") or {}
-    proto_line = ", ".join(f"{k}={proto[k]}" for k in PROTOCOL_KEYS if proto.get(k) is not None)
+    proto_line = ", ".join(f"{k}={proto[k]}" for k in MATCHED_LOG_FIELDS if proto.get(k) is not None)
     kmax = max(int(k) for k in delta["pass_at_k_pre"])
     alpha = (delta.get("settings") or {}).get("alpha", 0.05)
     return {
@@ -139,10 +141,7 @@ def write(delta_dir: Path, arms_dir: Path, out: Path) -> list[Path]:
     for name, text in plot_tables(delta, arms).items():
         files[out / "plots" / name] = text
     for path, text in files.items():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(text)
-        tmp.replace(path)
+        atomic_write(path, text)
     return list(files)
 
 

@@ -2,16 +2,16 @@
 
     outcomes = run_tool_loop(engine, requests, decoding, tool_client, max_tool_calls)
 
-`engine` follows pipeline.engines.base.Engine; `requests` are the round-0 GenRequests (one per item and
+`engine` follows contract.engine.Engine; `requests` are the round-0 GenRequests (one per item and
 sample, each with its own seed and max_tokens); `tool_client` has `.call(name, arguments) -> dict`
 (arms.tools.client.ToolClient). Returns one LoopOutcome per request, in request order.
 
 Each round generates for every still-active sample in one engine call, with the request's own stop strings
 plus "</tool_call>". A round that ends in "</tool_call>" holds one call, `<tool_call>{"name": ...,
 "arguments": {...}}</tool_call>`: its body is parsed with json.loads (never eval) and executed through the
-client, and pipeline.prompts.format_tool_response(result or {"error": ...}) is appended. The next round's
+client, and contract.textformat.format_tool_response(result or {"error": ...}) is appended. The next round's
 prompt is the original prompt + everything generated so far + the responses, and its seed is
-pipeline.seeds.round_seed(seed, round). The engine must return text that includes the matched stop string
+contract.seeds.round_seed(seed, round). The engine must return text that includes the matched stop string
 (the GenResult contract); a round is a tool call exactly when its text ends with "</tool_call>".
 
 Budget: a request's max_tokens covers the generated tokens of all its rounds together; each round may
@@ -23,7 +23,7 @@ further call is recorded with an error and not executed, and the sample stops wi
 "tool_limit" (so rounds <= max_tool_calls + 1). Stopping is chosen over answering the call with an error
 because it keeps the rounds of every arm bounded by the protocol.
 
-Faults are recorded in LoopOutcome.tool_calls (pipeline.evallog.ToolCallRecord) and answered in the
+Faults are recorded in LoopOutcome.tool_calls (contract.generations.ToolCallRecord) and answered in the
 transcript, never raised: a call that is not JSON or not an object with a string "name", an unknown tool,
 bad arguments, a tool that raises, a server that died (the client restarts it once). A "<tool_call>" left
 open when generation ends is recorded as an unexecuted malformed call. latency_s is the wall time of the
@@ -38,10 +38,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from pipeline.engines.base import Decoding, Engine, GenRequest
-from pipeline.evallog import ToolCallRecord
-from pipeline.prompts import TOOL_CALL_CLOSE, TOOL_CALL_OPEN, format_tool_response
-from pipeline.seeds import round_seed
+from contract.engine import Decoding, Engine, GenRequest
+from contract.generations import ToolCallRecord
+from contract.seeds import round_seed
+from contract.textformat import TOOL_CALL_CLOSE, TOOL_CALL_OPEN, format_tool_response
 
 FINISH_TOOL_LIMIT = "tool_limit"
 FINISH_LENGTH = "length"

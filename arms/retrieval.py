@@ -9,6 +9,7 @@ API used by the runner and by pipeline.pins:
     index.query(text, top_k) -> list[Hit]        Hit(doc_id, score, text, rank, title); score desc, doc_id
     index.revision                               sha256 of corpus bytes, tokenizer/BM25 settings, bm25s ver.
     corpus_revision(corpus_path) -> str          the revision an index of that corpus would have (no build)
+    passages_for(index, question, top_k, order)  the passages in prompt order, and the hits in rank order
 
 The corpus is JSONL, one document per line: {"doc_id": str, "title": str, "text": str}. The text is indexed
 (INDEXED_FIELDS); a Hit carries the text (what the prompt shows) and the title. A query always
@@ -234,6 +235,24 @@ class Index:
             )
             for r, i in enumerate(order, 1)
         ]
+
+
+ORDERS = ("best_last", "best_first")
+
+
+def passages_for(index: Index, question: str, top_k: int, order: str = "best_last") -> tuple[list[str], list[Hit]]:
+    """The passages of question in prompt order (params.yaml rag.order), and its hits in rank order.
+
+    best_last lists the lowest-ranked passage first, so the best stands right before the question, where
+    small models read; best_first lists them in rank order.
+    """
+    if order not in ORDERS:
+        raise ValueError(f"rag.order {order!r} is unknown; known orders: {', '.join(ORDERS)}")
+    hits = index.query(question, top_k)
+    texts = [h.text for h in hits]
+    if order == "best_last":
+        texts.reverse()
+    return texts, hits
 
 
 def build_index(corpus_path: str | Path, out_dir: str | Path) -> Index:

@@ -305,8 +305,10 @@ def make_suite(rng: random.Random, sats: list[dict[str, Any]]) -> list[dict[str,
 
 
 def suite_record(p: dict[str, Any]) -> dict[str, Any]:
-    """The written form of a suite item: {item_id, family, question, answer, verifier}."""
-    return {k: p[k] for k in ("item_id", "family", "question", "answer", "verifier")}
+    """The written form of a suite item: {item_id, family, question, answer, verifier} and, for the items a
+    tool answers (compute, compound), the tool a tool arm is expected to call."""
+    keys = ("item_id", "family", "question", "answer", "verifier", "tool")
+    return {k: p[k] for k in keys if k in p}
 
 
 def make_train_problems(

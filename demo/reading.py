@@ -2,8 +2,8 @@
 
     python -m demo.reading          # prints the table demo/README.md ("Reading passages") quotes
 
-Two sets of look-ups: the 70 suite look-ups with the runner's BM25 top-3 (pipeline.run_arm.retrieve, both
-`rag.order` settings), and 100 training look-ups rewritten about new fictional satellites that are in no
+Two sets of look-ups: the 70 suite look-ups with the runner's BM25 top-3 (arms.retrieval.passages_for,
+both `rag.order` settings), and 100 training look-ups rewritten about new fictional satellites that are in no
 catalog (train.fresh_satellite_problem, the new passage at the gold passage's BM25 rank), so the effect is
 also shown on data that is not the suite.
 """
@@ -24,19 +24,17 @@ DEMO = Path(__file__).resolve().parent
 ORDERS = ("plain", "best_first", "best_last")
 
 
-def greedy_correct(
-    model: Any, prompts: list[str], answers: list[str], verifiers: list[dict[str, Any]]
-) -> int:
-    """How many prompts the model answers right, greedy, by the suite's verifier rule."""
-    from demo.train import answer_of, sample, verify
+def greedy_correct(model: Any, prompts: list[str], problems: list[dict[str, Any]]) -> int:
+    """How many prompts the model answers right, greedy, judged by the project's oracle."""
+    from demo.train import judge, sample
 
     outs = sample(model, prompts, 1, 12, 0, temperature=0)
-    return sum(verify(answer_of(o[0]), a, v) for o, a, v in zip(outs, answers, verifiers, strict=True))
+    return sum(judge(p, q, o[0]).score == 1.0 for o, p, q in zip(outs, problems, prompts, strict=True))
 
 
 def suite_lookups(model: Any, index: Any) -> dict[str, int]:
     """Right answers on the 70 suite look-ups without passages and with the BM25 top-3 in each order."""
-    from pipeline.run_arm import retrieve
+    from arms.retrieval import passages_for
 
     suite = [json.loads(line) for line in (DEMO / "suite" / "sda-mini-v1.jsonl").read_text().splitlines()]
     lookups = [s for s in suite if s["family"] == "lookup"]
@@ -44,13 +42,11 @@ def suite_lookups(model: Any, index: Any) -> dict[str, int]:
     for order in ORDERS:
         prompts = [
             build_prompt(
-                s["question"], [] if order == "plain" else retrieve(index, s["question"], 3, order)[0]
+                s["question"], [] if order == "plain" else passages_for(index, s["question"], 3, order)[0]
             )
             for s in lookups
         ]
-        correct[order] = greedy_correct(
-            model, prompts, [s["answer"] for s in lookups], [s["verifier"] for s in lookups]
-        )
+        correct[order] = greedy_correct(model, prompts, lookups)
     return correct
 
 
@@ -70,9 +66,7 @@ def new_satellite_lookups(model: Any, n: int = 100, seed: int = 11) -> dict[str,
             # BM25 ranks the named satellite's own passage first for 97% of the training look-ups.
             ranked = [texts["new"]] + [texts[d] for d in p["passages"] if d != "new"]
             prompts.append(build_prompt(p["question"], ranked[::-1] if order == "best_last" else ranked))
-        correct[order] = greedy_correct(
-            model, prompts, [p["answer"] for p in fresh], [p["verifier"] for p in fresh]
-        )
+        correct[order] = greedy_correct(model, prompts, fresh)
     return correct
 
 

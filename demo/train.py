@@ -32,7 +32,11 @@ from pathlib import Path
 from typing import Any
 
 from arms.tools.orbital import TOOLS
-from pipeline.prompts import ANSWER_TAG, build_prompt, format_tool_call, format_tool_response
+from contract.suite import SuiteItem
+from contract.textformat import ANSWER_TAG, format_tool_call, format_tool_response
+from pipeline.prompts import build_prompt
+from scoring import verifiers
+from scoring.verifiers import Verdict
 
 DEMO = Path(__file__).resolve().parent
 FORMATS = ("plain", "rag", "tools", "rag_tools")
@@ -427,24 +431,19 @@ def hash_tag(tag: str) -> int:
 # ---------------------------------------------------------------- sampling and the oracle
 
 
-def answer_of(text: str) -> str:
-    """The model's final answer: what follows the last 'Answer:' on its line, or the first line."""
-    if ANSWER_TAG in text:
-        text = text.rsplit(ANSWER_TAG, 1)[1]
-    return text.strip().split("\n", 1)[0].strip()
+def judge(problem: dict[str, Any], prompt: str, completion: str) -> Verdict:
+    """The project's oracle (scoring.verifiers) on a completion: the reward of RFT.
 
-
-def verify(answer: str, target: str, verifier: dict[str, Any]) -> bool:
-    """The suite's verifier rule: numeric within max(rel_tol * |target|, abs_tol), or exact text."""
-    if verifier["type"] == "exact":
-        return answer == target
-    try:
-        a, t = float(answer), float(target)
-    except ValueError:
-        return False
-    if not math.isfinite(a):
-        return False
-    return abs(a - t) <= max(verifier["rel_tol"] * abs(t), verifier["abs_tol"])
+    The problem's own verifier when it has one (suite items, new-satellite look-ups), else its family's.
+    """
+    item = SuiteItem(
+        item_id=str(problem.get("problem_id", "train")),
+        family=problem["family"],
+        question=problem["question"],
+        answer=problem["answer"],
+        verifier=problem["verifier"] if "verifier" in problem else train_verifier(problem),
+    )
+    return verifiers.score(item, verifiers.scored_text(prompt, completion))
 
 
 def train_verifier(problem: dict[str, Any]) -> dict[str, Any]:
@@ -490,9 +489,10 @@ def make_probe(problems: list[dict[str, Any]], rng: random.Random) -> Any:
     def probe(model: Any) -> str:
         res = []
         for name, ps in (("raise", raise_p), ("compute", comp_p)):
-            outs = sample(model, [build_prompt(p["question"]) for p in ps], 1, 12, 0, temperature=0)
+            prompts = [build_prompt(p["question"]) for p in ps]
+            outs = sample(model, prompts, 1, 12, 0, temperature=0)
             ok = sum(
-                verify(answer_of(o[0]), p["answer"], train_verifier(p)) for o, p in zip(outs, ps, strict=True)
+                judge(p, q, o[0]).score == 1.0 for o, p, q in zip(outs, ps, prompts, strict=True)
             )
             res.append(f"{name} {ok}/{len(ps)}")
         return ", ".join(res)
@@ -593,13 +593,15 @@ def stage_trained(cfg: TrainConfig, work: Path, base_dir: Path, out: Path, log: 
             outs = sample(model, prompts, cfg.rft_k, 12, cfg.seed + 100 + it)
             kept, n_ok, by_fam = [], 0, {}
             for p, prompt, comps in zip(batch, prompts, outs, strict=True):
-                good = sorted({c for c in comps if verify(answer_of(c), p["answer"], train_verifier(p))})
-                n_ok += sum(verify(answer_of(c), p["answer"], train_verifier(p)) for c in comps)
+                verdicts = {c: judge(p, prompt, c) for c in comps}
+                good = sorted(c for c, v in verdicts.items() if v.score == 1.0)
+                n_right = sum(verdicts[c].score == 1.0 for c in comps)
+                n_ok += n_right
                 f = by_fam.setdefault(p["family"], [0, 0])
-                f[0] += sum(verify(answer_of(c), p["answer"], train_verifier(p)) for c in comps)
+                f[0] += n_right
                 f[1] += len(comps)
                 # The kept completion is re-ended with exactly one newline; EOS comes from the stream.
-                kept += [[prompt, " " + answer_of(c) + "\n"] for c in good[: cfg.rft_keep_per_problem]]
+                kept += [[prompt, f" {verdicts[c].answer}\n"] for c in good[: cfg.rft_keep_per_problem]]
             kept_path.write_text(json.dumps(kept))
             log(
                 f"trained: iteration {it}: sampled {len(batch)}x{cfg.rft_k} in {time.time() - t0:.0f}s, "

@@ -1,12 +1,20 @@
-"""Pinned inputs: params.yaml's suite, checkpoints and retrieval index, each fixed by a content hash.
+"""Pinned inputs: the suite, the checkpoints, the retrieval index and each arm's code, fixed by content hashes.
 
-    python -m pipeline.pins [--params params.yaml] [--out pins.json]
+    python -m pipeline.pins [--params params.yaml] [--out pins]
 
-pins.json holds the sha256 of the suite file; for each local checkpoint directory a content hash
-(sha256 over its sorted (relative path, file sha256) pairs) with the per-file hashes, so that drift names
-the file that changed; for a hub model its repository and full 40-hex commit sha (a branch or tag is
-refused: it moves); and the retrieval index revision once the index exists. The runner recomputes the pins
-of what an arm uses before it generates and refuses on any difference.
+writes
+    pins/inputs.json        the whole record: the suite file's sha256 and its questions' sha256, each
+                            model's pin, the index revision
+    pins/arms/<arm>.json    what one arm's generation depends on, and nothing else: its spec, the questions'
+                            sha256 (not the answers'), its model's pin, the index revision and rag settings
+                            for a retrieval arm, and the sha256 of every source file its generation runs
+
+A local checkpoint is pinned by a content hash (sha256 over its sorted (relative path, file sha256) pairs)
+with the per-file hashes, so that drift names the file that changed; a hub model by its repository and a
+full 40-hex commit sha (a branch or tag is refused: it moves). Each generate stage depends on its arm's
+file only, so DVC regenerates an arm exactly when something its generation reads changed: an answer fix
+or another arm's model leaves it alone. The runner checks an arm's pins again before it generates and
+refuses on any difference.
 """
 
 from __future__ import annotations
@@ -15,100 +23,20 @@ import argparse
 import hashlib
 import json
 import os
-import re
 import sys
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from contract.atomic import atomic_write
+from contract.suite import SuiteError, load_suite, questions_sha256
+from pipeline.config import CONF_DIR, ConfigError, ModelRef, Params, arms_of, load_arm, load_params
+from pipeline.sources import file_hashes, generation_sources
 
-from pipeline.evallog import Protocol
-
-_SHA40 = re.compile(r"^[0-9a-f]{40}$")
 _CHUNK = 1 << 20
 
 
 class PinError(RuntimeError):
     """Inputs that are not pinned or drifted from their pins; the message names the file and the fix."""
-
-
-class SuiteRef(BaseModel):
-    """params.yaml suite: the frozen suite file and its name and revision."""
-
-    model_config = ConfigDict(extra="forbid")
-    path: str
-    name: str
-    revision: str
-
-
-class ModelRef(BaseModel):
-    """params.yaml models.<key>: a local checkpoint directory, or a hub repository at a full commit sha."""
-
-    model_config = ConfigDict(extra="forbid")
-    path: str | None = None
-    hf: str | None = None
-    revision: str | None = None
-
-    @model_validator(mode="after")
-    def _one_source(self) -> ModelRef:
-        if (self.path is None) == (self.hf is None):
-            raise ValueError("give exactly one of path (a local checkpoint) or hf (a hub repository)")
-        if self.path is not None and self.revision is not None:
-            raise ValueError("revision applies to hub models only; a local path is pinned by its content")
-        if self.hf is not None and (self.revision is None or not _SHA40.match(self.revision)):
-            raise ValueError(
-                f"revision {self.revision!r} is not a full 40-hex commit sha; a branch or tag moves, "
-                "so pin the commit (e.g. revision: 0123...cdef)"
-            )
-        return self
-
-    @property
-    def location(self) -> str:
-        """What an engine loads: the directory or the hub repository name."""
-        return self.path if self.path is not None else str(self.hf)
-
-
-class RagRef(BaseModel):
-    """params.yaml rag: the corpus, the index built from it, passages per question and their order."""
-
-    model_config = ConfigDict(extra="forbid")
-    corpus: str
-    index: str = "index/"
-    top_k: int = Field(default=3, ge=1)
-    # best_last lists the passages from the lowest-ranked to the best, so the best one stands right before the
-    # question: the demo models read only the nearest passage (Liu et al. 2023, "Lost in the Middle", saw the
-    # same pull of the nearest position in large models).
-    order: Literal["best_last", "best_first"] = "best_last"
-
-
-class Params(BaseModel):
-    """The parts of params.yaml the runner reads (other sections belong to other stages)."""
-
-    model_config = ConfigDict(extra="allow")
-    suite: SuiteRef
-    models: dict[str, ModelRef]
-    rag: RagRef | None = None
-    protocol: Protocol
-
-
-def load_params(path: str | Path) -> Params:
-    """Read and validate params.yaml; raise PinError naming the file and the field."""
-    p = Path(path)
-    try:
-        raw = yaml.safe_load(p.read_text())
-    except FileNotFoundError:
-        raise PinError(
-            f"{p}: params file not found; run from the repository root or pass params=PATH"
-        ) from None
-    except yaml.YAMLError as e:
-        raise PinError(f"{p}: not valid YAML: {e}") from None
-    try:
-        return Params.model_validate(raw)
-    except ValidationError as e:
-        err = e.errors()[0]
-        field = ".".join(str(x) for x in err["loc"]) or "(top level)"
-        raise PinError(f"{p}: {field}: {err['msg'].removeprefix('Value error, ')}") from None
 
 
 def file_sha256(path: str | Path) -> str:
@@ -165,45 +93,6 @@ def index_revision(index_dir: str | Path) -> str | None:
         raise PinError(str(e)) from None
 
 
-def compute_pins(params: Params) -> dict[str, Any]:
-    """Pins of every input params.yaml names (the index only once it is built)."""
-    suite = Path(params.suite.path)
-    if not suite.is_file():
-        raise PinError(f"{suite}: suite file not found (params.yaml suite.path)")
-    pins: dict[str, Any] = {
-        "suite": {"path": params.suite.path, "sha256": file_sha256(suite)},
-        "models": {key: model_pin(key, ref) for key, ref in sorted(params.models.items())},
-    }
-    if params.rag is not None:
-        rev = index_revision(params.rag.index)
-        if rev is not None:
-            pins["index"] = {"path": params.rag.index, "revision": rev}
-    return pins
-
-
-def write_pins(params: Params, out: str | Path) -> dict[str, Any]:
-    """Compute the pins and write them to out (a temporary file renamed over it)."""
-    pins = compute_pins(params)
-    dest = Path(out)
-    tmp = dest.with_name(f".{dest.name}.tmp")
-    tmp.write_text(json.dumps(pins, indent=2, sort_keys=True) + "\n")
-    os.replace(tmp, dest)
-    return pins
-
-
-def _read_pins(pins_path: Path) -> dict[str, Any]:
-    try:
-        return json.loads(pins_path.read_text())
-    except FileNotFoundError:
-        raise PinError(
-            f"{pins_path}: not found; pin the inputs first with `python -m pipeline.pins`"
-        ) from None
-    except json.JSONDecodeError as e:
-        raise PinError(
-            f"{pins_path}: not JSON ({e.msg}); rewrite it with `python -m pipeline.pins`"
-        ) from None
-
-
 _REPIN = "if the change is intended, rerun `python -m pipeline.pins`"
 
 
@@ -237,67 +126,172 @@ def _model_drift(key: str, pinned: dict[str, Any], ref: ModelRef, pins_path: Pat
     raise PinError(f"{where}: content hash of {root} differs from its pin; {_REPIN}")
 
 
-def check_pins(params: Params, pins_path: str | Path, model_key: str, retrieval: bool) -> dict[str, str]:
-    """Verify the pins of what one arm uses (suite, its model, the index if retrieval); return them flat."""
-    path = Path(pins_path)
-    pinned = _read_pins(path)
+def _suite(params: Params) -> dict[str, Any]:
+    """The suite's pin: file sha256, and the sha256 of its ids and questions (what generation reads)."""
     suite = Path(params.suite.path)
-    ps = pinned.get("suite", {})
-    if ps.get("path") != params.suite.path:
-        raise PinError(f"{path}: suite: params.yaml names {suite}, pinned {ps.get('path')}; {_REPIN}")
     if not suite.is_file():
         raise PinError(f"{suite}: suite file not found (params.yaml suite.path)")
-    sha = file_sha256(suite)
-    if sha != ps.get("sha256"):
+    try:
+        items = load_suite(suite)
+    except SuiteError as e:
+        raise PinError(str(e)) from None
+    return {
+        "path": params.suite.path,
+        "sha256": file_sha256(suite),
+        "questions_sha256": questions_sha256(items),
+        "n_items": len(items),
+    }
+
+
+def _index(params: Params) -> dict[str, Any] | None:
+    if params.rag is None:
+        return None
+    rev = index_revision(params.rag.index)
+    return None if rev is None else {"path": params.rag.index, "revision": rev}
+
+
+def arm_pin(
+    params: Params, arm_name: str, suite: dict[str, Any], models: dict[str, Any], index: dict[str, Any] | None,
+    conf_dir: Path = CONF_DIR,
+) -> dict[str, Any]:
+    """Everything arm_name's generation depends on besides the protocol and conf/: see the module docstring."""
+    try:
+        arm = load_arm(arm_name, conf_dir)
+    except ConfigError as e:
+        raise PinError(f"params.yaml: arms: {e}") from None
+    if arm.model not in models:
         raise PinError(
-            f"{path}: {suite} changed since pinning (sha256 {ps.get('sha256')} -> {sha}); {_REPIN}"
+            f"{conf_dir / 'arm' / (arm_name + '.yaml')}: model: {arm.model!r} is not in params.yaml models "
+            f"({', '.join(models)})"
         )
-    if model_key not in params.models:
-        raise PinError(f"params.yaml: models.{model_key}: missing; known models: {', '.join(params.models)}")
-    ref = params.models[model_key]
-    pm = pinned.get("models", {}).get(model_key)
-    if pm is None:
-        raise PinError(f"{path}: models.{model_key}: not pinned; run `python -m pipeline.pins`")
-    _model_drift(model_key, pm, ref, path)
-    flat = {"suite": f"sha256:{sha}"}
-    flat["model"] = f"hf:{ref.hf}@{ref.revision}" if ref.hf else f"sha256:{pm['sha256']}"
-    if retrieval:
+    pin: dict[str, Any] = {
+        "arm": arm.model_dump(exclude_none=True),
+        "questions": f"sha256:{suite['questions_sha256']}",
+        "model": models[arm.model],
+    }
+    if arm.retrieval:
         if params.rag is None:
+            raise PinError(f"params.yaml: rag: missing; arm {arm_name!r} retrieves passages")
+        if index is None:
             raise PinError(
-                "params.yaml: rag: missing; a retrieval arm needs rag.corpus, rag.index, rag.top_k"
+                f"{params.rag.index}: no retrieval index for arm {arm_name!r}; build it with `python -m "
+                f"arms.retrieval build --corpus {params.rag.corpus} --out {params.rag.index}`"
             )
-        rev = index_revision(params.rag.index)
-        if rev is None:
+        pin["index"] = index
+        pin["rag"] = params.rag.model_dump()
+    pin["code"] = file_hashes(generation_sources(arm.retrieval, arm.tools))
+    return pin
+
+
+def compute_pins(params: Params, conf_dir: Path = CONF_DIR) -> dict[str, Any]:
+    """The whole record (inputs) and one pin per arm that can be pinned (arms)."""
+    suite = _suite(params)
+    models = {key: model_pin(key, ref) for key, ref in sorted(params.models.items())}
+    index = _index(params)
+    inputs: dict[str, Any] = {"suite": suite, "models": models}
+    if index is not None:
+        inputs["index"] = index
+    arms: dict[str, Any] = {}
+    for name in arms_of(params, conf_dir):
+        try:
+            arms[name] = arm_pin(params, name, suite, models, index, conf_dir)
+        except PinError:
+            if params.arms is not None:
+                raise
+            # No arm list in params.yaml: pin every arm of conf/arm/ whose inputs exist (a world without a
+            # corpus has no retrieval arms).
+            continue
+    return {"inputs": inputs, "arms": arms}
+
+
+def _dump(obj: Any) -> str:
+    return json.dumps(obj, indent=2, sort_keys=True) + "\n"
+
+
+def write_pins(params: Params, out: str | Path, conf_dir: Path = CONF_DIR) -> dict[str, Any]:
+    """Compute the pins and write out/inputs.json and out/arms/<arm>.json (each atomically)."""
+    pins = compute_pins(params, conf_dir)
+    dest = Path(out)
+    atomic_write(dest / "inputs.json", _dump(pins["inputs"]))
+    arms_dir = dest / "arms"
+    for name, pin in pins["arms"].items():
+        path = arms_dir / f"{name}.json"
+        text = _dump(pin)
+        # Rewriting an unchanged file would be harmless for DVC (it hashes content), but leaving it keeps
+        # its modification time, which is what a person looks at.
+        if not path.is_file() or path.read_text() != text:
+            atomic_write(path, text)
+    if arms_dir.is_dir():
+        for old in arms_dir.glob("*.json"):
+            if old.stem not in pins["arms"]:
+                old.unlink()
+    return pins
+
+
+def _read_json(path: Path, what: str) -> dict[str, Any]:
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        raise PinError(f"{path}: not found; pin {what} first with `python -m pipeline.pins`") from None
+    except json.JSONDecodeError as e:
+        raise PinError(f"{path}: not JSON ({e.msg}); rewrite it with `python -m pipeline.pins`") from None
+
+
+def check_pins(params: Params, pins_dir: str | Path, arm_name: str, conf_dir: Path = CONF_DIR) -> dict[str, str]:
+    """Verify that what arm_name's generation reads still matches its pin; return the pins a log records."""
+    path = Path(pins_dir) / "arms" / f"{arm_name}.json"
+    pinned = _read_json(path, f"arm {arm_name!r}")
+    arm = load_arm(arm_name, conf_dir)
+    if pinned.get("arm") != arm.model_dump(exclude_none=True):
+        raise PinError(
+            f"{path}: arm: pinned as {pinned.get('arm')}, conf/arm/{arm_name}.yaml now says "
+            f"{arm.model_dump(exclude_none=True)}; {_REPIN}"
+        )
+    suite = _suite(params)
+    questions = f"sha256:{suite['questions_sha256']}"
+    if pinned.get("questions") != questions:
+        raise PinError(
+            f"{path}: questions: the questions of {params.suite.path} changed since pinning; {_REPIN}"
+        )
+    if arm.model not in params.models:
+        raise PinError(f"params.yaml: models.{arm.model}: missing; known models: {', '.join(params.models)}")
+    ref = params.models[arm.model]
+    _model_drift(arm.model, pinned.get("model", {}), ref, path)
+    flat = {"questions": questions}
+    flat["model"] = f"hf:{ref.hf}@{ref.revision}" if ref.hf else f"sha256:{pinned['model']['sha256']}"
+    if arm.retrieval:
+        index = _index(params)
+        if params.rag is None or index is None:
+            raise PinError(f"{path}: arm {arm_name!r} retrieves passages, but params.yaml rag has no built index")
+        if pinned.get("index", {}).get("revision") != index["revision"]:
             raise PinError(
-                f"{params.rag.index}: no retrieval index; build it with `python -m arms.retrieval build "
-                f"--corpus {params.rag.corpus} --out {params.rag.index}`, then `python -m pipeline.pins`"
+                f"{path}: index {params.rag.index} changed since pinning (revision "
+                f"{pinned.get('index', {}).get('revision')} -> {index['revision']}); {_REPIN}"
             )
-        pi = pinned.get("index")
-        if pi is None:
-            raise PinError(f"{path}: index: not pinned (built after pinning?); run `python -m pipeline.pins`")
-        if pi.get("revision") != rev:
-            raise PinError(
-                f"{path}: index {params.rag.index} changed since pinning (revision {pi.get('revision')} -> "
-                f"{rev}); {_REPIN}"
-            )
-        flat["index"] = rev
+        if pinned.get("rag") != params.rag.model_dump():
+            raise PinError(f"{path}: rag: params.yaml rag changed since pinning; {_REPIN}")
+        flat["index"] = index["revision"]
     return flat
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Command line: write pins.json for the inputs params.yaml names."""
+    """Command line: write the pins of the inputs params.yaml names."""
     ap = argparse.ArgumentParser(prog="python -m pipeline.pins", description=__doc__.split("\n\n")[0])
     ap.add_argument("--params", default="params.yaml", help="params file (default params.yaml)")
-    ap.add_argument("--out", default="pins.json", help="pins file to write (default pins.json)")
+    ap.add_argument("--out", default="pins", help="pins folder to write (default pins)")
     args = ap.parse_args(argv)
     try:
         pins = write_pins(load_params(args.params), args.out)
-    except PinError as e:
+    except (PinError, ConfigError) as e:
         print(f"pins: {e}", file=sys.stderr)
         return 2
-    models = ", ".join(f"{k}={v.get('sha256', v.get('revision'))[:12]}" for k, v in pins["models"].items())
-    index = pins.get("index", {}).get("revision", "not built")
-    print(f"{args.out}: suite={pins['suite']['sha256'][:12]} {models} index={str(index)[:12]}")
+    inputs = pins["inputs"]
+    models = ", ".join(f"{k}={v.get('sha256', v.get('revision'))[:12]}" for k, v in inputs["models"].items())
+    index = inputs.get("index", {}).get("revision", "not built")
+    print(
+        f"{args.out}: suite={inputs['suite']['sha256'][:12]} questions={inputs['suite']['questions_sha256'][:12]} "
+        f"{models} index={str(index)[:12]} arms={','.join(pins['arms'])}"
+    )
     return 0
 
 

@@ -1,25 +1,30 @@
-"""Prompt formats shared by the runner and the demo training data, so both speak the same language.
+"""The prompts of the arms: the plain format the demo models were trained on, or a model's chat template.
 
 Plain models (the demo):
     plain   "Question: {q}\\nAnswer:"                       the model writes " {answer}\\n"
     rag     "[1] {passage}\\n[2] ...\\nQuestion: {q}\\nAnswer:"
     tools   "[passages]Tools: a, b\\nQuestion: {q}\\n"       the model writes
-            '<tool_call>{"name": ..., "arguments": {...}}</tool_call>', the runner appends
+            '<tool_call>{"name": ..., "arguments": {...}}</tool_call>', the tool loop appends
             "\\n<tool_response>{...}</tool_response>\\n", and the model ends with "Answer: {answer}\\n".
-Chat models use their tokenizer's chat template instead (pipeline.engines decide which).
+Chat models (a tokenizer with a chat template) get one user message through that template, with the tool
+schemas passed as `tools=`. The demo's training data is built with build_prompt too, so both agree.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
-TOOL_CALL_OPEN = "<tool_call>"
-TOOL_CALL_CLOSE = "</tool_call>"
-TOOL_RESPONSE_OPEN = "<tool_response>"
-TOOL_RESPONSE_CLOSE = "</tool_response>"
-ANSWER_TAG = "Answer:"
+from contract.textformat import ANSWER_TAG
+
+# Plain prompts end in "Answer:"; a model that goes on to invent the next question is stopped there.
+PLAIN_STOP = ("\nQuestion:",)
+CHAT_INSTRUCTION = "Give the final answer as \\boxed{...}."
+
+
+def is_chat_model(tokenizer: Any) -> bool:
+    """Whether a tokenizer has a chat template (its model is then prompted through it)."""
+    return bool(getattr(tokenizer, "chat_template", None))
 
 
 def passages_block(passages: Sequence[str]) -> str:
@@ -35,13 +40,32 @@ def build_prompt(question: str, passages: Sequence[str] = (), tools: Sequence[st
     return f"{head}Question: {question}\n{ANSWER_TAG}"
 
 
-def format_tool_call(name: str, arguments: dict[str, Any]) -> str:
-    """A tool call exactly as a model is taught to write it (Hermes/Qwen convention)."""
-    body = json.dumps({"name": name, "arguments": arguments}, separators=(", ", ": "))
-    return f"{TOOL_CALL_OPEN}{body}{TOOL_CALL_CLOSE}"
+def tool_schemas(tools: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """MCP tool descriptions as the OpenAI-style function schemas chat templates take."""
+    return [
+        {
+            "type": "function",
+            "function": {"name": t["name"], "description": t["description"], "parameters": t["input_schema"]},
+        }
+        for t in tools
+    ]
 
 
-def format_tool_response(payload: dict[str, Any]) -> str:
-    """The runner's answer to a tool call, appended after the model's </tool_call>."""
-    body = json.dumps(payload, separators=(", ", ": "), sort_keys=True)
-    return f"\n{TOOL_RESPONSE_OPEN}{body}{TOOL_RESPONSE_CLOSE}\n"
+def make_prompt(
+    tokenizer: Any, chat: bool, question: str, passages: Sequence[str], tools: Sequence[dict[str, Any]]
+) -> str:
+    """The arm's prompt: the plain format, or the model's chat template with the tool schemas."""
+    if not chat:
+        return build_prompt(question, passages, [t["name"] for t in tools])
+    content = f"{passages_block(passages)}{question}\n{CHAT_INSTRUCTION}"
+    return tokenizer.apply_chat_template(
+        [{"role": "user", "content": content}],
+        tools=tool_schemas(tools) or None,
+        add_generation_prompt=True,
+        tokenize=False,
+    )
+
+
+def stops_for(chat: bool) -> tuple[str, ...]:
+    """Stop strings of a prompt format."""
+    return () if chat else PLAIN_STOP

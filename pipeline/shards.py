@@ -1,6 +1,6 @@
 """Resumable shard writing: finished samples of a run, appended and flushed to disk as they come.
 
-    evallogs/.partial/<arm>.jsonl
+    generations/.partial/<arm>.jsonl
         {"fingerprint": {...}, "fingerprint_sha256": "...", "started_at": "..."}     line 1
         {"item_id": "...", "index": 0, "seed": ..., "score": ..., "text": ...}    one line per sample
         {"meta": {"engine": {...}}}                                              what the run learned
@@ -26,6 +26,8 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from contract.atomic import atomic_write
 
 SampleKey = tuple[str, int]
 SYNC_EVERY_S = 1.0
@@ -88,12 +90,7 @@ class Shard:
             "fingerprint_sha256": self.sha,
             "started_at": self.started_at,
         }
-        tmp = self.path.with_name(f".{self.path.name}.tmp")
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(json.dumps(header, sort_keys=True) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
+        atomic_write(self.path, json.dumps(header, sort_keys=True) + "\n")
 
     def _load(self) -> None:
         data = self.path.read_bytes()

@@ -1,11 +1,16 @@
-"""Engines behind one contract (pipeline.engines.base): `make_engine(cfg, model)` picks one by cfg["name"]."""
+"""Engines behind one interface (contract.engine): `make_engine(cfg, model)` picks one by cfg["name"].
+
+`get_engine` keeps one started engine per process and reuses it while the model and settings stay the
+same (the arms of one model in a Hydra multirun, or a test session).
+"""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
-from pipeline.engines.base import Engine
+from contract.engine import Engine
 
 ENGINES = ("vllm", "hf")
 # Keys of conf/engine/*.yaml that the runner uses itself (they shape batches, not the engine).
@@ -30,3 +35,21 @@ def make_engine(cfg: Mapping[str, Any], model: str | None = None, revision: str 
     raise ValueError(
         f"engine {name!r} is unknown; known engines: {', '.join(ENGINES)} (conf/engine/<name>.yaml)"
     )
+
+
+_ENGINE: dict[str, Any] = {}
+
+
+def get_engine(cfg: Mapping[str, Any], model: str, revision: str | None = None) -> Engine:
+    """Start the engine for model, or reuse the running one if it has the same model and settings."""
+    # Runner-only keys (chunk_size) do not change the engine, so a new chunk size reuses it.
+    engine_only = {k: v for k, v in cfg.items() if k not in RUNNER_KEYS or k == "name"}
+    key = json.dumps([engine_only, model, revision], sort_keys=True)
+    if _ENGINE.get("key") == key:
+        return _ENGINE["engine"]
+    old = _ENGINE.pop("engine", None)
+    if old is not None and hasattr(old, "close"):
+        old.close()
+    engine = make_engine(cfg, model, revision)
+    _ENGINE.update(key=key, engine=engine)
+    return engine

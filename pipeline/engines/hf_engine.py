@@ -13,8 +13,8 @@ import importlib.metadata
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from pipeline.engines.base import Decoding, GenRequest, GenResult
-from pipeline.evallog import EngineInfo
+from contract.engine import Decoding, EngineInfo, GenRequest, GenResult
+from pipeline.prompts import is_chat_model
 
 
 class HfEngine:
@@ -36,7 +36,7 @@ class HfEngine:
             model, revision=revision, dtype=getattr(torch, dtype)
         ).to(device)
         self.model.eval()
-        self.chat = bool(getattr(self.tokenizer, "chat_template", None))
+        self.chat = is_chat_model(self.tokenizer)
         eos = self.model.generation_config.eos_token_id
         if eos is None:
             eos = self.tokenizer.eos_token_id

@@ -14,8 +14,8 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from pipeline.engines.base import Decoding, GenRequest, GenResult
-from pipeline.evallog import EngineInfo
+from contract.engine import Decoding, EngineInfo, GenRequest, GenResult
+from pipeline.prompts import is_chat_model
 
 
 def _distribution(module: str) -> str:
@@ -86,7 +86,7 @@ class VllmEngine:
         )
         self.tokenizer = self.llm.get_tokenizer()
         self._calls = 0
-        self.chat = bool(getattr(self.tokenizer, "chat_template", None))
+        self.chat = is_chat_model(self.tokenizer)
         resolved = str(self.llm.llm_engine.model_config.dtype).removeprefix("torch.")
         self.info = EngineInfo(
             name="vllm",

@@ -6,7 +6,7 @@ from hashlib import blake2b
 
 
 def sample_seed(protocol_seed: int, item_id: str, j: int) -> int:
-    """Seed of sample j of item_id (DESIGN.md, Seeds): blake2b of 'seed|item|j', 31 bits."""
+    """Seed of sample j of item_id: blake2b of 'seed|item|j', 31 bits."""
     digest = blake2b(f"{protocol_seed}|{item_id}|{j}".encode(), digest_size=4).digest()
     return int.from_bytes(digest, "big") & 0x7FFFFFFF
 

@@ -1,7 +1,6 @@
 """Path evaluation of a tool-arm sample: did the answer come through the tool, or around it?
 
     path_verdict(expected_tools, tool_calls, answer_text, correct) -> one of VERDICTS
-    expected_tools_for_item(item) -> frozenset[str] | None
 
 Verdicts (first that applies wins):
     no_answer            the sample has no final answer (answer_text is None or blank), whatever it called.
@@ -14,9 +13,9 @@ Verdicts (first that applies wins):
                          over the cap), or only other tools answered, or the carried value did not verify
                          (wrong arguments).
     answer_without_tool  an answer with no tool call at all: for an item that needs a tool, the leak that path
-                         evaluation exists to catch (seed 004).
+                         evaluation exists to catch.
 
-"Right tool": the item names it (field "tool", a string, or "tools", a list); when the item names none
+"Right tool": the suite item names it (its optional field `tool`); when the item names none
 (expected_tools is None), any tool counts, and the verdict rests on whether a returned value reaches the
 answer.
 "Carried": some number in the answer equals some number of the tool's result to the precision the answer is
@@ -31,7 +30,7 @@ import re
 from collections.abc import Collection, Sequence
 from typing import Any
 
-from pipeline.evallog import ToolCallRecord
+from contract.generations import ToolCallRecord
 
 CLEAN = "clean"
 ANSWER_WITHOUT_TOOL = "answer_without_tool"
@@ -41,15 +40,6 @@ NO_ANSWER = "no_answer"
 VERDICTS = (CLEAN, ANSWER_WITHOUT_TOOL, TOOL_RESULT_IGNORED, TOOL_ERROR, NO_ANSWER)
 
 _NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
-
-
-def expected_tools_for_item(item: dict[str, Any]) -> frozenset[str] | None:
-    """The tools an item names as right ("tool": str or "tools": [str]), or None when it names none."""
-    if isinstance(item.get("tool"), str) and item["tool"]:
-        return frozenset([item["tool"]])
-    if isinstance(item.get("tools"), list) and item["tools"]:
-        return frozenset(str(t) for t in item["tools"])
-    return None
 
 
 def _numbers_in_text(text: str) -> list[tuple[float, int]]:

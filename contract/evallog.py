@@ -1,11 +1,12 @@
-"""The EvalLog contract: one JSON file per arm, written by the runner, read by the analyses.
+"""The EvalLog: one JSON file per arm, written by the scorer, read by the analyses.
 
-The minimal form is exactly the one of seed 000 (model_name, suite, suite_revision, n_samples,
-temperature, max_tokens, driver, measured_at, items[{item_id, scores}]) and always validates.
-Everything else the runner knows is optional, so old or hand-made logs keep working.
+The minimal form (model_name, suite, suite_revision, n_samples, temperature, max_tokens, driver,
+measured_at, items[{item_id, scores}]) always validates, so a log made by hand or by another tool can be
+analysed. Everything else the scorer knows is optional: the format version, the arm, the pins, the
+engine, the scorer's name and version, and per item its prompt, passages and scored samples.
 
-    python -m pipeline.evallog --schema          # print the JSON Schema
-    python -m pipeline.evallog check FILE...     # one line per problem, exit 1 if any
+    python -m contract.evallog --schema          # print the JSON Schema
+    python -m contract.evallog check FILE...     # one line per problem, exit 1 if any
 """
 
 from __future__ import annotations
@@ -19,33 +20,20 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from contract.engine import EngineInfo
+from contract.generations import RetrievedDoc, RetrievalSettings, ToolCallRecord
+from contract.protocol import Protocol
+
+
+FORMAT_VERSION = 2
+
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class RetrievedDoc(_Strict):
-    """One passage a retrieval arm put in front of the question."""
-
-    doc_id: str
-    score: float
-    rank: int | None = None
-
-
-class ToolCallRecord(_Strict):
-    """One tool call of a sample: what the model asked for and what came back."""
-
-    name: str | None = None
-    arguments: Any = None
-    raw: str | None = None
-    result: Any = None
-    error: str | None = None
-    latency_s: float | None = None
-    round: int | None = None
-
-
 class SampleRecord(_Strict):
-    """Everything the runner knows about one sample of one item."""
+    """One scored sample: what was generated, the answer read from it, its score and (tool arms) its path."""
 
     index: int = Field(ge=0)
     seed: int
@@ -57,18 +45,19 @@ class SampleRecord(_Strict):
     prompt_tokens: int | None = Field(default=None, ge=0)
     gen_tokens: int | None = Field(default=None, ge=0)
     rounds: int | None = Field(default=None, ge=0)
-    retrieved: list[RetrievedDoc] | None = None
     tool_calls: list[ToolCallRecord] | None = None
     path: str | None = None
 
 
 class ItemResult(_Strict):
-    """One suite item: its per-sample scores, and optionally the samples themselves."""
+    """One suite item: its per-sample scores, and optionally its prompt, passages and samples."""
 
     item_id: str
     scores: list[float]
     family: str | None = None
     gen_tokens: list[int] | None = None
+    prompt: str | None = None
+    retrieved: list[RetrievedDoc] | None = None
     samples: list[SampleRecord] | None = None
 
     @field_validator("scores")
@@ -79,38 +68,35 @@ class ItemResult(_Strict):
                 raise ValueError(f"scores[{j}] = {s!r} is not a finite number in [0, 1]")
         return v
 
+    @model_validator(mode="after")
+    def _samples_agree(self) -> ItemResult:
+        # scores and gen_tokens are what the analyses read; samples are what a reader checks them against.
+        # A log where they disagree would make the headline and the path table speak of different runs.
+        if self.samples is None:
+            return self
+        for j, s in enumerate(self.samples):
+            if s.index != j:
+                raise ValueError(f"samples[{j}].index: is {s.index}; samples must be in index order 0..k-1")
+            if j < len(self.scores) and s.score != self.scores[j]:
+                raise ValueError(f"samples[{j}].score: is {s.score}, scores[{j}] is {self.scores[j]}")
+            if self.gen_tokens is not None and j < len(self.gen_tokens) and s.gen_tokens is not None:
+                if s.gen_tokens != self.gen_tokens[j]:
+                    raise ValueError(
+                        f"samples[{j}].gen_tokens: is {s.gen_tokens}, gen_tokens[{j}] is {self.gen_tokens[j]}"
+                    )
+        return self
 
-class EngineInfo(_Strict):
-    """Provenance of the engine that generated a log."""
+
+class ScorerInfo(_Strict):
+    """The scorer that turned generations into this log: its name, version and settings."""
 
     name: str
-    version: str | None = None
-    device: str | None = None
-    driver: str | None = None
-    dtype: str | None = None
-    batch_invariant: bool | None = None
-
-
-class Protocol(_Strict):
-    """The matched protocol: identical for every arm of a comparison."""
-
-    k: int = Field(ge=1)
-    max_tokens: int = Field(ge=1)
-    temperature: float = Field(ge=0)
-    top_p: float = Field(gt=0, le=1)
-    seed: int
-    max_tool_calls: int = Field(default=0, ge=0)
-
-
-class RetrievalSettings(_Strict):
-    """How a retrieval arm put passages before the question (params.yaml rag)."""
-
-    top_k: int = Field(ge=1)
-    order: str
+    version: str
+    settings: dict[str, Any] = Field(default_factory=dict)
 
 
 class EvalLog(_Strict):
-    """A whole arm's evaluation: the seed-000 fields plus optional runner provenance."""
+    """A whole arm's evaluation: the minimal fields every log has, plus optional provenance."""
 
     model_name: str
     suite: str
@@ -122,6 +108,8 @@ class EvalLog(_Strict):
     measured_at: str
     items: list[ItemResult]
 
+    # Absent in the minimal form (version 1); logs the scorer writes carry FORMAT_VERSION.
+    format_version: int = Field(default=1, ge=1)
     arm: str | None = None
     attribution: str | None = None
     top_p: float | None = None
@@ -130,30 +118,28 @@ class EvalLog(_Strict):
     engine: EngineInfo | None = None
     protocol: Protocol | None = None
     retrieval: RetrievalSettings | None = None
+    scorer: ScorerInfo | None = None
     started_at: str | None = None
     finished_at: str | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> EvalLog:
+        if self.format_version > FORMAT_VERSION:
+            raise ValueError(
+                f"format_version: {self.format_version} is newer than this tool reads ({FORMAT_VERSION}); "
+                "update the tool"
+            )
         seen: set[str] = set()
         for it in self.items:
             if it.item_id in seen:
                 raise ValueError(f"item {it.item_id!r}: item_id: duplicate item id")
             seen.add(it.item_id)
-            if len(it.scores) != self.n_samples:
-                raise ValueError(
-                    f"item {it.item_id!r}: scores: has {len(it.scores)} scores, n_samples is {self.n_samples}"
-                )
-            if it.gen_tokens is not None and len(it.gen_tokens) != self.n_samples:
-                raise ValueError(
-                    f"item {it.item_id!r}: gen_tokens: has {len(it.gen_tokens)} entries, "
-                    f"n_samples is {self.n_samples}"
-                )
-            if it.samples is not None and len(it.samples) != self.n_samples:
-                raise ValueError(
-                    f"item {it.item_id!r}: samples: has {len(it.samples)} samples, "
-                    f"n_samples is {self.n_samples}"
-                )
+            for name in ("scores", "gen_tokens", "samples"):
+                got = getattr(it, name)
+                if got is not None and len(got) != self.n_samples:
+                    raise ValueError(
+                        f"item {it.item_id!r}: {name}: has {len(got)} entries, n_samples is {self.n_samples}"
+                    )
         return self
 
 
@@ -205,7 +191,7 @@ def load(path: str | Path) -> EvalLog:
 
 def main(argv: list[str] | None = None) -> int:
     """Command line: print the schema or check log files."""
-    ap = argparse.ArgumentParser(prog="python -m pipeline.evallog", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m contract.evallog", description=__doc__.split("\n\n")[0])
     ap.add_argument("--schema", action="store_true", help="print the EvalLog JSON Schema and exit")
     sub = ap.add_subparsers(dest="cmd")
     chk = sub.add_parser("check", help="validate EvalLog files; one line per problem")

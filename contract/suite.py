@@ -1,16 +1,25 @@
 """The frozen task suite: one JSON object per line with item_id, family, question, answer and verifier.
 
 {"item_id": "period-001", "family": "period", "question": "...", "answer": 92.68,
- "verifier": {"type": "numeric", "rel_tol": 0.01, "abs_tol": 0.0}}
+ "verifier": {"type": "numeric", "rel_tol": 0.01, "abs_tol": 0.0}, "tool": "orbital_period"}
 {"item_id": "catalog-007", "family": "catalog", "question": "...", "answer": "SDA-17",
  "verifier": {"type": "exact"}}
+
+`tool` (optional) names the tool a tool arm is expected to call for the item; the path evaluation then
+counts a sample as clean only when that tool's result reaches the answer. `metadata` (optional) holds
+anything else a suite wants to keep with an item; nothing reads it.
+
+Generation reads only each item's id and question; answers, verifiers and metadata belong to scoring. So
+`questions_sha256` pins what generation depends on, and a fix to an answer regenerates nothing.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -47,6 +56,14 @@ class SuiteItem(BaseModel):
     question: str = Field(min_length=1)
     answer: str | float | int
     verifier: Verifier
+    tool: str | None = Field(default=None, min_length=1)
+    metadata: dict[str, Any] | None = None
+
+
+def questions_sha256(items: Sequence[SuiteItem]) -> str:
+    """sha256 of what generation reads of a suite: the item ids and questions, in suite order."""
+    body = json.dumps([[it.item_id, it.question] for it in items], ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(body.encode("utf-8")).hexdigest()
 
 
 def load_suite(path: str | Path) -> list[SuiteItem]:

@@ -1,7 +1,7 @@
-"""The engine contract: a batch of seeded requests in, one result per request out.
+"""The engine interface: a batch of seeded requests in, one result per request out.
 
-Both engines (vllm, hf) implement it with the same semantics, so the runner and the tool loop
-never know which one they drive. Each request is one sample of one item (n=1) with its own seed;
+Both engines (pipeline/engines: vllm, hf) implement it with the same semantics, so the runner and the tool
+loop (arms/loop.py) never know which one they drive. Each request is one sample of one item (n=1) with its own seed;
 all requests of a round are submitted in one call.
 """
 
@@ -11,7 +11,19 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from pipeline.evallog import EngineInfo
+from pydantic import BaseModel, ConfigDict
+
+
+class EngineInfo(BaseModel):
+    """Provenance of the engine that generated a set of samples."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    version: str | None = None
+    device: str | None = None
+    driver: str | None = None
+    dtype: str | None = None
+    batch_invariant: bool | None = None
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""The physics oracle: extract the final answer from a model's text and check it against the suite item.
+"""The suite's verifiers (the project's one oracle): read the final answer of a text and judge it.
 
 Plain models end with an `Answer: ...` line (the last one counts); chat models put the final answer in
 `\\boxed{...}` (the last one counts; without one the last `Answer:` line is used). A numeric verifier reads
@@ -12,8 +12,8 @@ import math
 import re
 from dataclasses import dataclass
 
-from pipeline.prompts import ANSWER_TAG
-from pipeline.suite import NumericVerifier, SuiteItem
+from contract.suite import NumericVerifier, SuiteItem
+from contract.textformat import ANSWER_TAG
 
 _BOXED = "\\boxed{"
 # Thousands groups must be exact (1,234,567) so that "3, 4" reads as 3, not 34.

@@ -1,0 +1,151 @@
+"""The generations file: what one arm's generate stage produced, before any scoring.
+
+    generations/<arm>.json
+        {"format_version": 1, "arm": {...}, "model": "...", "chat": false, "tools": [...],
+         "protocol": {...}, "pins": {...}, "engine": {...}, "retrieval": {...} | absent,
+         "started_at": "...", "finished_at": "...",
+         "items": [{"item_id": "...", "prompt": "...", "prompt_sha256": "...", "retrieved": [...] | absent,
+                    "samples": [{"index": 0, "seed": ..., "text": "...", "finish_reason": "stop",
+                                 "prompt_tokens": ..., "gen_tokens": ..., "rounds": 1,
+                                 "tool_calls": [...] | absent}, ...]}, ...]}
+
+The prompt is stored once per item (every sample of an item has the same prompt) with its sha256, so a
+reader can check what the model was asked, and that a chat template or the tool schemas reached it. The
+scorer (scoring/) turns this file and the suite into the EvalLog; nothing in it depends on answers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from contract.arm import ArmSpec
+from contract.engine import EngineInfo
+from contract.protocol import Protocol
+
+GENERATIONS_FORMAT = 1
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class RetrievedDoc(_Strict):
+    """One passage a retrieval arm put in front of the question."""
+
+    doc_id: str
+    score: float
+    rank: int | None = None
+
+
+class ToolCallRecord(_Strict):
+    """One tool call of a sample: what the model asked for and what came back."""
+
+    name: str | None = None
+    arguments: Any = None
+    raw: str | None = None
+    result: Any = None
+    error: str | None = None
+    latency_s: float | None = None
+    round: int | None = None
+
+
+class RetrievalSettings(_Strict):
+    """How a retrieval arm put passages before the question (params.yaml rag)."""
+
+    top_k: int = Field(ge=1)
+    order: str
+
+
+class GenSample(_Strict):
+    """One sample as the engine (or the tool loop) produced it."""
+
+    index: int = Field(ge=0)
+    seed: int
+    text: str
+    finish_reason: str
+    prompt_tokens: int = Field(ge=0)
+    gen_tokens: int = Field(ge=0)
+    rounds: int = Field(default=1, ge=1)
+    tool_calls: list[ToolCallRecord] | None = None
+
+
+def prompt_sha256(prompt: str) -> str:
+    """sha256 of a prompt's UTF-8 bytes."""
+    return hashlib.sha256(prompt.encode("utf-8")).hexdigest()
+
+
+class GenItem(_Strict):
+    """One suite item: its prompt (once), the passages it was given, and its k samples in index order."""
+
+    item_id: str = Field(min_length=1)
+    prompt: str
+    prompt_sha256: str
+    retrieved: list[RetrievedDoc] | None = None
+    samples: list[GenSample]
+
+    @model_validator(mode="after")
+    def _consistent(self) -> GenItem:
+        if prompt_sha256(self.prompt) != self.prompt_sha256:
+            raise ValueError("prompt_sha256: is not the sha256 of prompt (the prompt was edited?)")
+        for j, s in enumerate(self.samples):
+            if s.index != j:
+                raise ValueError(f"samples[{j}].index: is {s.index}; samples must be in index order 0..k-1")
+        return self
+
+
+class Generations(_Strict):
+    """Everything one arm's generation produced, with the settings and pins it ran under."""
+
+    format_version: Literal[1] = GENERATIONS_FORMAT
+    arm: ArmSpec
+    model: str
+    chat: bool
+    tools: list[str] = Field(default_factory=list)
+    protocol: Protocol
+    pins: dict[str, str] = Field(default_factory=dict)
+    engine: EngineInfo
+    retrieval: RetrievalSettings | None = None
+    started_at: str | None = None
+    finished_at: str | None = None
+    items: list[GenItem]
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Generations:
+        seen: set[str] = set()
+        for it in self.items:
+            if it.item_id in seen:
+                raise ValueError(f"item {it.item_id!r}: item_id: duplicate item id")
+            seen.add(it.item_id)
+            if len(it.samples) != self.protocol.k:
+                raise ValueError(
+                    f"item {it.item_id!r}: samples: has {len(it.samples)}, protocol.k is {self.protocol.k}"
+                )
+        return self
+
+
+class GenerationsError(ValueError):
+    """A generations file that cannot be read or does not validate; the message names file and field."""
+
+
+def load_generations(path: str | Path) -> Generations:
+    """Read and validate a generations file; raise GenerationsError naming the file and the field."""
+    p = Path(path)
+    try:
+        return Generations.model_validate_json(p.read_bytes())
+    except FileNotFoundError:
+        raise GenerationsError(f"{p}: generations file not found") from None
+    except ValidationError as e:
+        err = e.errors()[0]
+        loc = ".".join(str(x) for x in err["loc"]) or "(top level)"
+        more = f" (and {e.error_count() - 1} more)" if e.error_count() > 1 else ""
+        msg = str(err["msg"]).removeprefix("Value error, ")
+        raise GenerationsError(f"{p}: {loc}: {msg}{more}") from None
+
+
+def dump_generations(gens: Generations) -> str:
+    """The canonical JSON text of a generations file."""
+    return gens.model_dump_json(indent=1, exclude_none=True) + "\n"

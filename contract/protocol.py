@@ -1,0 +1,33 @@
+"""The matched protocol: the settings every arm of a comparison shares, and the one list of their keys."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Protocol(BaseModel):
+    """params.yaml `protocol`: samples per item, budget, decoding, seed and tool-call cap, equal for every arm."""
+
+    model_config = ConfigDict(extra="forbid")
+    k: int = Field(ge=1)
+    max_tokens: int = Field(ge=1)
+    temperature: float = Field(ge=0)
+    top_p: float = Field(gt=0, le=1)
+    seed: int
+    max_tool_calls: int = Field(default=0, ge=0)
+
+
+# The keys of the protocol; an arm (conf/arm/*.yaml or a command-line override) may set none of them.
+PROTOCOL_KEYS: tuple[str, ...] = tuple(Protocol.model_fields)
+# Other names a protocol key goes by (the EvalLog calls k n_samples); refused in an arm as well.
+PROTOCOL_ALIASES = {"n_samples": "k"}
+# The EvalLog's top-level fields that carry the protocol, keyed by protocol key: two logs are comparable only
+# when these agree (the minimal log form has no protocol block, so they are the common ground).
+LOG_FIELDS = {"k": "n_samples", "temperature": "temperature", "top_p": "top_p", "max_tokens": "max_tokens",
+              "seed": "seed"}  # fmt: skip
+MATCHED_LOG_FIELDS: tuple[str, ...] = tuple(LOG_FIELDS.values())
+
+
+def is_protocol_key(key: object) -> bool:
+    """Whether key names a protocol setting (or an alias of one)."""
+    return key in PROTOCOL_KEYS or key in PROTOCOL_ALIASES or key == "protocol"

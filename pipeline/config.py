@@ -1,0 +1,189 @@
+"""Reading the configuration: params.yaml (suite, models, rag, protocol, arms) and conf/ (arms, engines).
+
+Every stage reads its settings through here, so a bad value is refused the same way everywhere: one line
+naming the file, the field and what to do.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from contract.arm import ArmSpec
+from contract.protocol import Protocol, is_protocol_key
+
+CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
+_SHA40 = re.compile(r"^[0-9a-f]{40}$")
+
+
+class ConfigError(RuntimeError):
+    """A setting that cannot be used; the message names the file, the field and the fix."""
+
+
+class SuiteRef(BaseModel):
+    """params.yaml suite: the frozen suite file and its name and revision."""
+
+    model_config = ConfigDict(extra="forbid")
+    path: str
+    name: str
+    revision: str
+
+
+class ModelRef(BaseModel):
+    """params.yaml models.<key>: a local checkpoint directory, or a hub repository at a full commit sha."""
+
+    model_config = ConfigDict(extra="forbid")
+    path: str | None = None
+    hf: str | None = None
+    revision: str | None = None
+
+    @model_validator(mode="after")
+    def _one_source(self) -> ModelRef:
+        if (self.path is None) == (self.hf is None):
+            raise ValueError("give exactly one of path (a local checkpoint) or hf (a hub repository)")
+        if self.path is not None and self.revision is not None:
+            raise ValueError("revision applies to hub models only; a local path is pinned by its content")
+        if self.hf is not None and (self.revision is None or not _SHA40.match(self.revision)):
+            raise ValueError(
+                f"revision {self.revision!r} is not a full 40-hex commit sha; a branch or tag moves, "
+                "so pin the commit (e.g. revision: 0123...cdef)"
+            )
+        return self
+
+    @property
+    def location(self) -> str:
+        """What an engine loads: the directory or the hub repository name."""
+        return self.path if self.path is not None else str(self.hf)
+
+    @property
+    def display_name(self) -> str:
+        """The model as logs name it: its directory, or repository@commit."""
+        return self.path if self.path is not None else f"{self.hf}@{self.revision}"
+
+
+class RagRef(BaseModel):
+    """params.yaml rag: the corpus, the index built from it, passages per question and their order."""
+
+    model_config = ConfigDict(extra="forbid")
+    corpus: str
+    index: str = "index/"
+    top_k: int = Field(default=3, ge=1)
+    # best_last lists the passages from the lowest-ranked to the best, so the best one stands right before the
+    # question: the demo models read only the nearest passage (Liu et al. 2023, "Lost in the Middle", saw the
+    # same pull of the nearest position in large models).
+    order: Literal["best_last", "best_first"] = "best_last"
+
+
+class Params(BaseModel):
+    """The parts of params.yaml the pipeline reads (other sections belong to the analyses)."""
+
+    model_config = ConfigDict(extra="allow")
+    suite: SuiteRef
+    models: dict[str, ModelRef]
+    rag: RagRef | None = None
+    protocol: Protocol
+    arms: list[str] | None = None
+
+
+def _first_error(path: Path, e: ValidationError) -> str:
+    err = e.errors()[0]
+    field = ".".join(str(x) for x in err["loc"]) or "(top level)"
+    return f"{path}: {field}: {str(err['msg']).removeprefix('Value error, ')}"
+
+
+def load_params(path: str | Path) -> Params:
+    """Read and validate params.yaml; raise ConfigError naming the file and the field."""
+    p = Path(path)
+    try:
+        raw = yaml.safe_load(p.read_text())
+    except FileNotFoundError:
+        raise ConfigError(
+            f"{p}: params file not found; run from the repository root or pass params=PATH"
+        ) from None
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{p}: not valid YAML: {e}") from None
+    try:
+        return Params.model_validate(raw)
+    except ValidationError as e:
+        raise ConfigError(_first_error(p, e)) from None
+
+
+def known_arms(conf_dir: Path = CONF_DIR) -> list[str]:
+    """Names of the arms defined in conf/arm/."""
+    return sorted(p.stem for p in (conf_dir / "arm").glob("*.yaml"))
+
+
+def arms_of(params: Params, conf_dir: Path = CONF_DIR) -> list[str]:
+    """The arms the pipeline runs: params.yaml `arms`, or every arm of conf/arm/ when it names none."""
+    return list(params.arms) if params.arms is not None else known_arms(conf_dir)
+
+
+def _protocol_keys_in(node: Any, where: str = "") -> list[str]:
+    """Dotted paths of protocol keys anywhere in a mapping (a 'protocol' section counts as one)."""
+    found: list[str] = []
+    if isinstance(node, Mapping):
+        for key, value in node.items():
+            path = f"{where}.{key}" if where else str(key)
+            if is_protocol_key(key):
+                found.append(path)
+            else:
+                found.extend(_protocol_keys_in(value, path))
+    return found
+
+
+def load_arm(name: str, conf_dir: Path = CONF_DIR, composed: Mapping[str, Any] | None = None) -> ArmSpec:
+    """Read conf/arm/<name>.yaml (or the composed Hydra node for it) and refuse protocol keys."""
+    path = conf_dir / "arm" / f"{name}.yaml"
+    if not path.is_file():
+        raise ConfigError(
+            f"unknown arm {name!r} ({path} does not exist); known arms: {', '.join(known_arms(conf_dir))}"
+        )
+    try:
+        raw = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{path}: not valid YAML: {e}") from None
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"{path}: must be a mapping of model, retrieval, tools, attribution")
+    for source, node in ((str(path), raw), ("a command-line override of arm", composed or {})):
+        bad = _protocol_keys_in(node)
+        if bad:
+            leaf = bad[0].rsplit(".", 1)[-1]
+            raise ConfigError(
+                f"{source}: sets protocol key {bad[0]!r}; the protocol is matched across arms and lives only "
+                f"in params.yaml (protocol.{leaf}); remove it from the arm"
+            )
+    if composed is not None:
+        # An override that changes what the arm is (arm.model=trained on arm=base) would write a log under
+        # the arm's name that is another arm: refuse it, the arm file is the arm.
+        for key in ("model", "retrieval", "tools", "attribution"):
+            if key in composed and key in raw and composed[key] != raw[key]:
+                raise ConfigError(
+                    f"a command-line override sets arm.{key}={composed[key]!r}, but {path} says {raw[key]!r}; "
+                    f"an arm is defined by its file: edit {path} or add a new arm file"
+                )
+    data = dict(composed) if composed is not None else dict(raw)
+    try:
+        return ArmSpec(name=name, **data)
+    except ValidationError as e:
+        err = e.errors()[0]
+        field_name = ".".join(str(x) for x in err["loc"]) or "arm"
+        raise ConfigError(f"{path}: {field_name}: {err['msg']}") from None
+
+
+def engine_config(name: str = "vllm", conf_dir: Path = CONF_DIR, **overrides: Any) -> dict[str, Any]:
+    """conf/engine/<name>.yaml as a dict, with overrides (for tests, benchmarks and scripts)."""
+    path = conf_dir / "engine" / f"{name}.yaml"
+    if not path.is_file():
+        known = sorted(p.stem for p in (conf_dir / "engine").glob("*.yaml"))
+        raise ConfigError(f"unknown engine {name!r} ({path} does not exist); known engines: {', '.join(known)}")
+    cfg = yaml.safe_load(path.read_text())
+    unknown = set(overrides) - set(cfg)
+    if unknown:
+        raise ConfigError(f"{path}: no key {sorted(unknown)[0]!r}; keys: {', '.join(cfg)}")
+    cfg.update(overrides)
+    return cfg

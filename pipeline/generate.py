@@ -1,0 +1,273 @@
+"""Generate one arm, resumably: the plan's requests through the engine (or the tool loop), to a generations file.
+
+Requests are cut into chunks of engine.chunk_size in a fixed order; each chunk is one engine call (or one
+run of the tool loop), and its finished samples are appended to <out_dir>/.partial/<arm>.jsonl and flushed
+at once (pipeline.shards). A rerun with the same fingerprint skips finished chunks and regenerates an
+interrupted one whole, with the same composition, so it gets the same outputs; a shard with another
+fingerprint is refused unless fresh=true. The generations file is written atomically to
+<out_dir>/<arm>.json (contract.generations); then the shard is removed. Nothing here judges an answer:
+that is the score stage's job.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from contract.arm import ArmSpec
+from contract.atomic import atomic_write
+from contract.engine import Decoding, Engine, EngineInfo, GenRequest
+from contract.generations import (
+    GenItem,
+    Generations,
+    GenSample,
+    RetrievalSettings,
+    ToolCallRecord,
+    dump_generations,
+    prompt_sha256,
+)
+from pipeline.config import CONF_DIR, ConfigError, Params, engine_config, load_arm, load_params
+from pipeline.engines import get_engine
+from pipeline.pins import PinError, check_pins
+from pipeline.plan import Plan, chunks, plan_run, requests_sha256
+from pipeline.shards import Shard, ShardError, now_iso
+
+
+class RunnerError(RuntimeError):
+    """Bad input for the runner; the message names the file, the field and the fix."""
+
+
+@dataclass
+class RunSettings:
+    """Everything one run needs besides params.yaml (what Hydra composes from conf/)."""
+
+    arm: str
+    engine: dict[str, Any] = field(default_factory=engine_config)
+    params: Path = Path("params.yaml")
+    pins: Path = Path("pins")
+    out_dir: Path = Path("generations")
+    fresh: bool = False
+    progress: bool = True
+    arm_node: dict[str, Any] | None = None
+    conf_dir: Path = CONF_DIR
+
+
+@dataclass
+class Outcome:
+    """What generation gave one request, whether through one engine call or the tool loop."""
+
+    text: str
+    finish_reason: str
+    prompt_tokens: int
+    gen_tokens: int
+    rounds: int
+    tool_calls: list[ToolCallRecord] | None
+
+
+@dataclass
+class _Tally:
+    """Progress of one run: tokens generated, finished items, regenerated samples that differ."""
+
+    items: int = 0
+    tokens: int = 0
+    differ: int = 0
+    t0: float = field(default_factory=time.perf_counter)
+
+
+@contextmanager
+def open_tools() -> Iterator[Any]:
+    """One MCP tool-server session for the whole run (arms.tools.client.ToolClient)."""
+    from arms.tools.client import ToolClient, ToolServerError
+
+    try:
+        client = ToolClient()
+        client.start()
+    except ToolServerError as e:
+        raise RunnerError(f"tool server (python -m arms.tools.server) did not start: {e}") from None
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+def tool_specs(client: Any) -> list[dict[str, Any]]:
+    """The server's tools, sorted by name (the order the demo models were trained on)."""
+    return sorted(client.list_tools(), key=lambda t: t["name"])
+
+
+def generate_chunk(
+    engine: Engine,
+    chunk: Sequence[GenRequest],
+    decoding: Decoding,
+    tools_client: Any,
+    max_tool_calls: int,
+    on_outcome: Callable[[GenRequest, Outcome], None],
+) -> None:
+    """Generate one chunk (one engine call, or the tool loop for tool arms); on_outcome gets each sample."""
+    if tools_client is not None:
+        from arms.loop import run_tool_loop
+
+        outs = run_tool_loop(engine, chunk, decoding, tools_client, max_tool_calls)
+        for r, o in zip(chunk, outs, strict=True):
+            on_outcome(r, Outcome(o.text, o.finish_reason, o.prompt_tokens, o.gen_tokens, o.rounds, o.tool_calls))
+        return
+    by_key = {r.key: r for r in chunk}
+
+    def handle(res: Any) -> None:
+        on_outcome(
+            by_key[res.key], Outcome(res.text, res.finish_reason, res.prompt_tokens, res.gen_tokens, 1, None)
+        )
+
+    engine.generate(chunk, decoding, on_result=handle)
+
+
+def sample_line(request: GenRequest, out: Outcome, tool_arm: bool) -> dict[str, Any]:
+    """The shard line of one finished sample: its GenSample fields plus item_id."""
+    rec = GenSample(
+        index=request.key[1],
+        seed=request.seed,
+        text=out.text,
+        finish_reason=out.finish_reason,
+        prompt_tokens=out.prompt_tokens,
+        gen_tokens=out.gen_tokens,
+        rounds=out.rounds,
+        tool_calls=out.tool_calls if tool_arm else None,
+    )
+    return {"item_id": request.key[0], **rec.model_dump(mode="json", exclude_none=True)}
+
+
+def _progress(total: int, done: int, arm: str, enabled: bool) -> Any:
+    from tqdm import tqdm
+
+    return tqdm(
+        total=total, initial=done, unit="sample", desc=f"generate@{arm}", disable=not enabled, dynamic_ncols=True
+    )
+
+
+def assemble(
+    plan: Plan, shard: Shard, params: Params, arm: ArmSpec, pins: dict[str, str], engine_info: EngineInfo
+) -> Generations:
+    """The arm's generations from the shard's samples, in suite order."""
+    k = params.protocol.k
+    items = []
+    for item in plan.items:
+        samples = []
+        for j in range(k):
+            rec = dict(shard.records[(item.item_id, j)])
+            rec.pop("item_id")
+            samples.append(GenSample.model_validate(rec))
+        prompt = plan.prompts[item.item_id]
+        items.append(
+            GenItem(
+                item_id=item.item_id,
+                prompt=prompt,
+                prompt_sha256=prompt_sha256(prompt),
+                retrieved=plan.retrieved.get(item.item_id),
+                samples=samples,
+            )
+        )
+    return Generations(
+        arm=arm,
+        model=params.models[arm.model].display_name,
+        chat=plan.chat,
+        tools=plan.tool_names,
+        protocol=params.protocol,
+        pins=pins,
+        engine=engine_info,
+        retrieval=(
+            RetrievalSettings(top_k=params.rag.top_k, order=params.rag.order)
+            if arm.retrieval and params.rag is not None
+            else None
+        ),
+        started_at=shard.started_at,
+        finished_at=now_iso(),
+        items=items,
+    )
+
+
+def run(settings: RunSettings, engine: Engine | None = None) -> Path:
+    """Generate (or finish) one arm's generations file and return its path; raise on bad input.
+
+    engine: an engine already started with settings.engine (tests, benchmarks); by default the runner starts
+    one (or reuses the one it started for the previous arm of a multirun) once there is work to do.
+    """
+    arm = load_arm(settings.arm, settings.conf_dir, settings.arm_node)
+    params = load_params(settings.params)
+    if arm.model not in params.models:
+        raise ConfigError(
+            f"{settings.conf_dir / 'arm' / (arm.name + '.yaml')}: model: {arm.model!r} is not in "
+            f"{settings.params} models ({', '.join(params.models)})"
+        )
+    pins = check_pins(params, settings.pins, arm.name, settings.conf_dir)
+    ref = params.models[arm.model]
+    proto = params.protocol
+    decoding = Decoding(temperature=proto.temperature, top_p=proto.top_p)
+    tools_cm = open_tools() if arm.tools else nullcontext(None)
+    with tools_cm as tools_client:
+        specs = tool_specs(tools_client) if tools_client is not None else []
+        plan = plan_run(params, arm, specs)
+        todo = chunks(plan.requests, int(settings.engine["chunk_size"]))
+        fingerprint = {
+            "arm": arm.model_dump(),
+            "protocol": proto.model_dump(),
+            "pins": pins,
+            "engine": dict(settings.engine),
+            "requests_sha256": requests_sha256(plan.requests),
+            "tools": plan.tool_names,
+        }
+        shard = Shard(settings.out_dir / ".partial" / f"{arm.name}.jsonl", fingerprint, fresh=settings.fresh)
+        pending = [c for c in todo if any(r.key not in shard.records for r in c)]
+        if pending and engine is None:
+            engine = get_engine(settings.engine, ref.location, ref.revision)
+        if pending and "engine" not in shard.meta:
+            shard.set_meta("engine", engine.info.model_dump(mode="json"))
+        bar = _progress(len(plan.requests), len(shard.records), arm.name, settings.progress)
+        total = len(plan.items)
+
+        def finished(item_id: str) -> bool:
+            return all((item_id, j) in shard.records for j in range(proto.k))
+
+        tally = _Tally(items=sum(finished(it.item_id) for it in plan.items))
+
+        def on_outcome(request: GenRequest, out: Outcome) -> None:
+            old = shard.records.get(request.key)
+            if old is not None:
+                # A regenerated sample of an interrupted chunk: the one on disk stays.
+                tally.differ += old.get("text") != out.text
+                return
+            shard.append([sample_line(request, out, arm.tools)])
+            tally.tokens += out.gen_tokens
+            tally.items += finished(request.key[0])
+            rate = tally.tokens / max(time.perf_counter() - tally.t0, 1e-9)
+            bar.set_postfix_str(f"items {tally.items}/{total}, {rate:.0f} tok/s", refresh=False)
+            bar.update(1)
+
+        try:
+            for chunk in pending:
+                # The whole chunk is generated even if part of it is on disk: same batch, same outputs.
+                generate_chunk(engine, chunk, decoding, tools_client, proto.max_tool_calls, on_outcome)
+                shard.sync()
+        finally:
+            bar.close()
+            shard.close()
+        if tally.differ:
+            print(
+                f"run_arm: warning: {tally.differ} regenerated samples of an interrupted chunk differ from "
+                f"those already in {shard.path} (kept those); the engine did not reproduce its batch",
+                file=sys.stderr,
+            )
+    if "engine" not in shard.meta:
+        raise RunnerError(f"{shard.path}: has no engine record; pass fresh=true to regenerate the arm")
+    gens = assemble(plan, shard, params, arm, pins, EngineInfo.model_validate(shard.meta["engine"]))
+    dest = settings.out_dir / f"{arm.name}.json"
+    atomic_write(dest, dump_generations(gens))
+    shard.remove()
+    return dest
+
+
+KNOWN_ERRORS = (RunnerError, ConfigError, PinError, ShardError)

@@ -1,0 +1,49 @@
+"""The Hydra front of the stage commands (run_arm, score): arm names checked before Hydra sees them.
+
+Arm names contain '+' (`arm=+rag`, `arm=trained+rag`): the '+' belongs to the value. Hydra would answer an
+unknown arm with a long composition error, so the requested names are read first, with Hydra's own
+override parser, and an unknown one is refused in one line that lists the known arms.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from pipeline.config import CONF_DIR, known_arms
+
+
+def arm_values(args: Sequence[str]) -> list[str]:
+    """Arm names requested by command-line overrides (`arm=x`, or a sweep `arm=x,y`), parsed as Hydra does."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    wanted = [a for a in args if not a.startswith("-") and a.split("=", 1)[0].lstrip("~+") == "arm"]
+    if not wanted:
+        return []
+    names: list[str] = []
+    for ov in OverridesParser.create().parse_overrides(wanted):
+        if ov.is_sweep_override():
+            names.extend(str(v) for v in ov.sweep_string_iterator())
+        else:
+            names.append(str(ov.value()))
+    return names
+
+
+def hydra_main(prog: str, config_name: str, task: Callable[[Any], None]) -> None:
+    """Refuse unknown arm names in one line, then hand the command line to Hydra with conf/<config_name>."""
+    import hydra
+    from hydra.errors import HydraException
+
+    try:
+        unknown = [a for a in arm_values(sys.argv[1:]) if a not in known_arms()]
+    except HydraException:
+        unknown = []  # Hydra reports a malformed override itself, with its grammar error
+    if unknown:
+        print(
+            f"{prog}: unknown arm {unknown[0]!r} (no conf/arm/{unknown[0]}.yaml); known arms: "
+            f"{', '.join(known_arms())}",
+            file=sys.stderr,
+        )
+        sys.exit(2)
+    hydra.main(config_path=str(CONF_DIR), config_name=config_name, version_base="1.3")(task)()

@@ -1,0 +1,107 @@
+"""The plan of one arm's run: every request in its fixed order, with its prompt, seed, budget and stops.
+
+Each (item, sample) is one request with seed(item, sample) (contract.seeds), in suite order and then sample
+index, so every arm gives sample j of an item the same seed. The plan reads only each item's id and
+question; the prompt is the same for the k samples of an item.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from contract.arm import ArmSpec
+from contract.engine import GenRequest
+from contract.generations import RetrievedDoc
+from contract.seeds import sample_seed
+from contract.suite import SuiteError, SuiteItem, load_suite
+from pipeline.config import ConfigError, ModelRef, Params
+from pipeline.prompts import is_chat_model, make_prompt, stops_for
+
+
+@dataclass
+class Plan:
+    """The requests of a run, in their fixed order, and what the generations file records per item."""
+
+    items: list[SuiteItem]
+    requests: list[GenRequest]
+    prompts: dict[str, str]
+    retrieved: dict[str, list[RetrievedDoc]]
+    chat: bool
+    tool_names: list[str]
+
+
+def load_tokenizer(ref: ModelRef) -> Any:
+    """The model's tokenizer (it tells chat models from plain ones, and renders chat prompts)."""
+    from transformers import AutoTokenizer
+
+    try:
+        return AutoTokenizer.from_pretrained(ref.location, revision=ref.revision)
+    except OSError as e:
+        raise ConfigError(f"{ref.location}: cannot load the tokenizer: {e}") from None
+
+
+def open_index(params: Params) -> Any:
+    """The retrieval index of params.yaml rag.index (arms.retrieval)."""
+    from arms.retrieval import Index, IndexLoadError
+
+    if params.rag is None:
+        raise ConfigError("params.yaml: rag: missing; a retrieval arm needs rag.corpus, rag.index and rag.top_k")
+    try:
+        return Index.load(params.rag.index)
+    except IndexLoadError as e:
+        raise ConfigError(str(e)) from None
+
+
+def plan_run(params: Params, arm: ArmSpec, tools: Sequence[dict[str, Any]]) -> Plan:
+    """Every request of the run in its fixed order (suite order, then sample index), with its seed."""
+    try:
+        items = load_suite(params.suite.path)
+    except SuiteError as e:
+        raise ConfigError(str(e)) from None
+    tokenizer = load_tokenizer(params.models[arm.model])
+    chat = is_chat_model(tokenizer)
+    index = open_index(params) if arm.retrieval else None
+    proto = params.protocol
+    stop = stops_for(chat)
+    requests: list[GenRequest] = []
+    prompts: dict[str, str] = {}
+    retrieved: dict[str, list[RetrievedDoc]] = {}
+    for item in items:
+        passages: list[str] = []
+        if index is not None and params.rag is not None:
+            from arms.retrieval import passages_for
+
+            passages, hits = passages_for(index, item.question, params.rag.top_k, params.rag.order)
+            retrieved[item.item_id] = [RetrievedDoc(doc_id=h.doc_id, score=h.score, rank=h.rank) for h in hits]
+        prompt = make_prompt(tokenizer, chat, item.question, passages, tools)
+        prompts[item.item_id] = prompt
+        for j in range(proto.k):
+            requests.append(
+                GenRequest(
+                    key=(item.item_id, j),
+                    prompt=prompt,
+                    seed=sample_seed(proto.seed, item.item_id, j),
+                    max_tokens=proto.max_tokens,
+                    stop=stop,
+                )
+            )
+    return Plan(items, requests, prompts, retrieved, chat, [t["name"] for t in tools])
+
+
+def requests_sha256(requests: Sequence[GenRequest]) -> str:
+    """sha256 over every request (key, prompt, seed, budget, stops): any change of prompts changes it."""
+    h = hashlib.sha256()
+    for r in requests:
+        h.update(json.dumps([r.key, r.prompt, r.seed, r.max_tokens, list(r.stop)]).encode())
+    return h.hexdigest()
+
+
+def chunks(requests: Sequence[GenRequest], size: int) -> list[list[GenRequest]]:
+    """Consecutive chunks of a fixed size (the last may be shorter): the same cut on every run."""
+    if size < 1:
+        raise ConfigError(f"engine.chunk_size = {size}: must be >= 1 (conf/engine/*.yaml)")
+    return [list(requests[i : i + size]) for i in range(0, len(requests), size)]

@@ -1,0 +1,136 @@
+"""Generations plus the suite in, one EvalLog out: every sample's answer judged, and tool arms' paths read.
+
+    log = score_generations(load_generations(G), load_suite(S), suite_name, suite_revision, suite_sha256)
+
+The scorer checks that the generations answer this suite (the same item ids, and the questions they were
+generated from, by their pinned sha256), then judges each sample with the item's verifier
+(scoring.verifiers) and, in tool arms, gives it a path verdict (scoring.paths). The log records the
+scorer's name, SCORER_VERSION and settings, so two logs scored differently are never taken for one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from contract.evallog import FORMAT_VERSION, EvalLog, ItemResult, SampleRecord, ScorerInfo
+from contract.generations import GenItem, GenSample, Generations
+from contract.suite import SuiteItem, questions_sha256
+from scoring import verifiers
+from scoring.paths import path_verdict
+
+SCORER_NAME = "reasoning-delta"
+# Bump whenever a verdict can change (answer extraction, a verifier, the path rules): the EvalLog records it,
+# and the score stages rerun because their code changed.
+SCORER_VERSION = "2.0"
+
+
+class ScoringError(ValueError):
+    """Generations that cannot be scored against this suite; the message names the files and the fix."""
+
+
+def scorer_info(gens: Generations) -> ScorerInfo:
+    """Name, version and settings of the scorer as it scores these generations."""
+    return ScorerInfo(
+        name=SCORER_NAME,
+        version=SCORER_VERSION,
+        settings={
+            "answer": "last \\boxed{} for chat prompts, else the last 'Answer:' line",
+            "chat": gens.chat,
+            "path_evaluation": gens.arm.tools,
+        },
+    )
+
+
+def score_sample(item: SuiteItem, gen: GenItem, sample: GenSample, chat: bool, tool_arm: bool) -> SampleRecord:
+    """One scored sample: the answer read from its text, the verifier's score and (tool arms) its path."""
+    verdict = verifiers.score(item, verifiers.scored_text(gen.prompt, sample.text), chat=chat)
+    expected = frozenset([item.tool]) if item.tool else None
+    return SampleRecord(
+        index=sample.index,
+        seed=sample.seed,
+        score=verdict.score,
+        text=sample.text,
+        answer=verdict.answer,
+        finish_reason=sample.finish_reason,
+        prompt_tokens=sample.prompt_tokens,
+        gen_tokens=sample.gen_tokens,
+        rounds=sample.rounds,
+        tool_calls=sample.tool_calls if tool_arm else None,
+        path=path_verdict(expected, sample.tool_calls or [], verdict.answer, verdict.score == 1.0)
+        if tool_arm
+        else None,
+    )
+
+
+def _check_items(gens: Generations, items: Sequence[SuiteItem], where: str) -> None:
+    """Refuse generations of other items or other questions than the suite's."""
+    suite_ids = [it.item_id for it in items]
+    gen_ids = {g.item_id for g in gens.items}
+    missing = [i for i in suite_ids if i not in gen_ids]
+    extra = sorted(gen_ids - set(suite_ids))
+    if missing or extra:
+        what = f"missing {len(missing)} suite items (first {missing[0]!r})" if missing else ""
+        what += (", " if what else "") + (f"has {len(extra)} items not in the suite (first {extra[0]!r})" if extra else "")
+        raise ScoringError(f"{where}: items: {what}; regenerate the arm for this suite")
+    pinned = gens.pins.get("questions")
+    now = f"sha256:{questions_sha256(items)}"
+    if pinned is not None and pinned != now:
+        raise ScoringError(
+            f"{where}: pins.questions: generated from other questions ({pinned[:19]}...) than the suite's "
+            f"({now[:19]}...); regenerate the arm (dvc repro) before scoring"
+        )
+
+
+def score_generations(
+    gens: Generations,
+    items: Sequence[SuiteItem],
+    suite_name: str,
+    suite_revision: str,
+    suite_sha256: str | None = None,
+    where: str = "generations",
+) -> EvalLog:
+    """The arm's EvalLog: every sample of gens judged against its suite item, items in suite order."""
+    _check_items(gens, items, where)
+    by_id = {g.item_id: g for g in gens.items}
+    proto = gens.protocol
+    results = []
+    for item in items:
+        gen = by_id[item.item_id]
+        samples = [score_sample(item, gen, s, gens.chat, gens.arm.tools) for s in gen.samples]
+        results.append(
+            ItemResult(
+                item_id=item.item_id,
+                family=item.family,
+                scores=[s.score for s in samples],
+                gen_tokens=[int(s.gen_tokens or 0) for s in samples],
+                prompt=gen.prompt,
+                retrieved=gen.retrieved,
+                samples=samples,
+            )
+        )
+    pins = dict(gens.pins)
+    if suite_sha256 is not None:
+        pins["suite"] = f"sha256:{suite_sha256}"
+    return EvalLog(
+        format_version=FORMAT_VERSION,
+        model_name=gens.model,
+        suite=suite_name,
+        suite_revision=suite_revision,
+        n_samples=proto.k,
+        temperature=proto.temperature,
+        max_tokens=proto.max_tokens,
+        driver=str(gens.engine.driver),
+        measured_at=gens.finished_at or "unknown",
+        items=results,
+        arm=gens.arm.name,
+        attribution=gens.arm.attribution,
+        top_p=proto.top_p,
+        seed=proto.seed,
+        pins=pins,
+        engine=gens.engine,
+        protocol=proto,
+        retrieval=gens.retrieval,
+        scorer=scorer_info(gens),
+        started_at=gens.started_at,
+        finished_at=gens.finished_at,
+    )
