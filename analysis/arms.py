@@ -346,11 +346,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--arms",
         default=None,
-        help="comma-separated arms to compare (default: params.yaml arms, else every *.json in --logs)",
+        help="comma-separated arms to compare (default: the arms of --params, else every *.json in --logs)",
     )
     args = ap.parse_args(argv)
     try:
-        arms = args.arms.split(",") if args.arms else read_arm_list(args.params)
+        # The arm list of a params file named on the command line (the DVC stage names params.yaml); without
+        # one, every log of the folder.
+        arms = args.arms.split(",") if args.arms else (read_arm_list(args.params) if args.params else None)
         report = build(args.logs, read_settings(args.params), arms)
     except Refusal as e:
         print(f"refused: {e}", file=sys.stderr)

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from contract.engine import EngineInfo
 from contract.generations import RetrievedDoc, RetrievalSettings, ToolCallRecord
 from contract.protocol import Protocol
+from contract.validation import describe_error
 
 
 FORMAT_VERSION = 2
@@ -147,23 +148,6 @@ class EvalLogError(ValueError):
     """A log that cannot be read or does not validate; the message names file, item and field."""
 
 
-def _describe(err: dict[str, Any], raw: Any) -> str:
-    """Turn one pydantic error into 'item X: field: message' using the raw JSON for item ids."""
-    loc = list(err.get("loc", ()))
-    msg = err.get("msg", "invalid")
-    if len(loc) >= 2 and loc[0] == "items" and isinstance(loc[1], int):
-        item_id: Any = loc[1]
-        try:
-            item_id = raw["items"][loc[1]]["item_id"]
-        except (KeyError, IndexError, TypeError):
-            item_id = f"#{loc[1]}"
-        field = ".".join(str(p) for p in loc[2:]) or "item"
-        return f"item {item_id!r}: {field}: {msg}"
-    if loc:
-        return f"{'.'.join(str(p) for p in loc)}: {msg}"
-    return msg.removeprefix("Value error, ")
-
-
 def problems(path: str | Path) -> list[str]:
     """Every problem of one log file, one line each ('FILE: item X: field: what is wrong')."""
     p = Path(path)
@@ -176,7 +160,7 @@ def problems(path: str | Path) -> list[str]:
     try:
         EvalLog.model_validate(raw)
     except ValidationError as e:
-        return [f"{p}: {_describe(err, raw)}" for err in e.errors()]
+        return [f"{p}: {describe_error(err, raw)}" for err in e.errors()]
     return []
 
 

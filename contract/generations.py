@@ -17,6 +17,7 @@ scorer (scoring/) turns this file and the suite into the EvalLog; nothing in it 
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 from typing import Any, Literal
 
@@ -25,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from contract.arm import ArmSpec
 from contract.engine import EngineInfo
 from contract.protocol import Protocol
+from contract.validation import describe_error
 
 GENERATIONS_FORMAT = 1
 
@@ -135,15 +137,18 @@ def load_generations(path: str | Path) -> Generations:
     """Read and validate a generations file; raise GenerationsError naming the file and the field."""
     p = Path(path)
     try:
-        return Generations.model_validate_json(p.read_bytes())
+        data = p.read_bytes()
     except FileNotFoundError:
         raise GenerationsError(f"{p}: generations file not found") from None
+    try:
+        return Generations.model_validate_json(data)
     except ValidationError as e:
-        err = e.errors()[0]
-        loc = ".".join(str(x) for x in err["loc"]) or "(top level)"
+        try:
+            raw = json.loads(data)
+        except json.JSONDecodeError as je:
+            raise GenerationsError(f"{p}: not JSON (line {je.lineno}, column {je.colno}): {je.msg}") from None
         more = f" (and {e.error_count() - 1} more)" if e.error_count() > 1 else ""
-        msg = str(err["msg"]).removeprefix("Value error, ")
-        raise GenerationsError(f"{p}: {loc}: {msg}{more}") from None
+        raise GenerationsError(f"{p}: {describe_error(e.errors()[0], raw)}{more}") from None
 
 
 def dump_generations(gens: Generations) -> str:

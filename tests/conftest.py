@@ -1,7 +1,7 @@
 """Shared fixtures: tiny checkpoints of the demo model family, a runner world in a tmp dir, one vLLM engine.
 
 Engines are expensive (vLLM starts in 30-60 s on two cores), so a session holds at most one, through
-pipeline.run_arm.get_engine, which swaps it only when a test asks for another model.
+pipeline.engines.get_engine, which swaps it only when a test asks for another model.
 """
 
 from __future__ import annotations
@@ -154,7 +154,7 @@ def with_chat_template(src: Path, dest: Path) -> Path:
 
 @dataclass
 class World:
-    """A runner world in a tmp dir: suite, params.yaml (absolute paths), pins.json and an output dir."""
+    """A runner world in a tmp dir: suite, params.yaml (absolute paths), pins/, generations/ and evallogs/."""
 
     root: Path
     params: Path
@@ -166,7 +166,8 @@ class World:
 
     def settings(self, arm: str = "base", **kw: Any) -> Any:
         """RunSettings for this world (engine settings from conf/engine/vllm.yaml unless given)."""
-        from pipeline.run_arm import RunSettings, engine_config
+        from pipeline.config import engine_config
+        from pipeline.generate import RunSettings
 
         kw.setdefault("engine", engine_config("vllm"))
         kw.setdefault("progress", False)
@@ -174,10 +175,32 @@ class World:
         return RunSettings(arm=arm, params=self.params, pins=self.pins, **kw)
 
     def repin(self) -> None:
-        """Rewrite pins.json from params.yaml."""
-        from pipeline.pins import load_params, write_pins
+        """Rewrite pins/ from params.yaml."""
+        from pipeline.config import load_params
+        from pipeline.pins import write_pins
 
         write_pins(load_params(self.params), self.pins)
+
+    @property
+    def logs_dir(self) -> Path:
+        """Where score() writes the EvalLogs."""
+        return self.root / "evallogs"
+
+    def score(self, arm: str) -> Path:
+        """Score generations/<arm>.json with this world's suite into evallogs/<arm>.json (as the score stage)."""
+        from pipeline.score import score_file
+
+        out = self.logs_dir / f"{arm}.json"
+        score_file(self.out_dir / f"{arm}.json", self.suite, out, params=self.params)
+        return out
+
+    def run_and_score(self, arm: str = "base", engine: Any = None, **kw: Any) -> Any:
+        """Generate arm (pipeline.generate.run) and score it; the EvalLog."""
+        from contract.evallog import load
+        from pipeline.generate import run
+
+        run(self.settings(arm, **kw), engine=engine)
+        return load(self.score(arm))
 
 
 def make_world(
@@ -187,7 +210,7 @@ def make_world(
     corpus: list[dict[str, str]] | None = None,
     **protocol: Any,
 ) -> World:
-    """Write suite, params.yaml and pins.json for the given checkpoints (and a built index if corpus)."""
+    """Write suite, params.yaml and pins/ for the given checkpoints (and a built index if corpus)."""
     import yaml
 
     root.mkdir(parents=True, exist_ok=True)
@@ -206,9 +229,7 @@ def make_world(
         build_index(corpus_path, root / "index")
         params["rag"] = {"corpus": str(corpus_path), "index": str(root / "index"), "top_k": 2}
     (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-    world = World(
-        root, root / "params.yaml", root / "pins.json", suite, root / "evallogs", dict(models), proto
-    )
+    world = World(root, root / "params.yaml", root / "pins", suite, root / "generations", dict(models), proto)
     world.repin()
     return world
 
@@ -216,10 +237,10 @@ def make_world(
 @pytest.fixture
 def vllm_for() -> Any:
     """vllm_for(checkpoint_dir): the process's vLLM engine on that checkpoint (started or swapped)."""
-    from pipeline.pins import ModelRef
-    from pipeline.run_arm import engine_config, get_engine
+    from pipeline.config import engine_config
+    from pipeline.engines import get_engine
 
-    return lambda path: get_engine(engine_config("vllm"), ModelRef(path=str(path)))
+    return lambda path: get_engine(engine_config("vllm"), str(path))
 
 
 @pytest.fixture

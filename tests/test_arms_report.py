@@ -12,7 +12,7 @@ from scipy import stats
 
 from analysis import arms, delta
 from analysis.align import Settings
-from pipeline.evallog import EvalLog
+from contract.evallog import EvalLog
 from tests.test_delta import FAMILIES, run_cli, write_log, write_params
 
 SEED_004_ROW_FIELDS = [

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from analysis import delta
 from analysis.align import Settings, read_settings
-from pipeline.evallog import EvalLog
+from contract.evallog import EvalLog
 
 ROOT = Path(__file__).resolve().parents[1]
 FAMILIES = ("lookup", "compute", "raise", "compound")

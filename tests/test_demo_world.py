@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 
 from arms.tools.orbital import TOOLS, call_tool
+from contract.textformat import TOOL_CALL_CLOSE, TOOL_CALL_OPEN, format_tool_call
 from demo import make_world
 from demo.charmodel import BOS, EOS, encode, vocabulary
-from pipeline.prompts import TOOL_CALL_CLOSE, TOOL_CALL_OPEN, build_prompt, format_tool_call
+from pipeline.prompts import build_prompt
 
 DEMO = Path(make_world.__file__).resolve().parent
 SUITE = DEMO / "suite" / "sda-mini-v1.jsonl"
@@ -67,14 +68,20 @@ def test_suite_sha256_is_recorded_beside_it() -> None:
 
 
 def test_suite_shape_and_runner_schema(suite: list[dict]) -> None:
-    from pipeline.suite import load_suite
+    from contract.suite import load_suite
 
     items = load_suite(SUITE)
     assert len(items) == len(suite) == sum(make_world.FAMILY_COUNTS.values())
     counts = {f: sum(it["family"] == f for it in suite) for f in make_world.FAMILY_COUNTS}
     assert counts == make_world.FAMILY_COUNTS
     assert len({it["item_id"] for it in suite}) == len(suite)
-    assert all(set(it) == {"item_id", "family", "question", "answer", "verifier"} for it in suite)
+    core = {"item_id", "family", "question", "answer", "verifier"}
+    # The items a tool answers name the tool a tool arm should call (the path evaluation's "right tool").
+    for it in suite:
+        assert set(it) == (core | {"tool"} if it["family"] in ("compute", "compound") else core), it
+    from arms.tools.orbital import TOOLS
+
+    assert {it["tool"] for it in suite if "tool" in it} <= set(TOOLS)
 
 
 def test_no_training_problem_appears_in_the_suite(

@@ -21,12 +21,13 @@ from hypothesis import strategies as st
 from arms.loop import FINISH_LENGTH, FINISH_TOOL_LIMIT, LoopOutcome, parse_tool_call, run_tool_loop
 from arms.tools.client import DEFAULT_COMMAND, ToolClient
 from arms.tools.orbital import TOOLS, call_tool
+from contract.engine import Decoding, EngineInfo, GenRequest, GenResult
+from contract.evallog import SampleRecord
+from contract.seeds import round_seed, sample_seed
+from contract.textformat import format_tool_call, format_tool_response
 from demo.charmodel import build_tokenizer
-from pipeline.engines.base import Decoding, GenRequest, GenResult
 from pipeline.engines.vllm_engine import VllmEngine
-from pipeline.evallog import EngineInfo, SampleRecord
-from pipeline.prompts import build_prompt, format_tool_call, format_tool_response
-from pipeline.seeds import round_seed, sample_seed
+from pipeline.prompts import build_prompt
 
 Script = Sequence[str | Callable[[str], str]]
 DECODING = Decoding(temperature=1.0, top_p=1.0)
@@ -471,12 +472,14 @@ def test_real_vllm_engine_never_exceeds_the_budget(
 
 @pytest.mark.slow
 def test_rag_and_tool_arms_end_to_end(vllm_engine: VllmEngine, tiny_tool_model: Path, tmp_path: Path) -> None:
-    """run_arm runs +rag, +tools and trained+rag+tools; their logs carry retrieval and tool records."""
-    from arms.paths import VERDICTS
+    """run_arm generates +rag, +tools and trained+rag+tools, the scorer scores them; the logs carry
+    retrieval and tool records, and tool-arm samples carry path verdicts against the suite's expected tools."""
     from arms.retrieval import build_index
-    from pipeline.evallog import load
-    from pipeline.pins import load_params, write_pins
-    from pipeline.run_arm import RunSettings, run
+    from pipeline.config import load_params
+    from pipeline.generate import RunSettings, run
+    from pipeline.pins import write_pins
+    from pipeline.score import score_file
+    from scoring.paths import VERDICTS
 
     root = Path(__file__).resolve().parents[1]
     rows = [json.loads(line) for line in (root / "demo/suite/sda-mini-v1.jsonl").read_text().splitlines()]
@@ -499,12 +502,13 @@ def test_rag_and_tool_arms_end_to_end(vllm_engine: VllmEngine, tiny_tool_model: 
             }
         )
     )  # fmt: skip
-    write_pins(load_params(params), tmp_path / "pins.json")
+    write_pins(load_params(params), tmp_path / "pins")
     logs = {}
     for arm in ("+rag", "+tools", "trained+rag+tools"):
-        settings = RunSettings(arm=arm, params=params, pins=tmp_path / "pins.json", out_dir=tmp_path / "logs",
+        settings = RunSettings(arm=arm, params=params, pins=tmp_path / "pins", out_dir=tmp_path / "generations",
                                progress=False)  # fmt: skip
-        logs[arm] = load(run(settings, engine=vllm_engine))
+        logs[arm] = score_file(run(settings, engine=vllm_engine), suite, tmp_path / "logs" / f"{arm}.json",
+                               params=params)  # fmt: skip
     questions = {r["item_id"]: r["question"] for r in picked}
     for arm, log in logs.items():
         assert log.arm == arm and log.pins is not None
@@ -517,15 +521,17 @@ def test_rag_and_tool_arms_end_to_end(vllm_engine: VllmEngine, tiny_tool_model: 
         else:
             assert log.retrieval is None
         for item in log.items:
+            assert item.prompt is not None and questions[item.item_id] in item.prompt
+            if "rag" in arm:
+                hits = index.query(questions[item.item_id], 3)
+                assert item.retrieved is not None
+                assert [(d.doc_id, d.score, d.rank) for d in item.retrieved] == [
+                    (h.doc_id, h.score, h.rank) for h in hits
+                ]
+            else:
+                assert item.retrieved is None
             for s in item.samples or []:
                 assert s.gen_tokens is not None and s.gen_tokens <= 128
-                if "rag" in arm:
-                    hits = index.query(questions[item.item_id], 3)
-                    assert [(d.doc_id, d.score, d.rank) for d in s.retrieved] == [
-                        (h.doc_id, h.score, h.rank) for h in hits
-                    ]
-                else:
-                    assert s.retrieved is None
                 if "tools" in arm:
                     assert s.tool_calls is not None and s.path in VERDICTS
                 else:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from arms.paths import (
+from contract.generations import ToolCallRecord
+from scoring.paths import (
     ANSWER_WITHOUT_TOOL,
     CLEAN,
     NO_ANSWER,
@@ -12,10 +13,8 @@ from arms.paths import (
     TOOL_RESULT_IGNORED,
     VERDICTS,
     carries,
-    expected_tools_for_item,
     path_verdict,
 )
-from pipeline.evallog import ToolCallRecord
 
 PERIOD_OK = ToolCallRecord(
     name="orbital_period",
@@ -116,11 +115,5 @@ def test_carries(answer: str, result: dict, expected: bool) -> None:
     assert carries(answer, result) is expected
 
 
-def test_expected_tools_for_item() -> None:
-    assert expected_tools_for_item({"family": "compute", "tool": "orbital_period"}) == {"orbital_period"}
-    assert expected_tools_for_item({"tools": ["a", "b"]}) == {"a", "b"}
-    assert expected_tools_for_item({"family": "compute"}) is None
-
-
-def test_verdicts_are_the_five_of_the_issue() -> None:
+def test_there_are_five_verdicts() -> None:
     assert set(VERDICTS) == {"clean", "answer_without_tool", "tool_result_ignored", "tool_error", "no_answer"}

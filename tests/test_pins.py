@@ -1,7 +1,8 @@
-"""Pins: content hashes of suite, checkpoints and index; drift is refused naming the file that changed."""
+"""Pins: content hashes of suite, checkpoints and index, one pin file per arm; drift is refused naming the file."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -10,7 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pipeline.pins import PinError, check_pins, compute_pins, dir_files, dir_hash, load_params, write_pins
+from contract.suite import load_suite, questions_sha256
+from pipeline.config import ConfigError, load_params
+from pipeline.pins import PinError, check_pins, compute_pins, dir_files, dir_hash, write_pins
 from tests.conftest import ROOT, arithmetic_items, make_world
 
 CORPUS = [
@@ -19,34 +22,94 @@ CORPUS = [
 ]
 
 
-def _world(tmp_path: Path, untrained_checkpoint: Path, corpus: bool = False):
-    ckpt = tmp_path / "ckpt"
-    ckpt.mkdir()
-    for f in untrained_checkpoint.iterdir():
-        (ckpt / f.name).write_bytes(f.read_bytes())
-    return make_world(tmp_path / "w", {"base": ckpt}, arithmetic_items(4), corpus=CORPUS if corpus else None)
+def _copy(src: Path, dest: Path) -> Path:
+    dest.mkdir()
+    for f in src.iterdir():
+        (dest / f.name).write_bytes(f.read_bytes())
+    return dest
 
 
-def test_pins_hold_suite_sha_checkpoint_content_hash_and_index_revision(
-    tmp_path, untrained_checkpoint
-) -> None:
+def _world(tmp_path: Path, untrained_checkpoint: Path, corpus: bool = False, trained: bool = False):
+    models = {"base": _copy(untrained_checkpoint, tmp_path / "ckpt")}
+    if trained:
+        models["trained"] = _copy(untrained_checkpoint, tmp_path / "ckpt-trained")
+    return make_world(tmp_path / "w", models, arithmetic_items(4), corpus=CORPUS if corpus else None)
+
+
+def _arm_pins(w) -> dict[str, bytes]:
+    return {p.stem: p.read_bytes() for p in sorted((w.pins / "arms").glob("*.json"))}
+
+
+def test_pins_hold_suite_questions_checkpoint_and_index(tmp_path, untrained_checkpoint) -> None:
     w = _world(tmp_path, untrained_checkpoint, corpus=True)
-    pins = json.loads(w.pins.read_text())
-    import hashlib
-
-    assert pins["suite"]["sha256"] == hashlib.sha256(w.suite.read_bytes()).hexdigest()
-    files = pins["models"]["base"]["files"]
+    inputs = json.loads((w.pins / "inputs.json").read_text())
+    assert inputs["suite"]["sha256"] == hashlib.sha256(w.suite.read_bytes()).hexdigest()
+    assert inputs["suite"]["questions_sha256"] == questions_sha256(load_suite(w.suite))
+    files = inputs["models"]["base"]["files"]
     assert "model.safetensors" in files and "config.json" in files
-    assert pins["models"]["base"]["sha256"] == dir_hash(dir_files(tmp_path / "ckpt"))
+    assert inputs["models"]["base"]["sha256"] == dir_hash(dir_files(tmp_path / "ckpt"))
     from arms.retrieval import Index
 
-    assert pins["index"]["revision"] == Index.load(w.root / "index").revision
-    flat = check_pins(load_params(w.params), w.pins, "base", retrieval=True)
+    assert inputs["index"]["revision"] == Index.load(w.root / "index").revision
+    # Only base's arms can be pinned in a world with one model: no trained arm files.
+    assert set(_arm_pins(w)) == {"base", "+rag", "+tools"}
+    rag = json.loads((w.pins / "arms" / "+rag.json").read_text())
+    assert rag["index"] == inputs["index"] and rag["rag"]["top_k"] == 2
+    assert "index" not in json.loads((w.pins / "arms" / "base.json").read_text())
+    flat = check_pins(load_params(w.params), w.pins, "+rag")
     assert flat == {
-        "suite": f"sha256:{pins['suite']['sha256']}",
-        "model": f"sha256:{pins['models']['base']['sha256']}",
-        "index": pins["index"]["revision"],
+        "questions": f"sha256:{inputs['suite']['questions_sha256']}",
+        "model": f"sha256:{inputs['models']['base']['sha256']}",
+        "index": inputs["index"]["revision"],
     }
+
+
+def test_an_arm_pin_changes_only_with_what_that_arm_generates_from(tmp_path, untrained_checkpoint) -> None:
+    w = _world(tmp_path, untrained_checkpoint, corpus=True, trained=True)
+    before = _arm_pins(w)
+    assert set(before) == {
+        "base",
+        "trained",
+        "+rag",
+        "+tools",
+        "trained+rag",
+        "trained+tools",
+        "trained+rag+tools",
+    }
+
+    # An answer fix: the suite file changes, its questions do not, so no arm regenerates.
+    items = arithmetic_items(4)
+    items[0]["answer"] = items[0]["answer"] + 1
+    w.suite.write_text("".join(json.dumps(i) + "\n" for i in items))
+    w.repin()
+    assert _arm_pins(w) == before
+    assert (
+        json.loads((w.pins / "inputs.json").read_text())["suite"]["sha256"]
+        == hashlib.sha256(w.suite.read_bytes()).hexdigest()
+    )
+
+    # rag.order: only the three retrieval arms.
+    raw = yaml.safe_load(w.params.read_text())
+    raw["rag"]["order"] = "best_first"
+    w.params.write_text(yaml.safe_dump(raw, sort_keys=False))
+    w.repin()
+    after = _arm_pins(w)
+    assert {a for a in before if after[a] != before[a]} == {"+rag", "trained+rag", "trained+rag+tools"}
+
+    # The trained checkpoint: only the three trained arms.
+    before = after
+    cfg = tmp_path / "ckpt-trained" / "config.json"
+    cfg.write_text(cfg.read_text() + " ")
+    w.repin()
+    after = _arm_pins(w)
+    trained_arms = {"trained", "trained+rag", "trained+tools", "trained+rag+tools"}
+    assert {a for a in before if after[a] != before[a]} == trained_arms
+
+    # A question: every arm.
+    items[1]["question"] = "What is 1 + 1 ?"
+    w.suite.write_text("".join(json.dumps(i) + "\n" for i in items))
+    w.repin()
+    assert all(_arm_pins(w)[a] != after[a] for a in after)
 
 
 def test_a_changed_checkpoint_file_is_named(tmp_path, untrained_checkpoint) -> None:
@@ -55,19 +118,19 @@ def test_a_changed_checkpoint_file_is_named(tmp_path, untrained_checkpoint) -> N
     cfg = tmp_path / "ckpt" / "config.json"
     cfg.write_text(cfg.read_text().replace('"rms_norm_eps"', '"rms_norm_eps" ', 1))
     with pytest.raises(PinError, match=r"checkpoint 'base': .*ckpt/config.json changed since pinning"):
-        check_pins(params, w.pins, "base", retrieval=False)
+        check_pins(params, w.pins, "base")
     (tmp_path / "ckpt" / "extra.bin").write_bytes(b"x")
     w.repin()
     (tmp_path / "ckpt" / "extra.bin").unlink()
     with pytest.raises(PinError, match=r"ckpt/extra.bin was removed since pinning"):
-        check_pins(params, w.pins, "base", retrieval=False)
+        check_pins(params, w.pins, "base")
     w.repin()
     (tmp_path / "ckpt" / "new.txt").write_text("hi")
     with pytest.raises(PinError, match=r"ckpt/new.txt was added since pinning"):
-        check_pins(params, w.pins, "base", retrieval=False)
+        check_pins(params, w.pins, "base")
 
 
-def test_a_changed_suite_or_index_is_refused(tmp_path, untrained_checkpoint) -> None:
+def test_changed_questions_or_index_are_refused(tmp_path, untrained_checkpoint) -> None:
     w = _world(tmp_path, untrained_checkpoint, corpus=True)
     params = load_params(w.params)
     corpus = Path(params.rag.corpus)
@@ -76,11 +139,24 @@ def test_a_changed_suite_or_index_is_refused(tmp_path, untrained_checkpoint) -> 
 
     build_index(corpus, params.rag.index)
     with pytest.raises(PinError, match=r"index .* changed since pinning"):
-        check_pins(params, w.pins, "base", retrieval=True)
-    assert check_pins(params, w.pins, "base", retrieval=False)["model"].startswith("sha256:")
-    w.suite.write_text(w.suite.read_text() + "\n")
-    with pytest.raises(PinError, match=r"suite.jsonl changed since pinning"):
-        check_pins(params, w.pins, "base", retrieval=False)
+        check_pins(params, w.pins, "+rag")
+    assert check_pins(params, w.pins, "base")["model"].startswith("sha256:")
+    w.suite.write_text(w.suite.read_text().replace("What is", "Compute", 1))
+    with pytest.raises(PinError, match=r"pins/arms/base.json: questions: the questions of .* changed"):
+        check_pins(params, w.pins, "base")
+
+
+def test_an_arm_file_changed_after_pinning_is_refused(tmp_path, untrained_checkpoint) -> None:
+    import shutil
+
+    w = _world(tmp_path, untrained_checkpoint)
+    conf = tmp_path / "conf"
+    shutil.copytree(ROOT / "conf", conf)
+    write_pins(load_params(w.params), w.pins, conf)
+    arm = conf / "arm" / "base.yaml"
+    arm.write_text(arm.read_text().replace("attribution: reference", "attribution: lookup"))
+    with pytest.raises(PinError, match=r"base.json: arm: pinned as .*reference.* now says"):
+        check_pins(load_params(w.params), w.pins, "base", conf)
 
 
 def test_hub_models_are_pinned_by_full_commit_and_branches_are_refused(tmp_path) -> None:
@@ -93,31 +169,47 @@ def test_hub_models_are_pinned_by_full_commit_and_branches_are_refused(tmp_path)
     }
     p = tmp_path / "params.yaml"
     p.write_text(yaml.safe_dump(params))
-    with pytest.raises(PinError, match=r"params.yaml: models.base: .*'main' is not a full 40-hex commit sha"):
+    with pytest.raises(
+        ConfigError, match=r"params.yaml: models.base: .*'main' is not a full 40-hex commit sha"
+    ):
         load_params(p)
     sha = "0123456789abcdef0123456789abcdef01234567"
     params["models"]["base"]["revision"] = sha
     p.write_text(yaml.safe_dump(params))
     pins = compute_pins(load_params(p))
-    assert pins["models"]["base"] == {"hf": "org/model", "revision": sha}
-    write_pins(load_params(p), tmp_path / "pins.json")
-    assert check_pins(load_params(p), tmp_path / "pins.json", "base", False)["model"] == f"hf:org/model@{sha}"
+    assert pins["inputs"]["models"]["base"] == {"hf": "org/model", "revision": sha}
+    write_pins(load_params(p), tmp_path / "pins")
+    assert check_pins(load_params(p), tmp_path / "pins", "base")["model"] == f"hf:org/model@{sha}"
+
+
+def test_an_arm_list_naming_an_arm_that_cannot_be_pinned_is_refused(tmp_path, untrained_checkpoint) -> None:
+    w = _world(tmp_path, untrained_checkpoint)
+    raw = yaml.safe_load(w.params.read_text())
+    raw["arms"] = ["base", "+rag"]
+    w.params.write_text(yaml.safe_dump(raw, sort_keys=False))
+    with pytest.raises(PinError, match=r"rag: missing; arm '\+rag' retrieves passages"):
+        write_pins(load_params(w.params), w.pins)
+    raw["arms"] = ["base", "nope"]
+    w.params.write_text(yaml.safe_dump(raw, sort_keys=False))
+    with pytest.raises(PinError, match=r"params.yaml: arms: unknown arm 'nope'"):
+        write_pins(load_params(w.params), w.pins)
 
 
 def test_cli_writes_pins_and_reports_bad_params_in_one_line(tmp_path, untrained_checkpoint) -> None:
     w = _world(tmp_path, untrained_checkpoint)
-    out = tmp_path / "fresh-pins.json"
+    out = tmp_path / "fresh-pins"
     run = [sys.executable, "-m", "pipeline.pins", "--params", str(w.params), "--out", str(out)]
     res = subprocess.run(run, cwd=ROOT, capture_output=True, text=True, check=False)
     assert res.returncode == 0, res.stderr
-    assert json.loads(out.read_text()) == json.loads(w.pins.read_text())
+    for rel in ("inputs.json", "arms/base.json"):
+        assert json.loads((out / rel).read_text()) == json.loads((w.pins / rel).read_text())
     bad = tmp_path / "bad.yaml"
     bad.write_text(w.params.read_text().replace("max_tokens: 16", "max_tokens: 0"))
-    before = out.read_bytes()
+    before = (out / "inputs.json").read_bytes()
     res = subprocess.run(
         [*run[:4], str(bad), "--out", str(out)], cwd=ROOT, capture_output=True, text=True, check=False
     )
     assert res.returncode == 2
     assert res.stderr.strip().count("\n") == 0
     assert "bad.yaml: protocol.max_tokens" in res.stderr
-    assert out.read_bytes() == before
+    assert (out / "inputs.json").read_bytes() == before

@@ -12,17 +12,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pipeline.run_arm import (
-    CHAT_INSTRUCTION,
-    PLAIN_STOP,
-    RunnerError,
-    RunSettings,
-    known_arms,
-    load_arm,
-    plan_run,
-    run,
-)
-from pipeline.seeds import sample_seed
+from contract.seeds import sample_seed
+from pipeline.config import ConfigError, known_arms, load_arm
+from pipeline.generate import RunSettings, run
+from pipeline.pins import PinError
+from pipeline.plan import plan_run
+from pipeline.prompts import CHAT_INSTRUCTION, PLAIN_STOP
 from pipeline.shards import Shard, ShardError
 from tests.conftest import ROOT, arithmetic_items, make_world, with_chat_template
 
@@ -87,10 +82,10 @@ def test_an_arm_file_that_sets_a_protocol_key_is_refused(tmp_path: Path, body: s
     shutil.copytree(ROOT / "conf", conf)
     hot = conf / "arm" / "hot.yaml"
     hot.write_text((conf / "arm" / "base.yaml").read_text() + body)
-    with pytest.raises(RunnerError, match=rf"arm/hot.yaml: sets protocol key '{key}'.*params.yaml"):
+    with pytest.raises(ConfigError, match=rf"arm/hot.yaml: sets protocol key '{key}'.*params.yaml"):
         load_arm("hot", conf)
     settings = RunSettings(arm="hot", conf_dir=conf, out_dir=tmp_path / "out", params=tmp_path / "none.yaml")
-    with pytest.raises(RunnerError, match="sets protocol key"):
+    with pytest.raises(ConfigError, match="sets protocol key"):
         run(settings)
     assert not (tmp_path / "out").exists()
 
@@ -137,9 +132,7 @@ def test_a_checkpoint_changed_after_pinning_is_refused_and_nothing_is_overwritte
     data = bytearray(weights.read_bytes())
     data[-1] ^= 1
     weights.write_bytes(bytes(data))
-    with pytest.raises(
-        RunnerError, match=r"checkpoint 'base': .*ckpt/model.safetensors changed since pinning"
-    ):
+    with pytest.raises(PinError, match=r"checkpoint 'base': .*ckpt/model.safetensors changed since pinning"):
         run(w.settings("base"))
     assert earlier.read_text() == '{"an": "earlier log"}\n'
     assert not (w.out_dir / ".partial").exists()
@@ -150,16 +143,23 @@ def test_a_checkpoint_changed_after_pinning_is_refused_and_nothing_is_overwritte
 
 def test_a_missing_pins_file_is_refused(tmp_path: Path, untrained_checkpoint: Path) -> None:
     w = make_world(tmp_path / "w", {"base": untrained_checkpoint}, arithmetic_items(3))
-    w.pins.unlink()
-    with pytest.raises(RunnerError, match=r"pins.json: not found; pin the inputs first"):
+    shutil.rmtree(w.pins)
+    with pytest.raises(PinError, match=r"pins/arms/base.json: not found; pin arm 'base' first"):
         run(w.settings("base"))
+
+
+def test_an_override_that_changes_what_an_arm_is_is_refused(tmp_path: Path) -> None:
+    res = _cli(["arm=base", "arm.model=trained"], tmp_path)
+    assert res.returncode == 2
+    assert "arm.model='trained', but" in res.stderr and "base.yaml says 'base'" in res.stderr
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_every_arm_gives_each_item_and_sample_the_same_seed(
     tmp_path: Path, untrained_checkpoint: Path
 ) -> None:
     from arms.tools.orbital import TOOLS
-    from pipeline.pins import load_params
+    from pipeline.config import load_params
 
     w = make_world(
         tmp_path / "w",
@@ -190,7 +190,7 @@ def test_every_arm_gives_each_item_and_sample_the_same_seed(
 def test_retrieved_passages_stand_in_the_order_params_yaml_asks(
     tmp_path: Path, untrained_checkpoint: Path, order: str
 ) -> None:
-    from pipeline.pins import load_params
+    from pipeline.config import load_params
 
     w = make_world(tmp_path / "w", {"base": untrained_checkpoint}, arithmetic_items(3), corpus=CORPUS, k=1)
     raw = yaml.safe_load(w.params.read_text())
@@ -208,20 +208,20 @@ def test_retrieved_passages_stand_in_the_order_params_yaml_asks(
 def test_an_unknown_passage_order_is_refused_naming_the_field(
     tmp_path: Path, untrained_checkpoint: Path
 ) -> None:
-    from pipeline.pins import PinError, load_params
+    from pipeline.config import load_params
 
     w = make_world(tmp_path / "w", {"base": untrained_checkpoint}, arithmetic_items(1), corpus=CORPUS, k=1)
     raw = yaml.safe_load(w.params.read_text())
     raw["rag"]["order"] = "random"
     w.params.write_text(yaml.safe_dump(raw, sort_keys=False))
-    with pytest.raises(PinError, match=r"params.yaml.*rag.*order"):
+    with pytest.raises(ConfigError, match=r"params.yaml.*rag.*order"):
         load_params(w.params)
 
 
 def test_chat_models_get_their_chat_template_and_no_plain_stop(
     tmp_path: Path, untrained_checkpoint: Path
 ) -> None:
-    from pipeline.pins import load_params
+    from pipeline.config import load_params
 
     chat = with_chat_template(untrained_checkpoint, tmp_path / "chat")
     plain = make_world(tmp_path / "p", {"base": untrained_checkpoint}, arithmetic_items(2), k=1)

@@ -13,13 +13,14 @@ from typing import Any
 
 import pytest
 
+from contract.engine import Decoding, GenRequest
+from contract.evallog import EvalLog, load
+from contract.seeds import sample_seed
+from contract.suite import load_suite
+from pipeline.config import engine_config
 from pipeline.engines import make_engine
-from pipeline.engines.base import Decoding, GenRequest
-from pipeline.evallog import EvalLog, load
-from pipeline.prompts import build_prompt
-from pipeline.run_arm import CHAT_INSTRUCTION, PLAIN_STOP, engine_config, run
-from pipeline.seeds import sample_seed
-from pipeline.suite import load_suite
+from pipeline.generate import run
+from pipeline.prompts import CHAT_INSTRUCTION, PLAIN_STOP, build_prompt
 from tests.conftest import DEMO_SUITE, ROOT, arithmetic_items, make_world, with_chat_template
 from tests.test_runner import ARMS, CORPUS
 

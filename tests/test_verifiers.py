@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from pipeline.oracle import extract_answer, parse_number, score, scored_text
+from contract.suite import SuiteError, SuiteItem, load_suite
 from pipeline.prompts import build_prompt
-from pipeline.suite import SuiteError, SuiteItem, load_suite
+from scoring.verifiers import extract_answer, parse_number, score, scored_text
 
 
 def _num(answer: float, rel: float = 0.0, abs_: float = 0.0) -> SuiteItem:

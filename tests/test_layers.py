@@ -1,0 +1,154 @@
+"""The layers: which folder may import which, and stage dependencies that cover the code each stage runs.
+
+Data flows one way: contract <- arms <- pipeline (generation) and contract <- scoring, and the analyses read
+only the contract. A stage that imported more than its dvc.yaml entry declares would not rerun when that
+code changed; one that declared less than it imports would rerun for nothing.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from pipeline.sources import (
+    PACKAGES,
+    ROOT,
+    closure,
+    generation_sources,
+    imports_of,
+    module_file,
+    scoring_sources,
+    source_files,
+)
+
+# What each folder may import besides itself.
+ALLOWED = {
+    "contract": set(),
+    "arms": {"contract"},
+    "scoring": {"contract"},
+    "analysis": {"contract"},
+    "pipeline": {"contract", "arms", "scoring"},
+    "demo": {"contract", "arms", "scoring", "pipeline"},
+}
+
+
+def modules_of(package: str) -> list[str]:
+    """Every module of a top-level package."""
+    mods = []
+    for path in sorted((ROOT / package).rglob("*.py")):
+        rel = path.relative_to(ROOT).with_suffix("")
+        parts = list(rel.parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        mods.append(".".join(parts))
+    return mods
+
+
+def folder_imports() -> dict[tuple[str, str], list[str]]:
+    """(importing folder, imported folder) -> the modules that make that import, for different folders."""
+    edges: dict[tuple[str, str], list[str]] = {}
+    for package in PACKAGES:
+        for mod in modules_of(package):
+            for target in imports_of(mod):
+                top = target.split(".")[0]
+                if top != package:
+                    edges.setdefault((package, top), []).append(f"{mod} -> {target}")
+    return edges
+
+
+def test_the_import_reader_sees_imports_inside_functions(tmp_path: Path) -> None:
+    pkg = tmp_path / "pipeline"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("def f():\n    from arms.retrieval import Index\n    import scoring.paths\n")
+    (tmp_path / "arms").mkdir()
+    (tmp_path / "arms" / "__init__.py").write_text("")
+    (tmp_path / "arms" / "retrieval.py").write_text("from .extra import x\n")
+    (tmp_path / "arms" / "extra.py").write_text("x = 1\n")
+    (tmp_path / "scoring").mkdir()
+    (tmp_path / "scoring" / "__init__.py").write_text("")
+    (tmp_path / "scoring" / "paths.py").write_text("")
+    assert imports_of("pipeline.a", tmp_path) == {"arms", "arms.retrieval", "scoring", "scoring.paths"}
+    assert closure(["pipeline.a"], root=tmp_path) == {
+        "pipeline",
+        "pipeline.a",
+        "arms",
+        "arms.retrieval",
+        "arms.extra",
+        "scoring",
+        "scoring.paths",
+    }
+
+
+@pytest.mark.parametrize("package", sorted(ALLOWED))
+def test_each_folder_imports_only_the_layers_below_it(package: str) -> None:
+    bad = {
+        edge: mods
+        for edge, mods in folder_imports().items()
+        if edge[0] == package and edge[1] not in ALLOWED[package]
+    }
+    assert bad == {}, f"{package} imports what it may not: {bad}"
+
+
+def test_no_two_folders_import_each_other() -> None:
+    edges = folder_imports()
+    cycles = sorted({tuple(sorted(e)) for e in edges if (e[1], e[0]) in edges})
+    assert cycles == [], {c: (edges[c], edges[(c[1], c[0])]) for c in cycles}
+
+
+def test_generation_code_of_an_arm_follows_its_augmentations() -> None:
+    plain = set(generation_sources(False, False))
+    assert {"pipeline/run_arm.py", "pipeline/generate.py", "pipeline/plan.py", "pipeline/prompts.py"} <= plain
+    assert "pipeline/engines/vllm_engine.py" in plain
+    assert not {f for f in plain if f.startswith(("arms/", "scoring/", "analysis/", "demo/"))}
+    assert "pipeline/score.py" not in plain
+    rag = set(generation_sources(True, False)) - plain
+    assert rag == {"arms/__init__.py", "arms/retrieval.py"}
+    tools = set(generation_sources(False, True)) - plain
+    assert {"arms/loop.py", "arms/tools/client.py", "arms/tools/server.py", "arms/tools/orbital.py"} <= tools
+    assert not {f for f in tools if not f.startswith("arms/")} and "arms/retrieval.py" not in tools
+
+
+def test_scoring_code_has_no_engine_and_no_generation() -> None:
+    files = scoring_sources()
+    assert {"pipeline/score.py", "scoring/scorer.py", "scoring/verifiers.py", "scoring/paths.py"} <= set(
+        files
+    )
+    assert not [f for f in files if f.startswith(("pipeline/engines", "arms/"))], files
+    assert not {"pipeline/generate.py", "pipeline/plan.py", "pipeline/run_arm.py"} & set(files)
+
+
+def test_scoring_imports_no_engine_library() -> None:
+    code = (
+        "import sys, pipeline.score, scoring.scorer; "
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'vllm', 'torch', 'transformers'}))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def _covered(path: str, deps: list[str]) -> bool:
+    return any(path == d or path.startswith(d.rstrip("/") + "/") for d in deps)
+
+
+@pytest.mark.parametrize("stage", ["score", "delta", "arms", "report", "index"])
+def test_dvc_stages_depend_on_all_the_code_they_run(stage: str) -> None:
+    spec = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"][stage]
+    body = spec.get("do", spec)
+    module = body["cmd"].split("python -m ", 1)[1].split()[0]
+    assert module_file(module) is not None, module
+    deps = [str(d) for d in body["deps"]]
+    missing = [f for f in source_files(closure([module])) if not _covered(f, deps)]
+    assert missing == [], f"dvc.yaml stage {stage}: runs {missing} but does not depend on them"
+
+
+def test_generate_stages_depend_on_their_arm_pin_not_on_code_folders() -> None:
+    body = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]["generate"]["do"]
+    deps = [str(d) for d in body["deps"]]
+    assert "pins/arms/${item}.json" in deps
+    assert not [d for d in deps if d.rstrip("/") in PACKAGES or d.endswith(".py")]
+    assert body["params"] == ["protocol"]

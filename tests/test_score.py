@@ -1,0 +1,244 @@
+"""Scoring on its own: generations written by hand, scored by each form of `python -m pipeline.score`.
+
+The score stage must give the same EvalLog whichever way it is called, judge answers with the suite's
+verifiers, count a tool-arm sample as clean only through the tool its item names, and refuse (one line,
+exit 2, nothing written) generations that do not answer the suite it is given.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from contract.evallog import EvalLog, load
+from contract.generations import prompt_sha256
+from contract.suite import load_suite, questions_sha256
+from pipeline.score import score_file
+from scoring.scorer import SCORER_NAME, SCORER_VERSION
+from tests.conftest import ROOT
+
+SUITE = [
+    {"item_id": "period-1", "family": "compute", "question": "Period of a 400 km circular orbit in minutes?",
+     "answer": 92.56, "verifier": {"type": "numeric", "rel_tol": 0.01}, "tool": "orbital_period"},
+    {"item_id": "name-1", "family": "lookup", "question": "Which satellite flies at 705 km?",
+     "answer": "SDA-17", "verifier": {"type": "exact"}},
+    {"item_id": "speed-1", "family": "compute", "question": "Circular speed at 400 km in km/s?",
+     "answer": 7.67, "verifier": {"type": "numeric", "rel_tol": 0.01}},
+]  # fmt: skip
+PERIOD = {"name": "orbital_period", "arguments": {"altitude_km": 400}, "result": {"period_min": 92.56}}
+SPEED = {"name": "circular_speed", "arguments": {"altitude_km": 400}, "result": {"speed_km_s": 7.67}}
+
+
+def sample(j: int, text: str, calls: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """One hand-written sample."""
+    s = {"index": j, "seed": 100 + j, "text": text, "finish_reason": "stop", "prompt_tokens": 20,
+         "gen_tokens": 5 + j, "rounds": 1 + len(calls or [])}  # fmt: skip
+    if calls is not None:
+        s["tool_calls"] = calls
+    return s
+
+
+def write_world(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """A suite, a params.yaml naming it, and a +tools generations file written by hand."""
+    suite = tmp_path / "suite.jsonl"
+    suite.write_text("".join(json.dumps(i) + "\n" for i in SUITE))
+    items = load_suite(suite)
+    prompts = {
+        i["item_id"]: f"Tools: circular_speed, orbital_period\nQuestion: {i['question']}\n" for i in SUITE
+    }
+    texts = {
+        # right, through the item's tool; then right without any tool
+        "period-1": [
+            sample(0, "<tool_call>...</tool_call>\nAnswer: 92.6", [PERIOD]),
+            sample(1, "Answer: 92.5"),
+        ],
+        # right without a tool; then wrong (exact verifier, another string)
+        "name-1": [sample(0, "Answer: sda-17"), sample(1, "Answer: SDA-18")],
+        # the item names no tool: any tool's carried value counts; then no answer at all
+        "speed-1": [
+            sample(0, "<tool_call>...</tool_call>\nAnswer: 7.67", [SPEED]),
+            sample(1, "I do not know"),
+        ],
+    }
+    gens = {
+        "format_version": 1,
+        "arm": {
+            "name": "+tools",
+            "model": "base",
+            "retrieval": False,
+            "tools": True,
+            "attribution": "tool_access",
+        },
+        "model": "hand/written",
+        "chat": False,
+        "tools": ["circular_speed", "orbital_period"],
+        "protocol": {
+            "k": 2,
+            "max_tokens": 64,
+            "temperature": 1.0,
+            "top_p": 1.0,
+            "seed": 7,
+            "max_tool_calls": 2,
+        },
+        "pins": {"questions": f"sha256:{questions_sha256(items)}", "model": "sha256:hand"},
+        "engine": {"name": "by-hand"},
+        "finished_at": "2026-01-01T00:00:00+00:00",
+        "items": [
+            {"item_id": k, "prompt": prompts[k], "prompt_sha256": prompt_sha256(prompts[k]), "samples": v}
+            for k, v in texts.items()
+        ],
+    }
+    gdir = tmp_path / "generations"
+    gdir.mkdir()
+    (gdir / "+tools.json").write_text(json.dumps(gens, indent=1))
+    params = tmp_path / "params.yaml"
+    params.write_text(
+        yaml.safe_dump(
+            {
+                "suite": {"path": str(suite), "name": "hand-suite", "revision": "r1"},
+                "models": {"base": {"path": str(tmp_path)}},
+                "protocol": gens["protocol"],
+            }
+        )
+    )
+    return suite, gdir / "+tools.json", params
+
+
+def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """python -m pipeline.score ARGS."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run(
+        [sys.executable, "-m", "pipeline.score", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_hand_written_generations_are_scored_the_same_by_every_form(tmp_path: Path) -> None:
+    suite, gens, params = write_world(tmp_path)
+    explicit = tmp_path / "explicit.json"
+    res = cli("--generations", str(gens), "--suite", str(suite), "--out", str(explicit), "--params", str(params),
+              cwd=tmp_path)  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    assert "3 items x 2 samples" in res.stdout
+    # The form the score stages run (Hydra, arm=), on the same files.
+    res = cli("arm=+tools", f"params={params}", f"generations_dir={gens.parent}", f"out_dir={tmp_path / 'logs'}",
+              cwd=tmp_path)  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    staged = tmp_path / "logs" / "+tools.json"
+    assert staged.read_bytes() == explicit.read_bytes()
+    in_process = score_file(gens, suite, tmp_path / "again.json", params=params)
+    assert (tmp_path / "again.json").read_bytes() == explicit.read_bytes()
+
+    log = load(explicit)
+    assert log == in_process
+    assert (log.suite, log.suite_revision, log.n_samples, log.arm, log.format_version) == (
+        "hand-suite", "r1", 2, "+tools", 2,
+    )  # fmt: skip
+    assert log.scorer is not None and (log.scorer.name, log.scorer.version) == (SCORER_NAME, SCORER_VERSION)
+    by_id = {it.item_id: it for it in log.items}
+    assert [it.item_id for it in log.items] == ["period-1", "name-1", "speed-1"]
+    assert by_id["period-1"].scores == [1.0, 1.0]  # 92.6 and 92.5 are within 1% of 92.56
+    assert by_id["name-1"].scores == [1.0, 0.0]  # exact verifier: case-insensitive, SDA-18 is wrong
+    assert by_id["speed-1"].scores == [1.0, 0.0]
+    assert by_id["period-1"].gen_tokens == [5, 6] and by_id["period-1"].family == "compute"
+    paths = {k: [s.path for s in it.samples or []] for k, it in by_id.items()}
+    assert paths == {
+        "period-1": ["clean", "answer_without_tool"],
+        "name-1": ["answer_without_tool", "answer_without_tool"],
+        "speed-1": ["clean", "no_answer"],
+    }
+    assert by_id["period-1"].prompt is not None and "Question: Period" in by_id["period-1"].prompt
+    assert log.pins is not None and log.pins["suite"].startswith("sha256:")
+
+
+def test_a_sample_through_another_tool_than_the_item_names_is_not_clean(tmp_path: Path) -> None:
+    suite, gens, params = write_world(tmp_path)
+    raw = json.loads(gens.read_text())
+    # period-1 names orbital_period; a sample that called circular_speed and carried its value is a tool_error.
+    raw["items"][0]["samples"][0] = sample(0, "<tool_call>...</tool_call>\nAnswer: 7.67", [SPEED])
+    gens.write_text(json.dumps(raw))
+    log = score_file(gens, suite, tmp_path / "log.json", params=params)
+    assert log.items[0].samples is not None and log.items[0].samples[0].path == "tool_error"
+    # Without the item's expected tool, the same sample's carried value would count.
+    lines = suite.read_text().splitlines()
+    lines[0] = json.dumps({k: v for k, v in SUITE[0].items() if k != "tool"})
+    suite.write_text("\n".join(lines) + "\n")
+    log = score_file(gens, suite, tmp_path / "log.json", params=params)
+    assert log.items[0].samples is not None and log.items[0].samples[0].path == "tool_error"  # 7.67 is wrong
+    raw["items"][0]["samples"][0] = sample(0, "<tool_call>...</tool_call>\nAnswer: 92.56", [PERIOD])
+    gens.write_text(json.dumps(raw))
+    assert score_file(gens, suite, tmp_path / "log.json", params=params).items[0].samples[0].path == "clean"
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda g, s: g["items"].pop(), r"items: missing 1 suite items \(first 'speed-1'\)"),
+        (
+            lambda g, s: s.__setitem__(1, s[1].replace("705 km", "706 km")),
+            r"pins.questions: generated from other",
+        ),
+        (
+            lambda g, s: g["items"][0].__setitem__("prompt", "edited"),
+            r"item 'period-1': prompt_sha256: is not the sha256",
+        ),
+        (lambda g, s: g["items"][1]["samples"].pop(), r"item 'name-1': samples: has 1, protocol.k is 2"),
+    ],
+)
+def test_generations_that_do_not_answer_the_suite_are_refused_in_one_line(
+    tmp_path: Path, edit, message
+) -> None:
+    suite, gens, params = write_world(tmp_path)
+    raw, lines = json.loads(gens.read_text()), suite.read_text().splitlines()
+    edit(raw, lines)
+    gens.write_text(json.dumps(raw))
+    suite.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "log.json"
+    res = cli("--generations", str(gens), "--suite", str(suite), "--out", str(out), cwd=tmp_path)
+    assert res.returncode == 2
+    line = res.stderr.strip()
+    assert "\n" not in line and line.startswith("score: ") and str(gens) in line
+    import re
+
+    assert re.search(message, line), line
+    assert not out.exists()
+
+
+def test_the_evallog_ties_scores_and_gen_tokens_to_its_samples(tmp_path: Path) -> None:
+    suite, gens, params = write_world(tmp_path)
+    good = json.loads(score_file(gens, suite, tmp_path / "log.json", params=params).model_dump_json())
+    EvalLog.model_validate(good)
+    for field, value, message in (
+        ("scores", [0.0, 1.0], r"samples\[0\].score: is 1.0, scores\[0\] is 0.0"),
+        ("gen_tokens", [9, 6], r"samples\[0\].gen_tokens: is 5, gen_tokens\[0\] is 9"),
+    ):
+        bad = json.loads(json.dumps(good))
+        bad["items"][0][field] = value
+        with pytest.raises(ValueError, match=message):
+            EvalLog.model_validate(bad)
+    bad = json.loads(json.dumps(good))
+    bad["format_version"] = 99
+    with pytest.raises(ValueError, match="format_version: 99 is newer than this tool reads"):
+        EvalLog.model_validate(bad)
+    minimal = {k: good[k] for k in ("model_name", "suite", "suite_revision", "n_samples", "temperature",
+                                    "max_tokens", "driver", "measured_at")}  # fmt: skip
+    minimal["items"] = [{"item_id": it["item_id"], "scores": it["scores"]} for it in good["items"]]
+    assert EvalLog.model_validate(minimal).format_version == 1
+
+
+def test_the_help_shows_both_forms(tmp_path: Path) -> None:
+    res = cli("--help", cwd=tmp_path)
+    assert res.returncode == 0
+    assert "arm=<arm>" in res.stdout and "--generations G --suite S --out L" in res.stdout
