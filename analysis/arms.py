@@ -100,8 +100,8 @@ def discover(logs_dir: str | Path, arms: list[str] | None = None) -> dict[str, t
         missing = [a for a in arms if not (folder / f"{a}.json").is_file()]
         if missing:
             raise Refusal(
-                f"{folder / (missing[0] + '.json')}: no EvalLog of arm {missing[0]!r}, which params.yaml arms "
-                "lists; run its stages (dvc repro) or remove it from arms"
+                f"{folder / (missing[0] + '.json')}: no EvalLog of arm {missing[0]!r}, which the params "
+                "file's arms lists; run its stages (dvc repro) or remove it from arms"
             )
     paths = sorted(folder.glob("*.json")) if arms is None else [folder / f"{a}.json" for a in arms]
     for path in paths:

@@ -240,7 +240,9 @@ class Index:
 ORDERS = ("best_last", "best_first")
 
 
-def passages_for(index: Index, question: str, top_k: int, order: str = "best_last") -> tuple[list[str], list[Hit]]:
+def passages_for(
+    index: Index, question: str, top_k: int, order: str = "best_last"
+) -> tuple[list[str], list[Hit]]:
     """The passages of question in prompt order (params.yaml rag.order), and its hits in rank order.
 
     best_last lists the lowest-ranked passage first, so the best stands right before the question, where

@@ -68,10 +68,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = ap.parse_args(argv)
 
+    from pipeline.evallog import load
     from vllm import SamplingParams
 
     from pipeline.engines import make_engine
-    from pipeline.evallog import load
     from pipeline.pins import load_params
     from pipeline.run_arm import engine_config, load_arm, plan_run, run
     from tests.conftest import make_world

@@ -1,4 +1,4 @@
-"""The one atomic write of the project: a temporary file beside the target, forced to disk, renamed over it."""
+"""The one atomic write of the project: a temporary file beside the target, synced, renamed over it."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 
 def atomic_write(dest: str | Path, data: str | bytes) -> Path:
-    """Write data to dest so that a reader (or a crash) sees the old file or the new one, never half of one."""
+    """Write data to dest so that a reader (or a crash) sees the old file or the new, never half."""
     path = Path(dest)
     path.parent.mkdir(parents=True, exist_ok=True)
     payload = data.encode("utf-8") if isinstance(data, str) else data

@@ -21,10 +21,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from contract.engine import EngineInfo
-from contract.generations import RetrievedDoc, RetrievalSettings, ToolCallRecord
+from contract.generations import RetrievalSettings, RetrievedDoc, ToolCallRecord
 from contract.protocol import Protocol
 from contract.validation import describe_error
-
 
 FORMAT_VERSION = 2
 
@@ -80,11 +79,16 @@ class ItemResult(_Strict):
                 raise ValueError(f"samples[{j}].index: is {s.index}; samples must be in index order 0..k-1")
             if j < len(self.scores) and s.score != self.scores[j]:
                 raise ValueError(f"samples[{j}].score: is {s.score}, scores[{j}] is {self.scores[j]}")
-            if self.gen_tokens is not None and j < len(self.gen_tokens) and s.gen_tokens is not None:
-                if s.gen_tokens != self.gen_tokens[j]:
-                    raise ValueError(
-                        f"samples[{j}].gen_tokens: is {s.gen_tokens}, gen_tokens[{j}] is {self.gen_tokens[j]}"
-                    )
+            tokens = self.gen_tokens
+            if (
+                tokens is not None
+                and j < len(tokens)
+                and s.gen_tokens is not None
+                and s.gen_tokens != tokens[j]
+            ):
+                raise ValueError(
+                    f"samples[{j}].gen_tokens: is {s.gen_tokens}, gen_tokens[{j}] is {tokens[j]}"
+                )
         return self
 
 

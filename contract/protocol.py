@@ -6,7 +6,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 
 class Protocol(BaseModel):
-    """params.yaml `protocol`: samples per item, budget, decoding, seed and tool-call cap, equal for every arm."""
+    """params.yaml `protocol`: samples per item, budget, decoding, seed, tool-call cap; equal in every arm."""
 
     model_config = ConfigDict(extra="forbid")
     k: int = Field(ge=1)

@@ -491,9 +491,7 @@ def make_probe(problems: list[dict[str, Any]], rng: random.Random) -> Any:
         for name, ps in (("raise", raise_p), ("compute", comp_p)):
             prompts = [build_prompt(p["question"]) for p in ps]
             outs = sample(model, prompts, 1, 12, 0, temperature=0)
-            ok = sum(
-                judge(p, q, o[0]).score == 1.0 for o, p, q in zip(outs, ps, prompts, strict=True)
-            )
+            ok = sum(judge(p, q, o[0]).score == 1.0 for o, p, q in zip(outs, ps, prompts, strict=True))
             res.append(f"{name} {ok}/{len(ps)}")
         return ", ".join(res)
 

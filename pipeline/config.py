@@ -163,8 +163,8 @@ def load_arm(name: str, conf_dir: Path = CONF_DIR, composed: Mapping[str, Any] |
         for key in ("model", "retrieval", "tools", "attribution"):
             if key in composed and key in raw and composed[key] != raw[key]:
                 raise ConfigError(
-                    f"a command-line override sets arm.{key}={composed[key]!r}, but {path} says {raw[key]!r}; "
-                    f"an arm is defined by its file: edit {path} or add a new arm file"
+                    f"a command-line override sets arm.{key}={composed[key]!r}, but {path} says "
+                    f"{raw[key]!r}; an arm is defined by its file: edit {path} or add a new arm file"
                 )
     data = dict(composed) if composed is not None else dict(raw)
     try:
@@ -180,7 +180,9 @@ def engine_config(name: str = "vllm", conf_dir: Path = CONF_DIR, **overrides: An
     path = conf_dir / "engine" / f"{name}.yaml"
     if not path.is_file():
         known = sorted(p.stem for p in (conf_dir / "engine").glob("*.yaml"))
-        raise ConfigError(f"unknown engine {name!r} ({path} does not exist); known engines: {', '.join(known)}")
+        raise ConfigError(
+            f"unknown engine {name!r} ({path} does not exist); known engines: {', '.join(known)}"
+        )
     cfg = yaml.safe_load(path.read_text())
     unknown = set(overrides) - set(cfg)
     if unknown:

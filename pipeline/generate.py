@@ -1,4 +1,4 @@
-"""Generate one arm, resumably: the plan's requests through the engine (or the tool loop), to a generations file.
+"""Generate one arm, resumably: the plan's requests through the engine (or the tool loop) to a file.
 
 Requests are cut into chunks of engine.chunk_size in a fixed order; each chunk is one engine call (or one
 run of the tool loop), and its finished samples are appended to <out_dir>/.partial/<arm>.jsonl and flushed
@@ -23,8 +23,8 @@ from contract.arm import ArmSpec
 from contract.atomic import atomic_write
 from contract.engine import Decoding, Engine, EngineInfo, GenRequest
 from contract.generations import (
-    GenItem,
     Generations,
+    GenItem,
     GenSample,
     RetrievalSettings,
     ToolCallRecord,
@@ -114,7 +114,9 @@ def generate_chunk(
 
         outs = run_tool_loop(engine, chunk, decoding, tools_client, max_tool_calls)
         for r, o in zip(chunk, outs, strict=True):
-            on_outcome(r, Outcome(o.text, o.finish_reason, o.prompt_tokens, o.gen_tokens, o.rounds, o.tool_calls))
+            on_outcome(
+                r, Outcome(o.text, o.finish_reason, o.prompt_tokens, o.gen_tokens, o.rounds, o.tool_calls)
+            )
         return
     by_key = {r.key: r for r in chunk}
 
@@ -145,7 +147,12 @@ def _progress(total: int, done: int, arm: str, enabled: bool) -> Any:
     from tqdm import tqdm
 
     return tqdm(
-        total=total, initial=done, unit="sample", desc=f"generate@{arm}", disable=not enabled, dynamic_ncols=True
+        total=total,
+        initial=done,
+        unit="sample",
+        desc=f"generate@{arm}",
+        disable=not enabled,
+        dynamic_ncols=True,
     )
 
 

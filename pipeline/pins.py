@@ -1,4 +1,4 @@
-"""Pinned inputs: the suite, the checkpoints, the retrieval index and each arm's code, fixed by content hashes.
+"""Pinned inputs: suite, checkpoints, retrieval index and each arm's code, fixed by content hashes.
 
     python -m pipeline.pins [--params params.yaml] [--out pins]
 
@@ -151,10 +151,14 @@ def _index(params: Params) -> dict[str, Any] | None:
 
 
 def arm_pin(
-    params: Params, arm_name: str, suite: dict[str, Any], models: dict[str, Any], index: dict[str, Any] | None,
+    params: Params,
+    arm_name: str,
+    suite: dict[str, Any],
+    models: dict[str, Any],
+    index: dict[str, Any] | None,
     conf_dir: Path = CONF_DIR,
 ) -> dict[str, Any]:
-    """Everything arm_name's generation depends on besides the protocol and conf/: see the module docstring."""
+    """Everything arm_name's generation depends on besides the protocol and conf/ (module docstring)."""
     try:
         arm = load_arm(arm_name, conf_dir)
     except ConfigError as e:
@@ -237,7 +241,9 @@ def _read_json(path: Path, what: str) -> dict[str, Any]:
         raise PinError(f"{path}: not JSON ({e.msg}); rewrite it with `python -m pipeline.pins`") from None
 
 
-def check_pins(params: Params, pins_dir: str | Path, arm_name: str, conf_dir: Path = CONF_DIR) -> dict[str, str]:
+def check_pins(
+    params: Params, pins_dir: str | Path, arm_name: str, conf_dir: Path = CONF_DIR
+) -> dict[str, str]:
     """Verify that what arm_name's generation reads still matches its pin; return the pins a log records."""
     path = Path(pins_dir) / "arms" / f"{arm_name}.json"
     pinned = _read_json(path, f"arm {arm_name!r}")
@@ -262,7 +268,9 @@ def check_pins(params: Params, pins_dir: str | Path, arm_name: str, conf_dir: Pa
     if arm.retrieval:
         index = _index(params)
         if params.rag is None or index is None:
-            raise PinError(f"{path}: arm {arm_name!r} retrieves passages, but params.yaml rag has no built index")
+            raise PinError(
+                f"{path}: arm {arm_name!r} retrieves passages, but params.yaml rag has no built index"
+            )
         if pinned.get("index", {}).get("revision") != index["revision"]:
             raise PinError(
                 f"{path}: index {params.rag.index} changed since pinning (revision "
@@ -289,7 +297,8 @@ def main(argv: list[str] | None = None) -> int:
     models = ", ".join(f"{k}={v.get('sha256', v.get('revision'))[:12]}" for k, v in inputs["models"].items())
     index = inputs.get("index", {}).get("revision", "not built")
     print(
-        f"{args.out}: suite={inputs['suite']['sha256'][:12]} questions={inputs['suite']['questions_sha256'][:12]} "
+        f"{args.out}: suite={inputs['suite']['sha256'][:12]} "
+        f"questions={inputs['suite']['questions_sha256'][:12]} "
         f"{models} index={str(index)[:12]} arms={','.join(pins['arms'])}"
     )
     return 0

@@ -49,7 +49,9 @@ def open_index(params: Params) -> Any:
     from arms.retrieval import Index, IndexLoadError
 
     if params.rag is None:
-        raise ConfigError("params.yaml: rag: missing; a retrieval arm needs rag.corpus, rag.index and rag.top_k")
+        raise ConfigError(
+            "params.yaml: rag: missing; a retrieval arm needs rag.corpus, rag.index and rag.top_k"
+        )
     try:
         return Index.load(params.rag.index)
     except IndexLoadError as e:
@@ -76,7 +78,9 @@ def plan_run(params: Params, arm: ArmSpec, tools: Sequence[dict[str, Any]]) -> P
             from arms.retrieval import passages_for
 
             passages, hits = passages_for(index, item.question, params.rag.top_k, params.rag.order)
-            retrieved[item.item_id] = [RetrievedDoc(doc_id=h.doc_id, score=h.score, rank=h.rank) for h in hits]
+            retrieved[item.item_id] = [
+                RetrievedDoc(doc_id=h.doc_id, score=h.score, rank=h.rank) for h in hits
+            ]
         prompt = make_prompt(tokenizer, chat, item.question, passages, tools)
         prompts[item.item_id] = prompt
         for j in range(proto.k):

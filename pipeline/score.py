@@ -40,7 +40,11 @@ def suite_labels(suite: Path, params: Path | None) -> tuple[str, str] | None:
 
 
 def score_file(
-    generations: Path, suite: Path, out: Path, name: str | None = None, revision: str | None = None,
+    generations: Path,
+    suite: Path,
+    out: Path,
+    name: str | None = None,
+    revision: str | None = None,
     params: Path | None = Path("params.yaml"),
 ) -> EvalLog:
     """Score a generations file against a suite file and write the EvalLog to out (atomically)."""
@@ -84,12 +88,16 @@ def _explicit(argv: list[str]) -> int:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    ap.add_argument("--generations", required=True, type=Path, help="generations file (generations/<arm>.json)")
+    ap.add_argument(
+        "--generations", required=True, type=Path, help="generations file (generations/<arm>.json)"
+    )
     ap.add_argument("--suite", required=True, type=Path, help="suite file (JSONL) the generations answer")
     ap.add_argument("--out", required=True, type=Path, help="EvalLog to write")
     ap.add_argument("--name", help="suite name in the log (default: params.yaml's, or the file's stem)")
     ap.add_argument("--revision", help="suite revision in the log (default: params.yaml's, or sha256:...)")
-    ap.add_argument("--params", type=Path, default=Path("params.yaml"), help="params file (default params.yaml)")
+    ap.add_argument(
+        "--params", type=Path, default=Path("params.yaml"), help="params file (default params.yaml)"
+    )
     args = ap.parse_args(argv)
     try:
         log = score_file(args.generations, args.suite, args.out, args.name, args.revision, args.params)

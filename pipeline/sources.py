@@ -68,9 +68,7 @@ def imports_of(module: str, root: Path = ROOT) -> set[str]:
     return found
 
 
-def closure(
-    entries: Iterable[str], stop: Callable[[str], bool] | None = None, root: Path = ROOT
-) -> set[str]:
+def closure(entries: Iterable[str], stop: Callable[[str], bool] | None = None, root: Path = ROOT) -> set[str]:
     """Every project module the entries import, directly or not; modules where stop() is true are left out."""
     todo = [m for e in entries for m in (*_parents(e), e) if module_file(m, root) is not None]
     seen: set[str] = set()

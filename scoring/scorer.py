@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from contract.evallog import FORMAT_VERSION, EvalLog, ItemResult, SampleRecord, ScorerInfo
-from contract.generations import GenItem, GenSample, Generations
+from contract.generations import Generations, GenItem, GenSample
 from contract.suite import SuiteItem, questions_sha256
 from scoring import verifiers
 from scoring.paths import path_verdict
@@ -41,7 +41,9 @@ def scorer_info(gens: Generations) -> ScorerInfo:
     )
 
 
-def score_sample(item: SuiteItem, gen: GenItem, sample: GenSample, chat: bool, tool_arm: bool) -> SampleRecord:
+def score_sample(
+    item: SuiteItem, gen: GenItem, sample: GenSample, chat: bool, tool_arm: bool
+) -> SampleRecord:
     """One scored sample: the answer read from its text, the verifier's score and (tool arms) its path."""
     verdict = verifiers.score(item, verifiers.scored_text(gen.prompt, sample.text), chat=chat)
     expected = frozenset([item.tool]) if item.tool else None
@@ -70,7 +72,9 @@ def _check_items(gens: Generations, items: Sequence[SuiteItem], where: str) -> N
     extra = sorted(gen_ids - set(suite_ids))
     if missing or extra:
         what = f"missing {len(missing)} suite items (first {missing[0]!r})" if missing else ""
-        what += (", " if what else "") + (f"has {len(extra)} items not in the suite (first {extra[0]!r})" if extra else "")
+        what += (", " if what else "") + (
+            f"has {len(extra)} items not in the suite (first {extra[0]!r})" if extra else ""
+        )
         raise ScoringError(f"{where}: items: {what}; regenerate the arm for this suite")
     pinned = gens.pins.get("questions")
     now = f"sha256:{questions_sha256(items)}"

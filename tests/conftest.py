@@ -187,7 +187,7 @@ class World:
         return self.root / "evallogs"
 
     def score(self, arm: str) -> Path:
-        """Score generations/<arm>.json with this world's suite into evallogs/<arm>.json (as the score stage)."""
+        """Score generations/<arm>.json with the suite into evallogs/<arm>.json, as the stage does."""
         from pipeline.score import score_file
 
         out = self.logs_dir / f"{arm}.json"

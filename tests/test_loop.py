@@ -473,7 +473,7 @@ def test_real_vllm_engine_never_exceeds_the_budget(
 @pytest.mark.slow
 def test_rag_and_tool_arms_end_to_end(vllm_engine: VllmEngine, tiny_tool_model: Path, tmp_path: Path) -> None:
     """run_arm generates +rag, +tools and trained+rag+tools, the scorer scores them; the logs carry
-    retrieval and tool records, and tool-arm samples carry path verdicts against the suite's expected tools."""
+    retrieval and tool records, and tool-arm samples carry path verdicts against the expected tools."""
     from arms.retrieval import build_index
     from pipeline.config import load_params
     from pipeline.generate import RunSettings, run
@@ -505,8 +505,10 @@ def test_rag_and_tool_arms_end_to_end(vllm_engine: VllmEngine, tiny_tool_model: 
     write_pins(load_params(params), tmp_path / "pins")
     logs = {}
     for arm in ("+rag", "+tools", "trained+rag+tools"):
-        settings = RunSettings(arm=arm, params=params, pins=tmp_path / "pins", out_dir=tmp_path / "generations",
-                               progress=False)  # fmt: skip
+        gen_dir = tmp_path / "generations"
+        settings = RunSettings(
+            arm=arm, params=params, pins=tmp_path / "pins", out_dir=gen_dir, progress=False
+        )
         logs[arm] = score_file(run(settings, engine=vllm_engine), suite, tmp_path / "logs" / f"{arm}.json",
                                params=params)  # fmt: skip
     questions = {r["item_id"]: r["question"] for r in picked}

@@ -1,4 +1,4 @@
-"""Pins: content hashes of suite, checkpoints and index, one pin file per arm; drift is refused naming the file."""
+"""Pins: content hashes of suite, checkpoints and index, one file per arm; drift refused, naming the file."""
 
 from __future__ import annotations
 

@@ -128,13 +128,13 @@ def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 def test_hand_written_generations_are_scored_the_same_by_every_form(tmp_path: Path) -> None:
     suite, gens, params = write_world(tmp_path)
     explicit = tmp_path / "explicit.json"
-    res = cli("--generations", str(gens), "--suite", str(suite), "--out", str(explicit), "--params", str(params),
-              cwd=tmp_path)  # fmt: skip
+    res = cli("--generations", str(gens), "--suite", str(suite), "--out", str(explicit),
+              "--params", str(params), cwd=tmp_path)  # fmt: skip
     assert res.returncode == 0, res.stderr
     assert "3 items x 2 samples" in res.stdout
     # The form the score stages run (Hydra, arm=), on the same files.
-    res = cli("arm=+tools", f"params={params}", f"generations_dir={gens.parent}", f"out_dir={tmp_path / 'logs'}",
-              cwd=tmp_path)  # fmt: skip
+    res = cli("arm=+tools", f"params={params}", f"generations_dir={gens.parent}",
+              f"out_dir={tmp_path / 'logs'}", cwd=tmp_path)  # fmt: skip
     assert res.returncode == 0, res.stderr
     staged = tmp_path / "logs" / "+tools.json"
     assert staged.read_bytes() == explicit.read_bytes()
@@ -166,7 +166,7 @@ def test_hand_written_generations_are_scored_the_same_by_every_form(tmp_path: Pa
 def test_a_sample_through_another_tool_than_the_item_names_is_not_clean(tmp_path: Path) -> None:
     suite, gens, params = write_world(tmp_path)
     raw = json.loads(gens.read_text())
-    # period-1 names orbital_period; a sample that called circular_speed and carried its value is a tool_error.
+    # period-1 names orbital_period: a sample that called circular_speed and carried it is a tool_error.
     raw["items"][0]["samples"][0] = sample(0, "<tool_call>...</tool_call>\nAnswer: 7.67", [SPEED])
     gens.write_text(json.dumps(raw))
     log = score_file(gens, suite, tmp_path / "log.json", params=params)
@@ -210,7 +210,6 @@ def test_generations_that_do_not_answer_the_suite_are_refused_in_one_line(
     assert res.returncode == 2
     line = res.stderr.strip()
     assert "\n" not in line and line.startswith("score: ") and str(gens) in line
-    import re
 
     assert re.search(message, line), line
     assert not out.exists()
