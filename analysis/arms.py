@@ -6,7 +6,7 @@ reads one EvalLog per arm from the folder (arm name from the log's `arm` field o
 required, any other arm may be missing), pairs every arm with base and the combination arms with their
 augmentation (trained+rag vs +rag, trained+tools vs +tools), and writes arm_comparison_report.json,
 arm_comparison_report.md and the forest plot arm_deltas.png. Each arm's claim follows from its attribution
-(seed 004), never from the size of its delta; the ceiling arm is labelled and never decomposed.
+(conf/arm/<arm>.yaml), never from the size of its delta; the ceiling arm is labelled and never decomposed.
 """
 
 from __future__ import annotations

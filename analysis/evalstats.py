@@ -555,7 +555,7 @@ def ece_difference_bootstrap(
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Budget-stratified (backdoor) adjustment, seed 004 eq. 3.3
+# Budget-stratified adjustment: the arm delta within strata of generated tokens, weighted by stratum size
 
 
 @dataclass(frozen=True)
@@ -603,7 +603,7 @@ def budget_adjusted_deltas(
     alpha: float = 0.05,
     n_bins: int = 5,
 ) -> list[BudgetAdjustment]:
-    """Seed 004's backdoor adjustment for each (y_ref, y_arm, budget_ref, budget_arm), with bootstrap CIs.
+    """The budget-stratified adjustment for each (y_ref, y_arm, budget_ref, budget_arm), with bootstrap CIs.
 
     Strata are quantile bins of the reference arm's per-item budget; each item's difference falls in the
     stratum of the arm's budget; strata are weighted by the reference's share P_ref(z). A stratum with

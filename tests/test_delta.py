@@ -19,7 +19,7 @@ from contract.evallog import EvalLog
 
 ROOT = Path(__file__).resolve().parents[1]
 FAMILIES = ("lookup", "compute", "raise", "compound")
-DESIGN_FIELDS = [
+REPORT_FIELDS = [
     *("suite", "suite_revision", "n_items", "n_samples", "pre_model", "post_model", "driver", "measured_at"),
     *("mean_pre", "mean_post", "delta_mean", "delta_ci95", "perm_p", "cohens_dz", "pair_correlation_rho"),
     *("flips_wrong_to_right", "flips_right_to_wrong", "mcnemar_chi2", "mcnemar_p", "pass_at_k_pre"),
@@ -130,7 +130,7 @@ def test_cli_writes_the_report_and_reruns_byte_identical(pair, tmp_path):
     png = (outs[0] / "passk_curve.png").read_bytes()
     assert png.startswith(b"\x89PNG") and b"Software" not in png
     report = json.loads((outs[0] / "delta_report.json").read_text())
-    for field in DESIGN_FIELDS:
+    for field in REPORT_FIELDS:
         assert field in report, field
     assert report["settings"] == {"n_boot": 2000, "n_perm": 2000, "alpha": 0.05, "fdr": 0.05,
                                   "min_effect": 0.01, "seed": 1234}  # fmt: skip
@@ -139,7 +139,7 @@ def test_cli_writes_the_report_and_reruns_byte_identical(pair, tmp_path):
     assert "passk_curve.png" in md
 
 
-def test_minimal_seed_000_logs_are_compared(tmp_path):
+def test_minimal_logs_are_compared(tmp_path):
     minimal = {"model_name": "m0", "suite": "thesis-suite v1.0", "suite_revision": "v1.0", "n_samples": 2,
                "temperature": 0.7, "max_tokens": 512, "driver": "d", "measured_at": "t"}  # fmt: skip
     pre = {**minimal, "items": [{"item_id": f"i{i}", "scores": [0.0, float(i % 2)]} for i in range(12)]}

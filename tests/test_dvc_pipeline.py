@@ -1,8 +1,9 @@
 """The product as a user meets it: `dvc repro` in a fresh clone, on the demo world, from pinned inputs.
 
-Runs real DVC over the real stages (index, pin, seven vLLM generate stages, delta, arms, report) on a
-reduced suite (two items per family) at k = 2, so it fits CI; the full-size run is what the README's first
-command does. Then checks what reruns after each kind of edit, and a `dvc exp run -S` sweep.
+Runs real DVC over the real stages (index, pin, seven vLLM generate stages, seven score stages, delta,
+arms, report) on a reduced suite (two items per family) at k = 2, so it fits CI; the full-size run is what
+the README's first command does. Then checks what reruns after each kind of edit (answer checking, rag
+settings, a checkpoint, an arm file, k, a template, the arm list), and a `dvc exp run -S` sweep.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -88,18 +90,55 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     shutil.rmtree(dest / "evallogs", ignore_errors=True)
     out = dvc(dest, "repro").stdout
-    every = {f"generate@{a}" for a in ARMS} | {"index", "pin", "delta", "arms", "report"}
+    every = {f"{s}@{a}" for a in ARMS for s in ("generate", "score")} | {
+        "index",
+        "pin",
+        "delta",
+        "arms",
+        "report",
+    }
     assert every <= ran_stages(out), out
     return dest
 
 
+def set_param(repo: Path, dotted: str, value: object) -> str:
+    """Set one key of the clone's params.yaml; return the file's text before."""
+    path = repo / "params.yaml"
+    before = path.read_text()
+    params = yaml.safe_load(before)
+    *parents, leaf = dotted.split(".")
+    node = params
+    for key in parents:
+        node = node[key]
+    node[leaf] = value
+    path.write_text(yaml.safe_dump(params, sort_keys=False))
+    return before
+
+
+def stale_after_pinning(repo: Path) -> set[str]:
+    """Rerun only the cheap pin stage, then the stages `dvc status` reports: what a repro would rerun."""
+    dvc(repo, "repro", "pin")
+    return stale_stages(repo)
+
+
 def test_repro_writes_every_log_and_report_from_pinned_inputs(repo: Path) -> None:
-    pins = json.loads((repo / "pins.json").read_text())
-    assert {"suite", "models", "index"} <= set(pins), pins
+    inputs = json.loads((repo / "pins" / "inputs.json").read_text())
+    assert {"suite", "models", "index"} <= set(inputs), inputs
+    assert {p.stem for p in (repo / "pins" / "arms").glob("*.json")} == set(ARMS)
     for arm in ARMS:
+        gens = json.loads((repo / "generations" / f"{arm}.json").read_text())
+        assert gens["arm"]["name"] == arm and len(gens["items"]) == 4 * PER_FAMILY
+        assert all("score" not in s for it in gens["items"] for s in it["samples"])
         log = json.loads((repo / "evallogs" / f"{arm}.json").read_text())
         assert log["arm"] == arm and log["n_samples"] == 2 and len(log["items"]) == 4 * PER_FAMILY
-        assert log["pins"]
+        assert log["pins"] and log["scorer"]["name"] == "reasoning-delta"
+    # The demo suite's compute and compound items name their tool; every tool arm's path table counts
+    # samples that reached their answer through that tool.
+    report = json.loads((repo / "reports/arms/arm_comparison_report.json").read_text())
+    tables = {t["arm"]: {v["path"]: v["count"] for v in t["verdicts"]} for t in report["paths"]}
+    assert set(tables) == {a for a in ARMS if "tools" in a}
+    for arm, counts in tables.items():
+        assert counts.get("clean", 0) > 0, (arm, counts)
     page = (repo / "reports" / "index.md").read_text()
     delta = json.loads((repo / "reports/delta/delta_report.json").read_text())
     assert delta["claim"] in page
@@ -114,13 +153,62 @@ def test_second_repro_has_nothing_to_do(repo: Path) -> None:
     assert ran_stages(dvc(repo, "repro").stdout) == set()
 
 
+def test_an_answer_checking_edit_rescores_without_an_engine(repo: Path) -> None:
+    scorer = repo / "scoring" / "scorer.py"
+    before = scorer.read_text()
+    scorer.write_text(before.replace('SCORER_VERSION = "', 'SCORER_VERSION = "test-'))
+    assert stale_stages(repo) == {f"score@{a}" for a in ARMS}
+    t0 = time.perf_counter()
+    out = dvc(repo, "repro").stdout
+    took = time.perf_counter() - t0
+    ran = ran_stages(out)
+    assert {f"score@{a}" for a in ARMS} <= ran
+    assert not {s for s in ran if s.startswith(("generate@", "pin"))}, ran
+    assert "vllm" not in out.lower(), out
+    assert took < 60, f"rescoring took {took:.0f} s"
+    log = json.loads((repo / "evallogs" / "base.json").read_text())
+    assert log["scorer"]["version"].startswith("test-")
+    scorer.write_text(before)
+    dvc(repo, "repro")
+    assert stale_stages(repo) == set()
+
+
+def test_rag_settings_regenerate_only_the_retrieval_arms(repo: Path) -> None:
+    before = set_param(repo, "rag.order", "best_first")
+    try:
+        stale = stale_after_pinning(repo)
+        assert {s for s in stale if s.startswith("generate@")} == {
+            "generate@+rag", "generate@trained+rag", "generate@trained+rag+tools",
+        }  # fmt: skip
+    finally:
+        (repo / "params.yaml").write_text(before)
+    assert stale_after_pinning(repo) == set()
+
+
+def test_a_changed_trained_checkpoint_regenerates_only_the_trained_arms(repo: Path) -> None:
+    copy = repo / "demo" / "models" / "trained-copy"
+    shutil.copytree(repo / "demo" / "models" / "trained", copy)
+    meta = copy / "training_meta.json"
+    meta.write_text(meta.read_text().replace("{", '{"note": "edited by the test", ', 1))
+    before = set_param(repo, "models.trained.path", "demo/models/trained-copy")
+    try:
+        stale = stale_after_pinning(repo)
+        trained_arms = ("trained", "trained+rag", "trained+tools", "trained+rag+tools")
+        assert {s for s in stale if s.startswith("generate@")} == {f"generate@{a}" for a in trained_arms}
+    finally:
+        (repo / "params.yaml").write_text(before)
+        shutil.rmtree(copy)
+    assert stale_after_pinning(repo) == set()
+
+
 def test_editing_an_arm_file_reruns_only_that_arm_and_what_follows(repo: Path) -> None:
     arm_file = repo / "conf" / "arm" / "+rag.yaml"
     arm_file.write_text(arm_file.read_text() + "# edited by the test\n")
-    assert stale_stages(repo) == {"generate@+rag"}
+    # The pin stage reads the arm files too (each arm's pin holds its spec); it reruns and changes nothing.
+    assert stale_stages(repo) == {"pin", "generate@+rag"}
     ran = ran_stages(dvc(repo, "repro").stdout)
     assert "generate@+rag" in ran
-    assert ran <= {"generate@+rag", "arms", "report"}, ran
+    assert ran <= {"pin", "generate@+rag", "score@+rag", "arms", "report"}, ran
 
 
 def test_changing_k_stales_every_generate_stage(repo: Path) -> None:
@@ -150,3 +238,14 @@ def test_exp_run_sweeps_k_and_exp_show_lists_the_headline_metrics(repo: Path) ->
     shown = dvc(repo, "exp", "show", "--json").stdout
     assert "delta_mean" in shown and "naive_delta" in shown
     assert re.search(r'"protocol\.k"|"k":\s*1', shown), shown[:2000]
+
+
+def test_an_arm_list_of_two_runs_without_the_other_arms(repo: Path) -> None:
+    # Last in the module: it leaves the clone with two arms.
+    set_param(repo, "arms", ["base", "trained"])
+    ran = ran_stages(dvc(repo, "repro").stdout)
+    assert not {s for s in ran if s.startswith(("generate@", "score@"))}, ran
+    assert stale_stages(repo) == set()
+    report = json.loads((repo / "reports/arms/arm_comparison_report.json").read_text())
+    assert {c["arm"] for c in report["contrasts"]} == {"trained"}
+    assert {p.stem for p in (repo / "pins" / "arms").glob("*.json")} == {"base", "trained"}

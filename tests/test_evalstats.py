@@ -327,7 +327,7 @@ def test_cohens_dz_undefined_for_constant_differences():
 # ----------------------------------------------------------------------------------------------- MDE
 
 
-def test_mde_for_one_binary_sample_matches_the_closed_form_of_seed_002():
+def test_mde_for_one_binary_sample_matches_its_closed_form():
     # Base rate 0.5 in both arms and correlation 0.5: MDE = (z.975 + z.80) sqrt(2 p (1 - p) (1 - rho) / n).
     block_pre = [1, 1, 1, 0, 0, 0, 1, 0]
     block_post = [1, 1, 1, 0, 0, 0, 0, 1]
@@ -405,8 +405,8 @@ def test_ece_difference_bootstrap():
 # ------------------------------------------------------------------------------------ budget adjustment
 
 
-def seed_004_budget_adjusted_delta(y_base, y_arm, b_base, b_arm, n_bins=5):
-    """The estimator as printed in seed 004, verbatim in substance: the oracle for the vectorized one."""
+def loop_budget_adjusted_delta(y_base, y_arm, b_base, b_arm, n_bins=5):
+    """The estimator as a plain loop over strata, written apart: the oracle for the vectorized one."""
     edges = np.quantile(b_base, np.linspace(0.0, 1.0, n_bins + 1))
     inner = edges[1:-1]
     ref_bin = np.digitize(b_base, inner)
@@ -422,7 +422,7 @@ def seed_004_budget_adjusted_delta(y_base, y_arm, b_base, b_arm, n_bins=5):
     return float(adj / used_w) if used_w > 0 else float("nan")
 
 
-def test_budget_adjustment_equals_seed_004():
+def test_budget_adjustment_equals_the_plain_loop():
     rng = np.random.default_rng(5)
     n = 300
     b_base = rng.normal(600, 120, n)
@@ -430,7 +430,7 @@ def test_budget_adjustment_equals_seed_004():
     y_base = rng.integers(0, 9, n) / 8
     y_arm = np.clip(y_base + 0.1 + 0.0005 * (b_arm - 600) + rng.normal(0, 0.1, n), 0, 1)
     got = es.budget_adjusted_deltas([(y_base, y_arm, b_base, b_arm)], 1000, np.random.default_rng(0))[0]
-    assert got.delta == pytest.approx(seed_004_budget_adjusted_delta(y_base, y_arm, b_base, b_arm), abs=1e-12)
+    assert got.delta == pytest.approx(loop_budget_adjusted_delta(y_base, y_arm, b_base, b_arm), abs=1e-12)
     assert got.ci.lo <= got.delta <= got.ci.hi
     assert sum(s["ref_weight"] for s in got.strata) == pytest.approx(1.0)
 
@@ -455,4 +455,4 @@ def test_budget_adjustment_of_several_contrasts_matches_one_at_a_time():
     contrasts = [(y0, rng.random(n), b0, b0 + rng.normal(s, 5, n)) for s in (0, 5, 10)]
     joint = es.budget_adjusted_deltas(contrasts, 100, np.random.default_rng(0))
     for c, j in zip(contrasts, joint, strict=True):
-        assert j.delta == pytest.approx(seed_004_budget_adjusted_delta(*c), abs=1e-12)
+        assert j.delta == pytest.approx(loop_budget_adjusted_delta(*c), abs=1e-12)
