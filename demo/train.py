@@ -20,6 +20,7 @@ Both stages are seeded, log to demo/models/train_log_<stage>.txt and save a resu
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import math
 import random
@@ -32,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from arms.tools.orbital import TOOLS
+from contract.atomic import atomic_write
 from contract.suite import SuiteItem
 from contract.textformat import ANSWER_TAG, format_tool_call, format_tool_response
 from pipeline.prompts import build_prompt
@@ -414,12 +416,12 @@ def train_loop(
             log(f"{tag}: step {step} probe {probe(model)}")
             model.train()
         if step % save_every == 0 or step == steps:
-            tmp = state_path.with_suffix(".tmp")
+            buf = io.BytesIO()
             torch.save(
                 {"model": model.state_dict(), "opt": opt.state_dict(), "gen": gen.get_state(), "step": step},
-                tmp,
+                buf,
             )
-            tmp.replace(state_path)
+            atomic_write(state_path, buf.getvalue())
     model.eval()
 
 

@@ -14,14 +14,15 @@ from typing import Any
 import pytest
 
 from contract.engine import Decoding, GenRequest
-from contract.evallog import EvalLog, load
+from contract.evallog import EvalLog
 from contract.seeds import sample_seed
 from contract.suite import load_suite
 from pipeline.config import engine_config
 from pipeline.engines import make_engine
 from pipeline.generate import run
 from pipeline.prompts import CHAT_INSTRUCTION, PLAIN_STOP, build_prompt
-from tests.conftest import DEMO_SUITE, ROOT, arithmetic_items, make_world, with_chat_template
+from pipeline.score import score_file
+from tests.conftest import DEMO_SUITE, ROOT, World, arithmetic_items, make_world, with_chat_template
 from tests.test_runner import ARMS, CORPUS
 
 pytestmark = pytest.mark.slow
@@ -34,12 +35,19 @@ def _comparable(log: EvalLog) -> dict[str, Any]:
     return log.model_dump(exclude=TIMESTAMPS)
 
 
+def scored(w: World, generations: Path) -> EvalLog:
+    """The EvalLog the score stage makes of a generations file, with the world's suite."""
+    return score_file(
+        generations, w.suite, generations.with_name(f"{generations.stem}.evallog.json"), params=w.params
+    )
+
+
 def test_the_same_arm_run_twice_gives_identical_texts_and_scores(
     tmp_path: Path, tiny_checkpoint, vllm_engine
 ):
     w = make_world(tmp_path / "w", {"base": tiny_checkpoint}, arithmetic_items(16), k=4, max_tokens=16)
-    first = load(run(w.settings("base", out_dir=tmp_path / "one"), engine=vllm_engine))
-    second = load(run(w.settings("base", out_dir=tmp_path / "two"), engine=vllm_engine))
+    first = scored(w, run(w.settings("base", out_dir=tmp_path / "one"), engine=vllm_engine))
+    second = scored(w, run(w.settings("base", out_dir=tmp_path / "two"), engine=vllm_engine))
     assert _comparable(first) == _comparable(second)
     texts = [s.text for it in first.items for s in it.samples]
     assert len(texts) == 64 and len(set(texts)) > 4, "sampling at temperature 1 should vary across samples"
@@ -105,12 +113,13 @@ def test_a_run_killed_mid_generation_resumes_to_the_uninterrupted_log(
     res = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, check=False, timeout=600)
     assert res.returncode == 0, res.stderr[-2000:]
     assert "differ from" not in res.stderr
-    resumed = load(out / "base.json")
-    reference = load(
+    resumed = scored(w, out / "base.json")
+    reference = scored(
+        w,
         run(
             w.settings("base", out_dir=tmp_path / "ref", engine=engine_config("vllm", chunk_size=64)),
             vllm_engine,
-        )
+        ),
     )
     assert _comparable(resumed) == _comparable(reference)
     assert not shard.exists()
@@ -127,7 +136,7 @@ def test_every_arm_runs_and_gives_each_item_and_sample_the_same_seed(
         k=3,
         max_tokens=24,
     )
-    logs = {name: load(run(w.settings(name), engine=vllm_engine)) for name in ARMS}
+    logs = {name: scored(w, run(w.settings(name), engine=vllm_engine)) for name in ARMS}
     seeds = {
         name: {(it.item_id, s.index): s.seed for it in log.items for s in it.samples}
         for name, log in logs.items()
@@ -140,13 +149,14 @@ def test_every_arm_runs_and_gives_each_item_and_sample_the_same_seed(
         _, retrieval, tools, attribution = ARMS[name]
         assert log.arm == name and log.attribution == attribution
         samples = [s for it in log.items for s in it.samples]
-        assert all((s.retrieved is not None) == retrieval for s in samples), name
+        assert all((it.retrieved is not None) == retrieval for it in log.items), name
         assert all((s.tool_calls is not None) == tools and (s.path is not None) == tools for s in samples), (
             name
         )
         assert ("index" in log.pins) == retrieval
         if retrieval:
-            assert [d.doc_id for d in samples[0].retrieved] and samples[0].retrieved[0].rank == 1
+            first = log.items[0].retrieved
+            assert first and first[0].rank == 1
 
 
 def _parity_requests(demo_base: Path | None, tiny_checkpoint: Path) -> tuple[Path, list[GenRequest]]:
@@ -183,12 +193,12 @@ def test_vllm_and_hf_give_the_same_greedy_text_on_50_items(demo_base, tiny_check
 
 def test_the_hf_engine_runs_an_arm_with_the_same_seeds(tmp_path: Path, tiny_checkpoint):
     w = make_world(tmp_path / "w", {"base": tiny_checkpoint}, arithmetic_items(3), k=2, max_tokens=16)
-    log = load(run(w.settings("base", engine=engine_config("hf"))))
+    log = scored(w, run(w.settings("base", engine=engine_config("hf"))))
     assert log.engine.name == "hf" and log.engine.version.startswith("transformers ")
     assert [s.seed for it in log.items for s in it.samples] == [
         sample_seed(1234, it.item_id, j) for it in log.items for j in range(2)
     ]
-    again = load(run(w.settings("base", engine=engine_config("hf"), out_dir=tmp_path / "again")))
+    again = scored(w, run(w.settings("base", engine=engine_config("hf"), out_dir=tmp_path / "again")))
     assert _comparable(again) == _comparable(log)
 
 
@@ -197,9 +207,9 @@ def test_a_chat_model_is_prompted_through_its_template_with_one_bos_in_both_engi
 ):
     chat = with_chat_template(tiny_checkpoint, tmp_path / "chat")
     w = make_world(tmp_path / "w", {"base": chat}, arithmetic_items(3), k=1, max_tokens=8, temperature=0.0)
-    by_vllm = load(run(w.settings("base", out_dir=tmp_path / "v"), engine=vllm_for(chat)))
+    by_vllm = scored(w, run(w.settings("base", out_dir=tmp_path / "v"), engine=vllm_for(chat)))
     hf = make_engine(engine_config("hf"), str(chat))
-    by_hf = load(run(w.settings("base", out_dir=tmp_path / "h", engine=engine_config("hf")), engine=hf))
+    by_hf = scored(w, run(w.settings("base", out_dir=tmp_path / "h", engine=engine_config("hf")), engine=hf))
     question = arithmetic_items(3)[0]["question"]
     # "<s>" is in the template's text: counted once, never added a second time by the engine.
     want = hf.count_tokens(f"<s><|user|>{question}\n{CHAT_INSTRUCTION}\n<|assistant|>")
