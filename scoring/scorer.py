@@ -46,22 +46,12 @@ def score_sample(
 ) -> SampleRecord:
     """One scored sample: the answer read from its text, the verifier's score and (tool arms) its path."""
     verdict = verifiers.score(item, verifiers.scored_text(gen.prompt, sample.text), chat=chat)
-    expected = frozenset([item.tool]) if item.tool else None
-    return SampleRecord(
-        index=sample.index,
-        seed=sample.seed,
-        score=verdict.score,
-        text=sample.text,
-        answer=verdict.answer,
-        finish_reason=sample.finish_reason,
-        prompt_tokens=sample.prompt_tokens,
-        gen_tokens=sample.gen_tokens,
-        rounds=sample.rounds,
-        tool_calls=sample.tool_calls if tool_arm else None,
-        path=path_verdict(expected, sample.tool_calls or [], verdict.answer, verdict.score == 1.0)
-        if tool_arm
-        else None,
-    )
+    path = None
+    if tool_arm:
+        expected = frozenset([item.tool]) if item.tool else None
+        path = path_verdict(expected, sample.tool_calls or [], verdict.answer, verdict.score == 1.0)
+    # Every generated field is carried over as it is; scoring adds only its verdicts.
+    return SampleRecord(**sample.model_dump(), score=verdict.score, answer=verdict.answer, path=path)
 
 
 def _check_items(gens: Generations, items: Sequence[SuiteItem], where: str) -> None:
