@@ -28,6 +28,7 @@ from analysis.align import (
     dump_json,
     item_order,
     load_log,
+    measured_line,
     read_settings,
     settings_dict,
     write_outputs,
@@ -164,6 +165,7 @@ def build(pre_path: str, pre: EvalLog, post_path: str, post: EvalLog, settings: 
         "driver": post.driver,
         "measured_at": post.measured_at,
         "pre_measured_at": pre.measured_at,
+        "generated": measured_line(pre, post),
         "mde": {
             "mde": mde.mde,
             "power": mde.power,

@@ -62,7 +62,7 @@ def delta_markdown(r: dict[str, Any]) -> str:
         f"Suite {r['suite']} (rev {r['suite_revision']}), {r['n_items']} items, "
         f"{r['n_samples']} samples per item. "
         f"pre = `{r['pre_model']}` ({r['pre_log']}), post = `{r['post_model']}` ({r['post_log']}). "
-        f"Measured with driver {r['driver']}, {r['measured_at']}.",
+        + (r.get("generated") or f"Measured with driver {r['driver']}, {r['measured_at']}."),
         "",
         "## Matched protocol (checked, identical in both logs)",
         "",

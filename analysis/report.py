@@ -72,28 +72,20 @@ def context(delta: dict[str, Any], arms: dict[str, Any]) -> dict[str, Any]:
 
 
 def metrics(delta: dict[str, Any], arms: dict[str, Any]) -> dict[str, Any]:
-    """The headline numbers DVC tracks as metrics (numbers only, so `dvc exp show` can compare them)."""
-    kmax = str(max(int(k) for k in delta["pass_at_k_pre"]))
+    """The headline numbers DVC tracks as metrics: what a person compares across experiments.
+
+    trained minus base (mean, interval, p) and every arm's naive delta over base; everything else (pass@k,
+    adjusted deltas, q-values, per-family rows) is in the reports. Short keys keep `dvc exp show` narrow.
+    """
     out: dict[str, Any] = {
         "delta": {
-            "delta_mean": delta["delta_mean"],
-            "delta_ci95_lo": delta["delta_ci95"][0],
-            "delta_ci95_hi": delta["delta_ci95"][1],
-            "perm_p": delta["perm_p"],
-            "pass1_pre": delta["mean_pre"],
-            "pass1_post": delta["mean_post"],
-            f"pass{kmax}_pre": delta["pass_at_k_pre"][kmax],
-            f"pass{kmax}_post": delta["pass_at_k_post"][kmax],
-            "mde": delta["mde"]["mde"],
+            "mean": delta["delta_mean"],
+            "lo": delta["delta_ci95"][0],
+            "hi": delta["delta_ci95"][1],
+            "p": delta["perm_p"],
         },
-        "arms": {},
+        "arms": {c["arm"]: c["naive_delta"] for c in arms.get("contrasts", [])},
     }
-    for c in arms.get("contrasts", []):
-        out["arms"][c["arm"]] = {
-            "naive_delta": c["naive_delta"],
-            "adjusted_delta": c.get("adjusted_delta"),
-            "q_value": c.get("q_value"),
-        }
     return out
 
 

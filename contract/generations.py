@@ -3,7 +3,6 @@
     generations/<arm>.json
         {"format_version": 1, "arm": {...}, "model": "...", "chat": false, "tools": [...],
          "protocol": {...}, "pins": {...}, "engine": {...}, "retrieval": {...} | absent,
-         "started_at": "...", "finished_at": "...",
          "items": [{"item_id": "...", "prompt": "...", "prompt_sha256": "...", "retrieved": [...] | absent,
                     "samples": [{"index": 0, "seed": ..., "text": "...", "finish_reason": "stop",
                                  "prompt_tokens": ..., "gen_tokens": ..., "rounds": 1,
@@ -11,7 +10,9 @@
 
 The prompt is stored once per item (every sample of an item has the same prompt) with its sha256, so a
 reader can check what the model was asked, and that a chat template or the tool schemas reached it. The
-scorer (scoring/) turns this file and the suite into the EvalLog; nothing in it depends on answers.
+scorer (scoring/) turns this file and the suite into the EvalLog; nothing in it depends on answers. The
+runner writes no wall-clock time here (contract.provenance holds those), so a rerun reproduces the file
+byte for byte; `started_at` and `finished_at` are for generations made elsewhere that carry them.
 """
 
 from __future__ import annotations

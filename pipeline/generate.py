@@ -5,12 +5,15 @@ run of the tool loop), and its finished samples are appended to <out_dir>/.parti
 at once (pipeline.shards). A rerun with the same fingerprint skips finished chunks and regenerates an
 interrupted one whole, with the same composition, so it gets the same outputs; a shard with another
 fingerprint is refused unless fresh=true. The generations file is written atomically to
-<out_dir>/<arm>.json (contract.generations); then the shard is removed. Nothing here judges an answer:
-that is the score stage's job.
+<out_dir>/<arm>.json (contract.generations), then its provenance record (when, where, how fast) beside it
+(contract.provenance); then the shard is removed. Nothing here judges an answer: that is the score
+stage's job.
 """
 
 from __future__ import annotations
 
+import hashlib
+import platform
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -31,6 +34,7 @@ from contract.generations import (
     dump_generations,
     prompt_sha256,
 )
+from contract.provenance import Provenance, provenance_path
 from pipeline.config import CONF_DIR, ConfigError, Params, engine_config, load_arm, load_params
 from pipeline.engines import get_engine
 from pipeline.pins import PinError, check_pins
@@ -128,6 +132,34 @@ def generate_chunk(
     engine.generate(chunk, decoding, on_result=handle)
 
 
+def check_context(engine: Engine, plan: Plan, max_tokens: int) -> None:
+    """Refuse prompts that do not fit the model's context, and warn when one leaves less than max_tokens.
+
+    vLLM would find an overlong prompt only once the engine is busy and lose the run; a prompt that fits
+    but leaves less room than the budget silently makes that arm's samples shorter than the others'.
+    """
+    context = getattr(engine, "max_model_len", None)
+    if context is None:
+        return
+    # +1: the BOS token the engine adds to a plain prompt.
+    sizes = {item_id: engine.count_tokens(p) + 1 for item_id, p in plan.prompts.items()}
+    worst = max(sizes, key=lambda i: sizes[i])
+    if sizes[worst] >= context:
+        raise RunnerError(
+            f"item {worst!r}: its prompt is {sizes[worst]} tokens, the model's context is {context} "
+            "(conf/engine/vllm.yaml max_model_len); shorten the prompt (fewer rag.top_k passages) or use a "
+            "model with a longer context"
+        )
+    short = sorted(i for i, n in sizes.items() if n + max_tokens > context)
+    if short:
+        print(
+            f"run_arm: warning: {len(short)} items (first {short[0]!r}) leave fewer than protocol.max_tokens "
+            f"= {max_tokens} tokens of the {context}-token context after their prompt; their samples may "
+            "stop early (finish_reason length)",
+            file=sys.stderr,
+        )
+
+
 def sample_line(request: GenRequest, out: Outcome, tool_arm: bool) -> dict[str, Any]:
     """The shard line of one finished sample: its GenSample fields plus item_id."""
     rec = GenSample(
@@ -191,8 +223,6 @@ def assemble(
             if arm.retrieval and params.rag is not None
             else None
         ),
-        started_at=shard.started_at,
-        finished_at=now_iso(),
         items=items,
     )
 
@@ -214,6 +244,7 @@ def run(settings: RunSettings, engine: Engine | None = None) -> Path:
     ref = params.models[arm.model]
     proto = params.protocol
     decoding = Decoding(temperature=proto.temperature, top_p=proto.top_p)
+    engine_start_s: float | None = None
     tools_cm = open_tools() if arm.tools else nullcontext(None)
     with tools_cm as tools_client:
         specs = tool_specs(tools_client) if tools_client is not None else []
@@ -223,14 +254,19 @@ def run(settings: RunSettings, engine: Engine | None = None) -> Path:
             "arm": arm.model_dump(),
             "protocol": proto.model_dump(),
             "pins": pins,
-            "engine": dict(settings.engine),
+            # The log level changes what is printed, not what is generated: a resume may change it.
+            "engine": {k: v for k, v in settings.engine.items() if k != "log_level"},
             "requests_sha256": requests_sha256(plan.requests),
             "tools": plan.tool_names,
         }
         shard = Shard(settings.out_dir / ".partial" / f"{arm.name}.jsonl", fingerprint, fresh=settings.fresh)
         pending = [c for c in todo if any(r.key not in shard.records for r in c)]
         if pending and engine is None:
+            t_engine = time.perf_counter()
             engine = get_engine(settings.engine, ref.location, ref.revision)
+            engine_start_s = time.perf_counter() - t_engine
+        if pending:
+            check_context(engine, plan, proto.max_tokens)
         if pending and "engine" not in shard.meta:
             shard.set_meta("engine", engine.info.model_dump(mode="json"))
         bar = _progress(len(plan.requests), len(shard.records), arm.name, settings.progress)
@@ -240,6 +276,7 @@ def run(settings: RunSettings, engine: Engine | None = None) -> Path:
             return all((item_id, j) in shard.records for j in range(proto.k))
 
         tally = _Tally(items=sum(finished(it.item_id) for it in plan.items))
+        resumed = len(shard.records)
 
         def on_outcome(request: GenRequest, out: Outcome) -> None:
             old = shard.records.get(request.key)
@@ -270,9 +307,27 @@ def run(settings: RunSettings, engine: Engine | None = None) -> Path:
             )
     if "engine" not in shard.meta:
         raise RunnerError(f"{shard.path}: has no engine record; pass fresh=true to regenerate the arm")
-    gens = assemble(plan, shard, params, arm, pins, EngineInfo.model_validate(shard.meta["engine"]))
+    info = EngineInfo.model_validate(shard.meta["engine"])
+    gens = assemble(plan, shard, params, arm, pins, info)
     dest = settings.out_dir / f"{arm.name}.json"
-    atomic_write(dest, dump_generations(gens))
+    text = dump_generations(gens)
+    atomic_write(dest, text)
+    generate_s = time.perf_counter() - tally.t0
+    record = Provenance(
+        arm=arm.name,
+        generations_sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(),
+        host=platform.node(),
+        started_at=shard.started_at,
+        finished_at=now_iso(),
+        engine=info,
+        engine_start_s=engine_start_s,
+        generate_s=generate_s,
+        samples=len(plan.requests),
+        samples_resumed=resumed,
+        gen_tokens=tally.tokens,
+        tokens_per_s=tally.tokens / max(generate_s, 1e-9),
+    )
+    atomic_write(provenance_path(dest), record.model_dump_json(indent=1) + "\n")
     shard.remove()
     return dest
 

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from contract.provenance import load_provenance, provenance_path
 from pipeline.generate import KNOWN_ERRORS, RunSettings, run
 from pipeline.hydra_cli import hydra_main
 
@@ -41,7 +42,22 @@ def _task(cfg: Any) -> None:
     except KNOWN_ERRORS as e:
         print(f"run_arm: {e}", file=sys.stderr)
         sys.exit(2)
-    print(f"run_arm: wrote {dest}")
+    print(summary_line(dest))
+
+
+def summary_line(dest: Path) -> str:
+    """One line on what a run did: samples, engine, device, start time, throughput, the file written."""
+    record = load_provenance(provenance_path(dest))
+    if record is None:
+        return f"run_arm: wrote {dest}"
+    e = record.engine
+    start = f"engine start {record.engine_start_s:.1f} s, " if record.engine_start_s is not None else ""
+    resumed = f" ({record.samples_resumed} resumed)" if record.samples_resumed else ""
+    return (
+        f"run_arm: {record.arm}: {record.samples} samples{resumed} on {e.version or e.name}, {e.device}, "
+        f"{e.dtype}; {start}generation {record.generate_s:.1f} s, {record.tokens_per_s:.0f} tok/s; "
+        f"wrote {dest}"
+    )
 
 
 def main() -> None:

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from contract.evallog import FORMAT_VERSION, EvalLog, ItemResult, SampleRecord, ScorerInfo
 from contract.generations import Generations, GenItem, GenSample
+from contract.provenance import NOT_RECORDED
 from contract.suite import SuiteItem, questions_sha256
 from scoring import verifiers
 from scoring.paths import path_verdict
@@ -114,7 +115,9 @@ def score_generations(
         temperature=proto.temperature,
         max_tokens=proto.max_tokens,
         driver=str(gens.engine.driver),
-        measured_at=gens.finished_at or "unknown",
+        # The pipeline's generations carry no wall-clock time (it would change on every rerun): the time
+        # is in their provenance record, and the log says so.
+        measured_at=gens.finished_at or NOT_RECORDED,
         items=results,
         arm=gens.arm.name,
         attribution=gens.arm.attribution,

@@ -37,6 +37,7 @@ class HfEngine:
         ).to(device)
         self.model.eval()
         self.chat = is_chat_model(self.tokenizer)
+        self.max_model_len = getattr(self.model.config, "max_position_embeddings", None)
         eos = self.model.generation_config.eos_token_id
         if eos is None:
             eos = self.tokenizer.eos_token_id

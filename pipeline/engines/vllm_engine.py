@@ -10,8 +10,11 @@ the KV cache is kept small there (`cpu_kvcache_space_gib`) and dtype "auto" mean
 from __future__ import annotations
 
 import importlib.metadata
+import logging
 import os
-from collections.abc import Callable, Sequence
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from contract.engine import Decoding, EngineInfo, GenRequest, GenResult
@@ -39,6 +42,24 @@ def _nvidia_driver() -> str:
         pynvml.nvmlShutdown()
 
 
+def platform_info() -> tuple[str, str]:
+    """(device, driver) of this machine as the vllm engine records them, without starting an engine."""
+    from vllm.platforms import current_platform
+
+    if current_platform.is_cpu():
+        return "cpu", "cpu"
+    return current_platform.get_device_name(), _nvidia_driver()
+
+
+@contextmanager
+def _quiet_warnings(quiet: bool) -> Iterator[None]:
+    """Hide the torch deprecations vLLM trips over while it imports and starts (not ours to fix)."""
+    with warnings.catch_warnings():
+        if quiet:
+            warnings.filterwarnings("ignore", category=FutureWarning, module=r"vllm\.")
+        yield
+
+
 class VllmEngine:
     """Engine protocol over an in-process vllm.LLM."""
 
@@ -56,12 +77,20 @@ class VllmEngine:
         tensor_parallel_size: int = 1,
         cpu_kvcache_space_gib: float = 1,
         llm_kwargs: dict[str, Any] | None = None,
+        log_level: str = "error",
     ) -> None:
         # Both variables are read when vllm starts an engine; the runner drives it in this process.
         os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
         os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(cpu_kvcache_space_gib))
-        from vllm import LLM, envs
-        from vllm.platforms import current_platform
+        # vLLM logs ~45 lines an engine start, warnings included that are expected on a CPU ("may cause the
+        # engine to crash"): quiet by default; the runner checks what matters itself (prompt vs context).
+        level = log_level.upper()
+        os.environ.setdefault("VLLM_LOGGING_LEVEL", level)
+        quiet = logging.getLevelName(level) > logging.INFO
+        logging.getLogger("vllm").setLevel(level)  # before the import: some modules log while importing
+        with _quiet_warnings(quiet):
+            from vllm import LLM, envs
+            from vllm.platforms import current_platform
 
         on_cpu = current_platform.is_cpu()
         if dtype == "auto" and on_cpu:
@@ -71,28 +100,32 @@ class VllmEngine:
             # set_offset, which only CUDA generators have: on CPU the run dies with "CPU Generator does
             # not use offset" as soon as a batch's prompts exceed one step's token budget.
             enable_chunked_prefill = False if on_cpu else None
-        self.llm = LLM(
-            model=model,
-            revision=revision,
-            tokenizer_revision=revision,
-            dtype=dtype,
-            seed=seed,
-            max_model_len=max_model_len,
-            enable_prefix_caching=enable_prefix_caching,
-            enable_chunked_prefill=enable_chunked_prefill,
-            gpu_memory_utilization=gpu_memory_utilization,
-            tensor_parallel_size=tensor_parallel_size,
-            **(llm_kwargs or {}),
-        )
+        with _quiet_warnings(quiet):
+            self.llm = LLM(
+                model=model,
+                revision=revision,
+                tokenizer_revision=revision,
+                dtype=dtype,
+                seed=seed,
+                max_model_len=max_model_len,
+                enable_prefix_caching=enable_prefix_caching,
+                enable_chunked_prefill=enable_chunked_prefill,
+                gpu_memory_utilization=gpu_memory_utilization,
+                tensor_parallel_size=tensor_parallel_size,
+                use_tqdm_on_load=not quiet,
+                **(llm_kwargs or {}),
+            )
         self.tokenizer = self.llm.get_tokenizer()
+        self.max_model_len = int(self.llm.llm_engine.model_config.max_model_len)
         self._calls = 0
         self.chat = is_chat_model(self.tokenizer)
         resolved = str(self.llm.llm_engine.model_config.dtype).removeprefix("torch.")
+        device, driver = platform_info()
         self.info = EngineInfo(
             name="vllm",
             version=_distribution("vllm"),
-            device="cpu" if on_cpu else current_platform.get_device_name(),
-            driver="cpu" if on_cpu else _nvidia_driver(),
+            device=device,
+            driver=driver,
             dtype=resolved,
             batch_invariant=bool(envs.VLLM_BATCH_INVARIANT),
         )

@@ -1,0 +1,93 @@
+"""When, where and how fast each arm was generated, and whether on this machine's kind of hardware.
+
+    python -m pipeline.provenance [--params params.yaml] [--generations DIR] [--md FILE]
+
+Reads generations/<arm>.json (which DVC tracks, so it is there after `dvc pull` too) and, where this machine
+made it, the provenance record beside it (contract.provenance: times, host, throughput; never tracked, so
+reruns stay byte-identical). "this machine" compares the engine version, device and driver the generations
+record with what this machine has; a record whose generations sha256 does not match the file is reported
+as stale, never silently used.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib.metadata
+import sys
+from pathlib import Path
+
+from contract.generations import GenerationsError, load_generations
+from contract.provenance import load_provenance, provenance_path
+from pipeline.config import ConfigError, arms_of, load_params
+
+
+def this_machine() -> tuple[str, str, str]:
+    """(engine version, device, driver) the vllm engine would record here."""
+    from pipeline.engines.vllm_engine import _distribution, platform_info
+
+    device, driver = platform_info()
+    return _distribution("vllm"), device, driver
+
+
+def rows(generations_dir: Path, arms: list[str]) -> list[list[str]]:
+    """One row per arm: arm, finished, host, engine, device, driver, tok/s, generated on this machine."""
+    try:
+        here = this_machine()
+    except (ImportError, importlib.metadata.PackageNotFoundError):
+        here = ("(no vllm here)", "", "")
+    out = []
+    for arm in arms:
+        path = generations_dir / f"{arm}.json"
+        if not path.is_file():
+            out.append([arm, "(not generated)", "", "", "", "", "", ""])
+            continue
+        gens = load_generations(path)
+        e = gens.engine
+        record = load_provenance(provenance_path(path))
+        sha = hashlib.sha256(path.read_bytes()).hexdigest()
+        if record is None:
+            when, host, rate = "(no record: generated elsewhere or pulled)", "", ""
+        elif record.generations_sha256 != sha:
+            when, host, rate = "(stale record: another run's)", record.host, ""
+        else:
+            when, host, rate = record.finished_at, record.host, f"{record.tokens_per_s:.0f}"
+        same = (e.version, e.device, e.driver) == here
+        out.append([arm, when, host, e.version or e.name, e.device or "", e.driver or "", rate,
+                    "yes" if same else f"no (here: {', '.join(here)})"])  # fmt: skip
+    return out
+
+
+def markdown(table: list[list[str]]) -> str:
+    """The rows as a markdown table."""
+    head = ["arm", "finished", "host", "engine", "device", "driver", "tok/s", "this machine's hardware"]
+    lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in table]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line: print the provenance table (and write it as markdown with --md)."""
+    ap = argparse.ArgumentParser(prog="python -m pipeline.provenance", description=__doc__.split("\n\n")[0])
+    ap.add_argument(
+        "--params", default="params.yaml", help="params file naming the arms (default params.yaml)"
+    )
+    ap.add_argument(
+        "--generations", default="generations", help="folder of generations (default generations)"
+    )
+    ap.add_argument("--md", default=None, help="also write the table to this markdown file")
+    args = ap.parse_args(argv)
+    try:
+        table = rows(Path(args.generations), arms_of(load_params(args.params)))
+    except (ConfigError, GenerationsError, ValueError) as e:
+        print(f"provenance: {e}", file=sys.stderr)
+        return 2
+    text = markdown(table)
+    print(text, end="")
+    if args.md:
+        Path(args.md).write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
