@@ -45,7 +45,11 @@ class RetrievedDoc(_Strict):
 
 
 class ToolCallRecord(_Strict):
-    """One tool call of a sample: what the model asked for and what came back."""
+    """One tool call of a sample: what the model asked for and what came back.
+
+    latency_s is for records made elsewhere: the runner keeps latencies in the provenance record, since wall
+    time would change the generations on every rerun.
+    """
 
     name: str | None = None
     arguments: Any = None

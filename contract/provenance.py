@@ -39,6 +39,10 @@ class Provenance(BaseModel):
     samples_resumed: int = 0
     gen_tokens: int
     tokens_per_s: float
+    # Tool arms: the calls this run made and their wall-clock latency (kept out of the generations).
+    tool_calls: int = 0
+    tool_latency_median_s: float | None = None
+    tool_latency_p95_s: float | None = None
 
 
 def provenance_path(generations: str | Path) -> Path:

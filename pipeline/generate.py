@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import platform
+import statistics
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -80,6 +81,7 @@ class _Tally:
     items: int = 0
     tokens: int = 0
     differ: int = 0
+    latencies: list[float] = field(default_factory=list)
     t0: float = field(default_factory=time.perf_counter)
 
 
@@ -161,7 +163,12 @@ def check_context(engine: Engine, plan: Plan, max_tokens: int) -> None:
 
 
 def sample_line(request: GenRequest, out: Outcome, tool_arm: bool) -> dict[str, Any]:
-    """The shard line of one finished sample: its GenSample fields plus item_id."""
+    """The shard line of one finished sample: its GenSample fields plus item_id.
+
+    A tool call's latency is wall time, different on every rerun: it goes to the provenance record, never
+    into the generations, which a rerun must reproduce byte for byte.
+    """
+    calls = [c.model_copy(update={"latency_s": None}) for c in out.tool_calls or []]
     rec = GenSample(
         index=request.key[1],
         seed=request.seed,
@@ -170,7 +177,7 @@ def sample_line(request: GenRequest, out: Outcome, tool_arm: bool) -> dict[str, 
         prompt_tokens=out.prompt_tokens,
         gen_tokens=out.gen_tokens,
         rounds=out.rounds,
-        tool_calls=out.tool_calls if tool_arm else None,
+        tool_calls=calls if tool_arm else None,
     )
     return {"item_id": request.key[0], **rec.model_dump(mode="json", exclude_none=True)}
 
@@ -285,6 +292,7 @@ def run(settings: RunSettings, engine: Engine | None = None) -> Path:
                 tally.differ += old.get("text") != out.text
                 return
             shard.append([sample_line(request, out, arm.tools)])
+            tally.latencies += [c.latency_s for c in out.tool_calls or [] if c.latency_s is not None]
             tally.tokens += out.gen_tokens
             tally.items += finished(request.key[0])
             rate = tally.tokens / max(time.perf_counter() - tally.t0, 1e-9)
@@ -326,6 +334,11 @@ def run(settings: RunSettings, engine: Engine | None = None) -> Path:
         samples_resumed=resumed,
         gen_tokens=tally.tokens,
         tokens_per_s=tally.tokens / max(generate_s, 1e-9),
+        tool_calls=len(tally.latencies),
+        tool_latency_median_s=statistics.median(tally.latencies) if tally.latencies else None,
+        tool_latency_p95_s=statistics.quantiles(tally.latencies, n=20)[-1]
+        if len(tally.latencies) > 1
+        else None,
     )
     atomic_write(provenance_path(dest), record.model_dump_json(indent=1) + "\n")
     shard.remove()

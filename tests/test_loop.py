@@ -538,6 +538,15 @@ def test_rag_and_tool_arms_end_to_end(vllm_engine: VllmEngine, tiny_tool_model: 
                     assert s.tool_calls is not None and s.path in VERDICTS
                 else:
                     assert s.tool_calls is None and s.path is None
+    # A rerun reproduces the generations byte for byte: call latencies are in the provenance record only.
+    from contract.provenance import load_provenance, provenance_path
+
+    again = RunSettings(arm="+tools", params=params, pins=tmp_path / "pins", out_dir=tmp_path / "again",
+                        progress=False)  # fmt: skip
+    assert run(again, engine=vllm_engine).read_bytes() == (gen_dir / "+tools.json").read_bytes()
+    record = load_provenance(provenance_path(gen_dir / "+tools.json"))
+    assert record is not None and record.tool_calls > 0 and record.tool_latency_median_s is not None
     calls = [c for it in logs["+tools"].items for s in it.samples or [] for c in s.tool_calls or []]
+    assert all(c.latency_s is None for c in calls)
     # Greedy decoding: the tiny model calls orbital_period / circular_speed on the compute questions it knows.
     assert any(c.result is not None and c.name in TOOL_QUESTIONS for c in calls), calls
