@@ -153,6 +153,56 @@ def test_second_repro_has_nothing_to_do(repo: Path) -> None:
     assert ran_stages(dvc(repo, "repro").stdout) == set()
 
 
+def git(repo: Path, *args: str) -> str:
+    """Run one git command in repo; its stdout."""
+    return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True).stdout
+
+
+def commit_all(repo: Path, message: str) -> None:
+    """Commit whatever the workspace holds (dvc.lock, pins, reports), as a user does after a run."""
+    git(repo, "add", "-A")
+    if git(repo, "status", "--porcelain"):
+        git(repo, "commit", "-qm", message)
+
+
+TRACKED_REPORTS = ("reports/metrics.json", "reports/index.md", "reports/delta/delta_report.json",
+                   "reports/arms/arm_comparison_report.json", "reports/arms/arm_deltas.png")  # fmt: skip
+
+
+def test_a_pushed_run_is_pulled_on_another_clone_and_nothing_regenerates(
+    repo: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    commit_all(repo, "ci: the reproduced run")
+    store = tmp_path_factory.mktemp("dvc-remote")
+    # --local: the remote goes to .dvc/config.local, which is not committed (each machine names its own).
+    dvc(repo, "remote", "add", "--local", "-d", "store", str(store))
+    dvc(repo, "push")
+    other = tmp_path_factory.mktemp("other-machine") / "repo"
+    subprocess.run(["git", "clone", "-q", str(repo), str(other)], check=True)
+    dvc(other, "remote", "add", "--local", "-d", "store", str(store))
+    dvc(other, "pull")
+    out = dvc(other, "repro").stdout
+    assert ran_stages(out) == set(), out
+    assert stale_stages(other) == set()
+    for rel in TRACKED_REPORTS:
+        assert (other / rel).read_bytes() == (repo / rel).read_bytes(), rel
+    assert (other / "generations" / "base.json").read_bytes() == (
+        repo / "generations" / "base.json"
+    ).read_bytes()
+    # Pulled generations carry no provenance record (it is never tracked); they say where they were made.
+    assert not (other / "generations" / "base.provenance.json").exists()
+    assert (repo / "generations" / "base.provenance.json").is_file()
+
+
+def test_a_forced_rerun_reproduces_every_tracked_artifact_byte_for_byte(repo: Path) -> None:
+    commit_all(repo, "ci: the reproduced run")
+    lock = (repo / "dvc.lock").read_bytes()
+    out = dvc(repo, "repro", "-f").stdout
+    assert {f"generate@{a}" for a in ARMS} <= ran_stages(out)
+    assert (repo / "dvc.lock").read_bytes() == lock
+    assert git(repo, "status", "--porcelain") == ""
+
+
 def test_an_answer_checking_edit_rescores_without_an_engine(repo: Path) -> None:
     scorer = repo / "scoring" / "scorer.py"
     before = scorer.read_text()
