@@ -43,6 +43,14 @@ class Settings:
     seed: int = 0
 
 
+def _read_params(p: Path) -> dict[str, Any]:
+    """A params file as a dict; a file that does not parse is a Refusal naming it."""
+    try:
+        return OmegaConf.to_container(OmegaConf.load(p), resolve=True) or {}  # type: ignore[return-value]
+    except Exception as e:  # omegaconf raises several unrelated types for bad YAML
+        raise Refusal(f"{p}: cannot read params: {e}".replace("\n", " ")) from e
+
+
 def read_settings(path: str | Path | None) -> Settings:
     """Settings from params.yaml's `analysis` section; path None means params.yaml if it exists."""
     if path is None:
@@ -52,10 +60,7 @@ def read_settings(path: str | Path | None) -> Settings:
     p = Path(path)
     if not p.is_file():
         raise Refusal(f"{p}: params file not found; pass --params PATH or create it")
-    try:
-        params = OmegaConf.to_container(OmegaConf.load(p), resolve=True) or {}
-    except Exception as e:  # omegaconf raises several unrelated types for bad YAML
-        raise Refusal(f"{p}: cannot read params: {e}".replace("\n", " ")) from e
+    params = _read_params(p)
     section = params.get("analysis") or {}
     allowed = set(Settings.__dataclass_fields__)
     unknown = sorted(set(section) - allowed)
@@ -88,10 +93,7 @@ def read_arm_list(path: str | Path | None) -> list[str] | None:
     p = Path(path) if path is not None else Path("params.yaml")
     if not p.is_file():
         return None
-    try:
-        params = OmegaConf.to_container(OmegaConf.load(p), resolve=True) or {}
-    except Exception as e:  # omegaconf raises several unrelated types for bad YAML
-        raise Refusal(f"{p}: cannot read params: {e}".replace("\n", " ")) from e
+    params = _read_params(p)
     arms = params.get("arms")
     if arms is None:
         return None

@@ -17,7 +17,6 @@ byte for byte; `started_at` and `finished_at` are for generations made elsewhere
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 from typing import Any, Literal
@@ -25,6 +24,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from contract.arm import ArmSpec
+from contract.digest import text_sha256
 from contract.engine import EngineInfo
 from contract.protocol import Protocol
 from contract.validation import describe_error
@@ -82,7 +82,7 @@ class GenSample(_Strict):
 
 def prompt_sha256(prompt: str) -> str:
     """sha256 of a prompt's UTF-8 bytes."""
-    return hashlib.sha256(prompt.encode("utf-8")).hexdigest()
+    return text_sha256(prompt)
 
 
 class GenItem(_Strict):

@@ -15,13 +15,14 @@ Generation reads only each item's id and question; answers, verifiers and metada
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from contract.digest import text_sha256
 
 
 class SuiteError(ValueError):
@@ -63,7 +64,7 @@ class SuiteItem(BaseModel):
 def questions_sha256(items: Sequence[SuiteItem]) -> str:
     """sha256 of what generation reads of a suite: the item ids and questions, in suite order."""
     body = json.dumps([[it.item_id, it.question] for it in items], ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(body.encode("utf-8")).hexdigest()
+    return text_sha256(body)
 
 
 def load_suite(path: str | Path) -> list[SuiteItem]:

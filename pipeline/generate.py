@@ -12,7 +12,6 @@ stage's job.
 
 from __future__ import annotations
 
-import hashlib
 import platform
 import statistics
 import sys
@@ -25,6 +24,7 @@ from typing import Any
 
 from contract.arm import ArmSpec
 from contract.atomic import atomic_write
+from contract.digest import text_sha256
 from contract.engine import Decoding, Engine, EngineInfo, GenRequest
 from contract.generations import (
     Generations,
@@ -268,14 +268,14 @@ def run(settings: RunSettings, engine: Engine | None = None) -> Path:
         }
         shard = Shard(settings.out_dir / ".partial" / f"{arm.name}.jsonl", fingerprint, fresh=settings.fresh)
         pending = [c for c in todo if any(r.key not in shard.records for r in c)]
-        if pending and engine is None:
-            t_engine = time.perf_counter()
-            engine = get_engine(settings.engine, ref.location, ref.revision)
-            engine_start_s = time.perf_counter() - t_engine
         if pending:
+            if engine is None:
+                t_engine = time.perf_counter()
+                engine = get_engine(settings.engine, ref.location, ref.revision)
+                engine_start_s = time.perf_counter() - t_engine
             check_context(engine, plan, proto.max_tokens)
-        if pending and "engine" not in shard.meta:
-            shard.set_meta("engine", engine.info.model_dump(mode="json"))
+            if "engine" not in shard.meta:
+                shard.set_meta("engine", engine.info.model_dump(mode="json"))
         bar = _progress(len(plan.requests), len(shard.records), arm.name, settings.progress)
         total = len(plan.items)
 
@@ -323,7 +323,7 @@ def run(settings: RunSettings, engine: Engine | None = None) -> Path:
     generate_s = time.perf_counter() - tally.t0
     record = Provenance(
         arm=arm.name,
-        generations_sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(),
+        generations_sha256=text_sha256(text),
         host=platform.node(),
         started_at=shard.started_at,
         finished_at=now_iso(),

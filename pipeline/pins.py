@@ -28,24 +28,14 @@ from pathlib import Path
 from typing import Any
 
 from contract.atomic import atomic_write
+from contract.digest import file_sha256
 from contract.suite import SuiteError, load_suite, questions_sha256
 from pipeline.config import CONF_DIR, ConfigError, ModelRef, Params, arms_of, load_arm, load_params
 from pipeline.sources import file_hashes, generation_sources
 
-_CHUNK = 1 << 20
-
 
 class PinError(RuntimeError):
     """Inputs that are not pinned or drifted from their pins; the message names the file and the fix."""
-
-
-def file_sha256(path: str | Path) -> str:
-    """Hex sha256 of a file's bytes."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(_CHUNK):
-            h.update(block)
-    return h.hexdigest()
 
 
 def dir_files(root: str | Path) -> dict[str, str]:

@@ -67,6 +67,8 @@ def plan_run(params: Params, arm: ArmSpec, tools: Sequence[dict[str, Any]]) -> P
     tokenizer = load_tokenizer(params.models[arm.model])
     chat = is_chat_model(tokenizer)
     index = open_index(params) if arm.retrieval else None
+    if index is not None:
+        from arms.retrieval import passages_for
     proto = params.protocol
     stop = stops_for(chat)
     requests: list[GenRequest] = []
@@ -75,8 +77,6 @@ def plan_run(params: Params, arm: ArmSpec, tools: Sequence[dict[str, Any]]) -> P
     for item in items:
         passages: list[str] = []
         if index is not None and params.rag is not None:
-            from arms.retrieval import passages_for
-
             passages, hits = passages_for(index, item.question, params.rag.top_k, params.rag.order)
             retrieved[item.item_id] = [
                 RetrievedDoc(doc_id=h.doc_id, score=h.score, rank=h.rank) for h in hits

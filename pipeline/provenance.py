@@ -12,11 +12,11 @@ as stale, never silently used.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import importlib.metadata
 import sys
 from pathlib import Path
 
+from contract.digest import file_sha256
 from contract.generations import GenerationsError, load_generations
 from contract.provenance import load_provenance, provenance_path
 from pipeline.config import ConfigError, arms_of, load_params
@@ -24,10 +24,10 @@ from pipeline.config import ConfigError, arms_of, load_params
 
 def this_machine() -> tuple[str, str, str]:
     """(engine version, device, driver) the vllm engine would record here."""
-    from pipeline.engines.vllm_engine import _distribution, platform_info
+    from pipeline.engines.vllm_engine import distribution, platform_info
 
     device, driver = platform_info()
-    return _distribution("vllm"), device, driver
+    return distribution("vllm"), device, driver
 
 
 def rows(generations_dir: Path, arms: list[str]) -> list[list[str]]:
@@ -45,7 +45,7 @@ def rows(generations_dir: Path, arms: list[str]) -> list[list[str]]:
         gens = load_generations(path)
         e = gens.engine
         record = load_provenance(provenance_path(path))
-        sha = hashlib.sha256(path.read_bytes()).hexdigest()
+        sha = file_sha256(path)
         if record is None:
             when, host, rate = "(no record: generated elsewhere or pulled)", "", ""
         elif record.generations_sha256 != sha:

@@ -14,12 +14,12 @@ stem and the first 12 hex digits of its sha256).
 from __future__ import annotations
 
 import argparse
-import hashlib
 import sys
 from pathlib import Path
 from typing import Any
 
 from contract.atomic import atomic_write
+from contract.digest import file_sha256
 from contract.evallog import EvalLog
 from contract.generations import GenerationsError, load_generations
 from contract.suite import SuiteError, load_suite
@@ -50,7 +50,7 @@ def score_file(
     """Score a generations file against a suite file and write the EvalLog to out (atomically)."""
     gens = load_generations(generations)
     items = load_suite(suite)
-    digest = hashlib.sha256(suite.read_bytes()).hexdigest()
+    digest = file_sha256(suite)
     labels = suite_labels(suite, params)
     suite_name = name or (labels[0] if labels else suite.stem)
     suite_revision = revision or (labels[1] if labels else f"sha256:{digest[:12]}")

@@ -8,9 +8,10 @@ those inside functions) keeps those lists true as the code changes, where a hand
 from __future__ import annotations
 
 import ast
-import hashlib
 from collections.abc import Callable, Iterable
 from pathlib import Path
+
+from contract.digest import file_sha256
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("contract", "pipeline", "arms", "scoring", "analysis", "demo")
@@ -104,4 +105,4 @@ def scoring_sources(root: Path = ROOT) -> list[str]:
 
 def file_hashes(files: Iterable[str], root: Path = ROOT) -> dict[str, str]:
     """Relative path -> sha256 of each file."""
-    return {f: hashlib.sha256((root / f).read_bytes()).hexdigest() for f in sorted(files)}
+    return {f: file_sha256(root / f) for f in sorted(files)}

