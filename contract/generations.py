@@ -3,6 +3,7 @@
     generations/<arm>.json
         {"format_version": 1, "arm": {...}, "model": "...", "chat": false, "tools": [...],
          "protocol": {...}, "pins": {...}, "engine": {...}, "retrieval": {...} | absent,
+         "inputs_sha256": "...",
          "items": [{"item_id": "...", "prompt": "...", "prompt_sha256": "...", "retrieved": [...] | absent,
                     "samples": [{"index": 0, "seed": ..., "text": "...", "finish_reason": "stop",
                                  "prompt_tokens": ..., "gen_tokens": ..., "rounds": 1,
@@ -116,6 +117,9 @@ class Generations(_Strict):
     pins: dict[str, str] = Field(default_factory=dict)
     engine: EngineInfo
     retrieval: RetrievalSettings | None = None
+    # sha256 of everything the generation read (the arm's pin file, the arm, the protocol, the engine
+    # settings): a later run with the same inputs finds the file up to date and starts no engine.
+    inputs_sha256: str | None = None
     started_at: str | None = None
     finished_at: str | None = None
     items: list[GenItem]

@@ -12,6 +12,7 @@ stage's job.
 
 from __future__ import annotations
 
+import json
 import platform
 import statistics
 import sys
@@ -24,20 +25,22 @@ from typing import Any
 
 from contract.arm import ArmSpec
 from contract.atomic import atomic_write
-from contract.digest import text_sha256
+from contract.digest import file_sha256, text_sha256
 from contract.engine import Decoding, Engine, EngineInfo, GenRequest
 from contract.generations import (
     Generations,
+    GenerationsError,
     GenItem,
     GenSample,
     RetrievalSettings,
     ToolCallRecord,
     dump_generations,
+    load_generations,
     prompt_sha256,
 )
 from contract.provenance import Provenance, provenance_path
 from pipeline.config import CONF_DIR, ConfigError, Params, engine_config, load_arm, load_params
-from pipeline.engines import get_engine
+from pipeline.engines import get_engine, is_running
 from pipeline.pins import PinError, check_pins
 from pipeline.plan import Plan, chunks, plan_run, requests_sha256
 from pipeline.shards import Shard, ShardError, now_iso
@@ -57,6 +60,7 @@ class RunSettings:
     pins: Path = Path("pins")
     out_dir: Path = Path("generations")
     fresh: bool = False
+    force: bool = False
     progress: bool = True
     arm_node: dict[str, Any] | None = None
     conf_dir: Path = CONF_DIR
@@ -196,7 +200,13 @@ def _progress(total: int, done: int, arm: str, enabled: bool) -> Any:
 
 
 def assemble(
-    plan: Plan, shard: Shard, params: Params, arm: ArmSpec, pins: dict[str, str], engine_info: EngineInfo
+    plan: Plan,
+    shard: Shard,
+    params: Params,
+    arm: ArmSpec,
+    pins: dict[str, str],
+    engine_info: EngineInfo,
+    inputs: str | None = None,
 ) -> Generations:
     """The arm's generations from the shard's samples, in suite order."""
     k = params.protocol.k
@@ -230,16 +240,38 @@ def assemble(
             if arm.retrieval and params.rag is not None
             else None
         ),
+        inputs_sha256=inputs,
         items=items,
     )
 
 
-def run(settings: RunSettings, engine: Engine | None = None) -> Path:
-    """Generate (or finish) one arm's generations file and return its path; raise on bad input.
+def inputs_sha256(arm: ArmSpec, params: Params, pins_dir: Path, engine: dict[str, Any]) -> str:
+    """sha256 of what an arm's generation reads: its pin file (suite questions, model, index, code), the
+    arm, the protocol and the engine settings (all but the log level, which changes only what is printed)."""
+    record = {
+        "arm": arm.model_dump(),
+        "protocol": params.protocol.model_dump(),
+        "pin_sha256": file_sha256(pins_dir / "arms" / f"{arm.name}.json"),
+        "engine": {k: v for k, v in engine.items() if k != "log_level"},
+    }
+    return text_sha256(json.dumps(record, sort_keys=True))
 
-    engine: an engine already started with settings.engine (tests, benchmarks); by default the runner starts
-    one (or reuses the one it started for the previous arm of a multirun) once there is work to do.
-    """
+
+def up_to_date(dest: Path, inputs: str) -> str | None:
+    """Why dest cannot be reused for these inputs, or None when it can (it loads and has them)."""
+    if not dest.is_file():
+        return "not generated yet"
+    try:
+        old = load_generations(dest)
+    except GenerationsError as e:
+        return f"unreadable ({e})"
+    if old.inputs_sha256 != inputs:
+        return "its inputs changed"
+    return None
+
+
+def staleness(settings: RunSettings) -> tuple[ArmSpec, Params, dict[str, str], str, str | None]:
+    """Check the arm's config and pins; (arm, params, pins, inputs sha256, why to generate it or None)."""
     arm = load_arm(settings.arm, settings.conf_dir, settings.arm_node)
     params = load_params(settings.params)
     if arm.model not in params.models:
@@ -248,6 +280,37 @@ def run(settings: RunSettings, engine: Engine | None = None) -> Path:
             f"{settings.params} models ({', '.join(params.models)})"
         )
     pins = check_pins(params, settings.pins, arm.name, settings.conf_dir)
+    dest = settings.out_dir / f"{arm.name}.json"
+    inputs = inputs_sha256(arm, params, settings.pins, settings.engine)
+    stale = "force=true" if settings.force else up_to_date(dest, inputs)
+    return arm, params, pins, inputs, stale
+
+
+def start_engine(
+    cfg: dict[str, Any], arm: str, model: str, revision: str | None
+) -> tuple[Engine, float | None]:
+    """The engine for model (the running one if it fits) and its start time (None: reused); says which."""
+    if is_running(cfg, model, revision):
+        print(f"run_arm: {arm}: reusing the {cfg['name']} engine on {model}", flush=True)
+        return get_engine(cfg, model, revision), None
+    print(f"run_arm: {arm}: starting the {cfg['name']} engine on {model}", flush=True)
+    t0 = time.perf_counter()
+    engine = get_engine(cfg, model, revision)
+    return engine, time.perf_counter() - t0
+
+
+def run(settings: RunSettings, engine: Engine | None = None) -> Path:
+    """Generate (or finish) one arm's generations file and return its path; raise on bad input.
+
+    engine: an engine already started with settings.engine (tests, benchmarks); by default the runner starts
+    one (or reuses the one it started for the previous arm of a multirun) once there is work to do.
+    """
+    arm, params, pins, inputs, stale = staleness(settings)
+    dest = settings.out_dir / f"{arm.name}.json"
+    if stale is None:
+        print(f"run_arm: {arm.name}: up to date ({dest} has these inputs; force=true regenerates it)")
+        return dest
+    print(f"run_arm: {arm.name}: generating ({stale})", flush=True)
     ref = params.models[arm.model]
     proto = params.protocol
     decoding = Decoding(temperature=proto.temperature, top_p=proto.top_p)
@@ -270,9 +333,7 @@ def run(settings: RunSettings, engine: Engine | None = None) -> Path:
         pending = [c for c in todo if any(r.key not in shard.records for r in c)]
         if pending:
             if engine is None:
-                t_engine = time.perf_counter()
-                engine = get_engine(settings.engine, ref.location, ref.revision)
-                engine_start_s = time.perf_counter() - t_engine
+                engine, engine_start_s = start_engine(settings.engine, arm.name, ref.location, ref.revision)
             check_context(engine, plan, proto.max_tokens)
             if "engine" not in shard.meta:
                 shard.set_meta("engine", engine.info.model_dump(mode="json"))
@@ -316,8 +377,7 @@ def run(settings: RunSettings, engine: Engine | None = None) -> Path:
     if "engine" not in shard.meta:
         raise RunnerError(f"{shard.path}: has no engine record; pass fresh=true to regenerate the arm")
     info = EngineInfo.model_validate(shard.meta["engine"])
-    gens = assemble(plan, shard, params, arm, pins, info)
-    dest = settings.out_dir / f"{arm.name}.json"
+    gens = assemble(plan, shard, params, arm, pins, info, inputs)
     text = dump_generations(gens)
     atomic_write(dest, text)
     generate_s = time.perf_counter() - tally.t0
@@ -342,7 +402,20 @@ def run(settings: RunSettings, engine: Engine | None = None) -> Path:
     )
     atomic_write(provenance_path(dest), record.model_dump_json(indent=1) + "\n")
     shard.remove()
+    print(summary_line(record, dest), flush=True)
     return dest
+
+
+def summary_line(record: Provenance, dest: Path) -> str:
+    """One line on what a run did: samples, engine, device, start time, throughput, the file written."""
+    e = record.engine
+    start = f"engine start {record.engine_start_s:.1f} s, " if record.engine_start_s is not None else ""
+    resumed = f" ({record.samples_resumed} resumed)" if record.samples_resumed else ""
+    return (
+        f"run_arm: {record.arm}: {record.samples} samples{resumed} on {e.version or e.name}, {e.device}, "
+        f"{e.dtype}; {start}generation {record.generate_s:.1f} s, {record.tokens_per_s:.0f} tok/s; "
+        f"wrote {dest}"
+    )
 
 
 KNOWN_ERRORS = (RunnerError, ConfigError, PinError, ShardError)

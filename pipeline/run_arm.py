@@ -15,49 +15,38 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from contract.provenance import load_provenance, provenance_path
 from pipeline.generate import KNOWN_ERRORS, RunSettings, run
 from pipeline.hydra_cli import hydra_main
 
 
-def _task(cfg: Any) -> None:
-    from hydra.core.hydra_config import HydraConfig
+def settings_from(cfg: Any, arm_name: str) -> RunSettings:
+    """RunSettings from a composed conf/config.yaml (the Hydra command line or hydra.compose)."""
     from omegaconf import OmegaConf
 
-    arm_name = HydraConfig.get().runtime.choices["arm"]
     node = OmegaConf.to_container(cfg, resolve=True)
     assert isinstance(node, dict)
-    settings = RunSettings(
-        arm=str(arm_name),
+    return RunSettings(
+        arm=arm_name,
         engine=dict(node["engine"]),
         params=Path(node["params"]),
         pins=Path(node["pins"]),
         out_dir=Path(node["out_dir"]),
         fresh=bool(node["fresh"]),
+        force=bool(node["force"]),
         progress=bool(node["progress"]),
         arm_node=dict(node["arm"]),
     )
+
+
+def _task(cfg: Any) -> None:
+    from hydra.core.hydra_config import HydraConfig
+
+    settings = settings_from(cfg, str(HydraConfig.get().runtime.choices["arm"]))
     try:
-        dest = run(settings)
+        run(settings)
     except KNOWN_ERRORS as e:
         print(f"run_arm: {e}", file=sys.stderr)
         sys.exit(2)
-    print(summary_line(dest))
-
-
-def summary_line(dest: Path) -> str:
-    """One line on what a run did: samples, engine, device, start time, throughput, the file written."""
-    record = load_provenance(provenance_path(dest))
-    if record is None:
-        return f"run_arm: wrote {dest}"
-    e = record.engine
-    start = f"engine start {record.engine_start_s:.1f} s, " if record.engine_start_s is not None else ""
-    resumed = f" ({record.samples_resumed} resumed)" if record.samples_resumed else ""
-    return (
-        f"run_arm: {record.arm}: {record.samples} samples{resumed} on {e.version or e.name}, {e.device}, "
-        f"{e.dtype}; {start}generation {record.generate_s:.1f} s, {record.tokens_per_s:.0f} tok/s; "
-        f"wrote {dest}"
-    )
 
 
 def main() -> None:

@@ -97,6 +97,22 @@ def _cache_dir(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPath
     return cache.mkdir(name) if cache is not None else tmp_path_factory.mktemp(name)
 
 
+# The tiny checkpoints the tests train, committed (about 0.6 MB each) so a clean clone does not train them:
+# tests/checkpoints/<name>/, where the name carries the recipe; a recipe with no committed checkpoint is
+# trained once into pytest's cache. `python scripts/build_test_checkpoints.py` rebuilds the committed ones.
+COMMITTED_CHECKPOINTS = ROOT / "tests" / "checkpoints"
+
+
+def committed_or_cached(
+    name: str, request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, build: Any
+) -> Path:
+    """tests/checkpoints/<name> when committed, else the checkpoint build makes, cached across sessions."""
+    committed = COMMITTED_CHECKPOINTS / name
+    if (committed / "config.json").is_file() and (committed / "model.safetensors").is_file():
+        return committed
+    return _cached_checkpoint(_cache_dir(request, tmp_path_factory, f"tiny-{name}"), build)
+
+
 def _cached_checkpoint(base: Path, build: Any) -> Path:
     """base/ckpt, built once (in a private dir renamed at the end: a killed build leaves no half)."""
     final = base / "ckpt"
@@ -110,9 +126,8 @@ def _cached_checkpoint(base: Path, build: Any) -> Path:
 
 @pytest.fixture(scope="session")
 def tiny_checkpoint(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A trained tiny checkpoint (see build_tiny_checkpoint), cached across sessions."""
-    base = _cache_dir(request, tmp_path_factory, f"tiny-checkpoint-{TINY_RECIPE}")
-    return _cached_checkpoint(base, build_tiny_checkpoint)
+    """A trained tiny checkpoint (see build_tiny_checkpoint): the committed one, or trained and cached."""
+    return committed_or_cached(TINY_RECIPE, request, tmp_path_factory, build_tiny_checkpoint)
 
 
 @pytest.fixture(scope="session")

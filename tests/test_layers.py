@@ -146,9 +146,13 @@ def test_dvc_stages_depend_on_all_the_code_they_run(stage: str) -> None:
     assert missing == [], f"dvc.yaml stage {stage}: runs {missing} but does not depend on them"
 
 
-def test_generate_stages_depend_on_their_arm_pin_not_on_code_folders() -> None:
-    body = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]["generate"]["do"]
+def test_the_generate_stage_depends_on_the_arm_pins_not_on_code_folders() -> None:
+    body = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]["generate"]
     deps = [str(d) for d in body["deps"]]
-    assert "pins/arms/${item}.json" in deps
+    assert "pins/arms" in deps
     assert not [d for d in deps if d.rstrip("/") in PACKAGES or d.endswith(".py")]
-    assert body["params"] == ["protocol"]
+    assert body["params"] == ["protocol", "arms"]
+    # persist: the arms that are up to date stay in place while the stage runs (DVC would delete them).
+    assert body["outs"] == [{"generations": {"persist": True}}]
+    score = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]["score"]["do"]
+    assert "generations/${item}.json" in score["deps"]

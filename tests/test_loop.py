@@ -28,6 +28,7 @@ from contract.textformat import format_tool_call, format_tool_response
 from demo.charmodel import build_tokenizer
 from pipeline.engines.vllm_engine import VllmEngine
 from pipeline.prompts import build_prompt
+from tests.conftest import committed_or_cached
 
 Script = Sequence[str | Callable[[str], str]]
 DECODING = Decoding(temperature=1.0, top_p=1.0)
@@ -346,6 +347,9 @@ def tool_transcript(rng: random.Random) -> str:
     )
 
 
+TOOL_MODEL_NAME = "tool-" + hashlib.sha256(json.dumps(TINY, sort_keys=True).encode()).hexdigest()[:12]
+
+
 def train_tiny_tool_model(out: Path) -> Path:
     """A few hundred AdamW steps on packed tool transcripts: enough for the call format, not the digits."""
     import torch
@@ -378,13 +382,9 @@ def train_tiny_tool_model(out: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
-def tiny_tool_model(request: pytest.FixtureRequest) -> Path:
-    """The tiny tool-format checkpoint, cached in pytest's cache directory under a key of its settings."""
-    key = hashlib.sha256(json.dumps(TINY, sort_keys=True).encode()).hexdigest()[:12]
-    out = Path(request.config.cache.mkdir(f"tiny-tool-model-{key}"))
-    if not (out / "model.safetensors").exists():
-        train_tiny_tool_model(out)
-    return out
+def tiny_tool_model(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny tool-format checkpoint: committed under a key of its settings, or trained and cached."""
+    return committed_or_cached(TOOL_MODEL_NAME, request, tmp_path_factory, train_tiny_tool_model)
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,108 @@
+"""Generate every arm of params.yaml, one engine per model: `python -m pipeline.run_arms` (the DVC stage).
+
+Starting an engine costs more than generating a demo arm (about 25 s against 6 s on a 2-core CPU, about a
+minute for a 7B model on a GPU), so the arms are taken model by model, in the order of params.yaml `arms`,
+and the arms of one model share one started engine. Each arm is still its own run (pipeline.generate.run):
+its own pins check, shard, resume and file. An arm whose generations file already has the same inputs (its
+pin file, arm, protocol and engine settings; the file's `inputs_sha256`) is up to date and skipped, and a
+model whose arms are all up to date starts no engine: an edit to conf/arm/+rag.yaml regenerates +rag alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from pipeline.config import CONF_DIR, ConfigError, arms_of, known_arms, load_arm, load_params
+from pipeline.engines import engines_started, release_engine
+from pipeline.generate import KNOWN_ERRORS, run, staleness
+from pipeline.run_arm import settings_from
+
+EPILOG = """\
+examples:
+  python -m pipeline.run_arms                              every arm of params.yaml
+  python -m pipeline.run_arms --arms base,+rag             two arms (one engine: both use the base model)
+  python -m pipeline.run_arms engine.chunk_size=256        a setting of conf/config.yaml for every arm
+  python -m pipeline.run_arms force=true                   regenerate even the arms that are up to date
+
+The overrides are those of python -m pipeline.run_arm (see its --help), applied to every arm; the arms
+come from --arms or params.yaml `arms`, never from arm=.
+"""
+
+
+def by_model(arms: Sequence[str], models: dict[str, str]) -> list[tuple[str, list[str]]]:
+    """The arms grouped by the model they run, models in order of first appearance, arms in given order."""
+    groups: dict[str, list[str]] = {}
+    for arm in arms:
+        groups.setdefault(models[arm], []).append(arm)
+    return list(groups.items())
+
+
+def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m pipeline.run_arms",
+        description="Generate every arm of params.yaml into generations/<arm>.json, one engine per model; "
+        "arms already up to date are skipped.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--arms", help="comma-separated arms (default: params.yaml arms)")
+    parser.add_argument(
+        "--status",
+        action="store_true",
+        help="generate nothing: print each arm, up to date or why it would be generated",
+    )
+    parser.add_argument(
+        "overrides", nargs="*", help="key=value settings of conf/config.yaml, e.g. force=true"
+    )
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Entry point: generate the arms, model by model; exit 2 with one line on bad input."""
+    args = _parse(argv)
+    if any(o.split("=", 1)[0].lstrip("~+") == "arm" for o in args.overrides):
+        _fail("the arms come from --arms or params.yaml arms; drop the arm= override")
+    unknown = [a for a in (args.arms or "").split(",") if a and a not in known_arms()]
+    if unknown:
+        known = ", ".join(known_arms())
+        _fail(f"unknown arm {unknown[0]!r} (no conf/arm/{unknown[0]}.yaml); known arms: {known}")
+    from hydra import compose, initialize_config_dir
+    from hydra.errors import HydraException
+
+    try:
+        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+            top = compose("config", overrides=list(args.overrides))
+            arms = args.arms.split(",") if args.arms else arms_of(load_params(str(top.params)))
+            groups = by_model(arms, {a: load_arm(a).model for a in arms})
+            plan = "; ".join(f"{model}: {', '.join(names)}" for model, names in groups)
+            print(f"run_arms: {len(arms)} arms on {len(groups)} models ({plan})", flush=True)
+            for _model, names in groups:
+                for arm in names:
+                    settings = settings_from(
+                        compose("config", overrides=[f"arm={arm}", *args.overrides]), arm
+                    )
+                    if args.status:
+                        why = staleness(settings)[-1]
+                        print(f"  {arm:<20} {'up to date' if why is None else 'to generate: ' + why}")
+                    else:
+                        run(settings)
+                # The next model needs the memory; an engine is never shared across models.
+                release_engine()
+    except HydraException as e:
+        _fail(f"bad override: {str(e).splitlines()[0]}")
+    except (*KNOWN_ERRORS, ConfigError) as e:
+        _fail(f"{e}\n  the arms finished so far are kept; rerun the same command to resume")
+    if not args.status:
+        n = engines_started()
+        print(f"run_arms: done; {n} engine{'' if n == 1 else 's'} started", flush=True)
+
+
+def _fail(message: str) -> None:
+    print(f"run_arms: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()
