@@ -43,6 +43,8 @@ class Provenance(BaseModel):
     tool_calls: int = 0
     tool_latency_median_s: float | None = None
     tool_latency_p95_s: float | None = None
+    # A sharded run: how many parts were merged; generate_s is then the slowest part's, host lists them all.
+    parts: int = 1
 
 
 def provenance_path(generations: str | Path) -> Path:

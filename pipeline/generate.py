@@ -17,7 +17,7 @@ import platform
 import statistics
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -61,6 +61,9 @@ class RunSettings:
     out_dir: Path = Path("generations")
     fresh: bool = False
     force: bool = False
+    # "s/N": generate only part s of N (items at suite positions i with i % N == s), for a worker of a
+    # sharded run (pipeline.ray_run, a SLURM array); `merge_parts` then writes the arm's file.
+    part: str | None = None
     progress: bool = True
     arm_node: dict[str, Any] | None = None
     conf_dir: Path = CONF_DIR
@@ -201,7 +204,7 @@ def _progress(total: int, done: int, arm: str, enabled: bool) -> Any:
 
 def assemble(
     plan: Plan,
-    shard: Shard,
+    records: Mapping[tuple[str, int], dict[str, Any]],
     params: Params,
     arm: ArmSpec,
     pins: dict[str, str],
@@ -214,7 +217,7 @@ def assemble(
     for item in plan.items:
         samples = []
         for j in range(k):
-            rec = dict(shard.records[(item.item_id, j)])
+            rec = dict(records[(item.item_id, j)])
             rec.pop("item_id")
             samples.append(GenSample.model_validate(rec))
         prompt = plan.prompts[item.item_id]
@@ -299,6 +302,161 @@ def start_engine(
     return engine, time.perf_counter() - t0
 
 
+def run_fingerprint(
+    arm: ArmSpec,
+    params: Params,
+    pins: dict[str, str],
+    engine: Mapping[str, Any],
+    plan: Plan,
+    part: tuple[int, int] | None,
+) -> dict[str, Any]:
+    """What a shard must have been started with to be continued: settings, pins and the exact requests."""
+    fingerprint = {
+        "arm": arm.model_dump(),
+        "protocol": params.protocol.model_dump(),
+        "pins": pins,
+        # The log level changes what is printed, not what is generated: a resume may change it.
+        "engine": {k: v for k, v in engine.items() if k != "log_level"},
+        "requests_sha256": requests_sha256(plan.requests),
+        "tools": plan.tool_names,
+    }
+    if part is not None:
+        fingerprint["part"] = list(part)
+    return fingerprint
+
+
+def parse_part(text: str | None) -> tuple[int, int] | None:
+    """'s/N' as (s, N), checked; None for a whole-arm run."""
+    if text is None:
+        return None
+    try:
+        s, n = (int(x) for x in str(text).split("/"))
+    except ValueError:
+        raise RunnerError(f"part={text!r}: write it as s/N, e.g. part=0/2 (the first of two parts)") from None
+    if n < 1 or not 0 <= s < n:
+        raise RunnerError(f"part={text!r}: needs N >= 1 and 0 <= s < N")
+    return s, n
+
+
+def part_of(plan: Plan, s: int, n: int) -> Plan:
+    """The requests of part s of n: the items at suite positions i with i % n == s, all k samples each.
+
+    A fixed rule over suite order, so every worker cuts the same parts; items whole, so an item's samples
+    share their prompt's cache on one engine.
+    """
+    items = [it for i, it in enumerate(plan.items) if i % n == s]
+    keep = {it.item_id for it in items}
+    requests = [r for r in plan.requests if r.key[0] in keep]
+    return Plan(items, requests, plan.prompts, plan.retrieved, plan.chat, plan.tool_names)
+
+
+def part_suffix(part: tuple[int, int] | None) -> str:
+    """'.part-0-of-2' for a part, '' for a whole arm."""
+    return "" if part is None else f".part-{part[0]}-of-{part[1]}"
+
+
+def part_path(out_dir: Path, arm: str, part: tuple[int, int]) -> Path:
+    """Where a finished part waits for the merge: <out_dir>/.parts/<arm>.part-s-of-N.jsonl."""
+    return out_dir / ".parts" / f"{arm}{part_suffix(part)}.jsonl"
+
+
+def finish_part(
+    shard: Shard,
+    out_dir: Path,
+    arm: str,
+    part: tuple[int, int],
+    engine_start_s: float | None,
+    generate_s: float,
+    tokens: int,
+) -> Path:
+    """Record where and how fast a finished part ran, then move its shard to where the merge reads it."""
+    shard.set_meta(
+        "provenance",
+        {
+            "host": platform.node(),
+            "started_at": shard.started_at,
+            "finished_at": now_iso(),
+            "engine_start_s": engine_start_s,
+            "generate_s": generate_s,
+            "gen_tokens": tokens,
+        },
+    )
+    shard.close()
+    dest = part_path(out_dir, arm, part)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    shard.path.replace(dest)
+    print(f"run_arm: {arm}: part {part[0]}/{part[1]}: {len(shard.records)} samples; wrote {dest}", flush=True)
+    return dest
+
+
+def merge_parts(settings: RunSettings, n: int) -> Path:
+    """Write the arm's generations file from its n finished parts; refuse a missing or foreign part.
+
+    Every (item, sample) carries its own seed, so the merged file equals a one-worker run wherever the
+    engine's outputs do not depend on the batch (vLLM's batch-invariant mode on a GPU; float32 on a CPU).
+    """
+    arm, params, pins, inputs, stale = staleness(settings)
+    dest = settings.out_dir / f"{arm.name}.json"
+    if stale is None:
+        print(f"run_arm: {arm.name}: up to date ({dest} has these inputs; force=true regenerates it)")
+        return dest
+    tools_cm = open_tools() if arm.tools else nullcontext(None)
+    with tools_cm as tools_client:
+        plan = plan_run(params, arm, tool_specs(tools_client) if tools_client is not None else [])
+    records: dict[tuple[str, int], dict[str, Any]] = {}
+    infos: dict[str, Path] = {}
+    parts = []
+    for s in range(n):
+        path = part_path(settings.out_dir, arm.name, (s, n))
+        if not path.is_file():
+            raise RunnerError(
+                f"{path}: part {s}/{n} of arm {arm.name!r} is missing; generate it with "
+                f"`python -m pipeline.run_arm arm={arm.name} part={s}/{n}` and merge again"
+            )
+        sub = part_of(plan, s, n)
+        shard = Shard(path, run_fingerprint(arm, params, pins, settings.engine, sub, (s, n)))
+        shard.close()
+        want = {r.key for r in sub.requests}
+        if set(shard.records) != want:
+            raise RunnerError(
+                f"{path}: holds {len(set(shard.records) & want)} of the {len(want)} samples of part {s}/{n}; "
+                f"regenerate it with `python -m pipeline.run_arm arm={arm.name} part={s}/{n} fresh=true`"
+            )
+        infos.setdefault(json.dumps(shard.meta.get("engine"), sort_keys=True), path)
+        records.update(shard.records)
+        parts.append(shard)
+    if len(infos) != 1 or "engine" not in parts[0].meta:
+        a, b = list(infos.values())[:2] if len(infos) > 1 else (parts[0].path, parts[0].path)
+        raise RunnerError(
+            f"{a} and {b}: the parts ran on different engines (or one has no engine record); run every part "
+            "on the same engine build and device kind"
+        )
+    info = EngineInfo.model_validate(parts[0].meta["engine"])
+    text = dump_generations(assemble(plan, records, params, arm, pins, info, inputs))
+    atomic_write(dest, text)
+    runs = [p.meta.get("provenance", {}) for p in parts]
+    wall = max(float(r.get("generate_s") or 0.0) for r in runs)
+    tokens = sum(int(r.get("gen_tokens") or 0) for r in runs)
+    record = Provenance(
+        arm=arm.name,
+        generations_sha256=text_sha256(text),
+        host=",".join(sorted({str(r.get("host", "unknown")) for r in runs})),
+        started_at=min(p.started_at for p in parts),
+        finished_at=now_iso(),
+        engine=info,
+        generate_s=wall,
+        samples=len(plan.requests),
+        gen_tokens=tokens,
+        tokens_per_s=tokens / max(wall, 1e-9),
+        parts=n,
+    )
+    atomic_write(provenance_path(dest), record.model_dump_json(indent=1) + "\n")
+    for shard in parts:
+        shard.path.unlink()
+    print(f"run_arm: {arm.name}: merged {n} parts, {len(records)} samples; wrote {dest}", flush=True)
+    return dest
+
+
 def run(settings: RunSettings, engine: Engine | None = None) -> Path:
     """Generate (or finish) one arm's generations file and return its path; raise on bad input.
 
@@ -319,17 +477,16 @@ def run(settings: RunSettings, engine: Engine | None = None) -> Path:
     with tools_cm as tools_client:
         specs = tool_specs(tools_client) if tools_client is not None else []
         plan = plan_run(params, arm, specs)
+        part = parse_part(settings.part)
+        if part is not None:
+            plan = part_of(plan, *part)
         todo = chunks(plan.requests, int(settings.engine["chunk_size"]))
-        fingerprint = {
-            "arm": arm.model_dump(),
-            "protocol": proto.model_dump(),
-            "pins": pins,
-            # The log level changes what is printed, not what is generated: a resume may change it.
-            "engine": {k: v for k, v in settings.engine.items() if k != "log_level"},
-            "requests_sha256": requests_sha256(plan.requests),
-            "tools": plan.tool_names,
-        }
-        shard = Shard(settings.out_dir / ".partial" / f"{arm.name}.jsonl", fingerprint, fresh=settings.fresh)
+        fingerprint = run_fingerprint(arm, params, pins, settings.engine, plan, part)
+        shard_path = settings.out_dir / ".partial" / f"{arm.name}{part_suffix(part)}.jsonl"
+        if part is not None and part_path(settings.out_dir, arm.name, part).is_file():
+            print(f"run_arm: {arm.name}: part {part[0]}/{part[1]} already generated")
+            return part_path(settings.out_dir, arm.name, part)
+        shard = Shard(shard_path, fingerprint, fresh=settings.fresh)
         pending = [c for c in todo if any(r.key not in shard.records for r in c)]
         if pending:
             if engine is None:
@@ -377,10 +534,12 @@ def run(settings: RunSettings, engine: Engine | None = None) -> Path:
     if "engine" not in shard.meta:
         raise RunnerError(f"{shard.path}: has no engine record; pass fresh=true to regenerate the arm")
     info = EngineInfo.model_validate(shard.meta["engine"])
-    gens = assemble(plan, shard, params, arm, pins, info, inputs)
+    generate_s = time.perf_counter() - tally.t0
+    if part is not None:
+        return finish_part(shard, settings.out_dir, arm.name, part, engine_start_s, generate_s, tally.tokens)
+    gens = assemble(plan, shard.records, params, arm, pins, info, inputs)
     text = dump_generations(gens)
     atomic_write(dest, text)
-    generate_s = time.perf_counter() - tally.t0
     record = Provenance(
         arm=arm.name,
         generations_sha256=text_sha256(text),

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pipeline.generate import KNOWN_ERRORS, RunSettings, run
+from pipeline.generate import KNOWN_ERRORS, RunSettings, merge_parts, run
 from pipeline.hydra_cli import hydra_main
 
 
@@ -33,6 +33,7 @@ def settings_from(cfg: Any, arm_name: str) -> RunSettings:
         out_dir=Path(node["out_dir"]),
         fresh=bool(node["fresh"]),
         force=bool(node["force"]),
+        part=None if node.get("part") is None else str(node["part"]),
         progress=bool(node["progress"]),
         arm_node=dict(node["arm"]),
     )
@@ -43,7 +44,10 @@ def _task(cfg: Any) -> None:
 
     settings = settings_from(cfg, str(HydraConfig.get().runtime.choices["arm"]))
     try:
-        run(settings)
+        if cfg.get("merge") is not None:
+            merge_parts(settings, int(cfg.merge))
+        else:
+            run(settings)
     except KNOWN_ERRORS as e:
         print(f"run_arm: {e}", file=sys.stderr)
         sys.exit(2)
