@@ -75,7 +75,8 @@ def run_sharded(
         # The workers inherit this process's environment: the engine runs in-process there too.
         env = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0", "PYTHONPATH": os.getcwd()}
         ray.init(address=address, runtime_env={"env_vars": env}, log_to_driver=True)
-    task = ray.remote(num_cpus=cpus_per_worker, num_gpus=gpus_per_worker)(_part_task)
+    # max_calls=1: a fresh worker process per part, so its engine (and GPU memory) goes with it.
+    task = ray.remote(num_cpus=cpus_per_worker, num_gpus=gpus_per_worker, max_calls=1)(_part_task)
     t0 = time.perf_counter()
     futures = [task.remote(os.getcwd(), arm, list(overrides), f"{s}/{workers}") for s in range(workers)]
     done = ray.get(futures)
