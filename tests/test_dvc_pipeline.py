@@ -36,12 +36,14 @@ def _env() -> dict[str, str]:
     return env
 
 
-def dvc(repo: Path, *args: str, timeout: int = 1800) -> subprocess.CompletedProcess:
-    """Run one dvc command in repo; fail the test with its output when it fails."""
+def dvc(
+    repo: Path, *args: str, timeout: int = 1800, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
+    """Run one dvc command in repo (with extra environment variables); fail the test when it fails."""
     done = subprocess.run(
         [sys.executable, "-m", "dvc", *args],
         cwd=repo,
-        env=_env(),
+        env={**_env(), **(env or {})},
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -312,6 +314,16 @@ def test_two_experiments_and_exp_show_lists_the_headline_metrics(repo: Path) -> 
     shown = dvc(repo, "exp", "show", "--json").stdout
     assert '"mean"' in shown and "trained+rag+tools" in shown
     assert re.search(r'"protocol\.k"|"k":\s*1', shown), shown[:2000]
+    # The README's headline view: every line within 120 columns, the delta's numbers in full, both
+    # experiments listed.
+    keep = r"Experiment|Created|protocol\.k|delta\."
+    table = dvc(repo, "exp", "show", "--drop", ".*", "--keep", keep, env={"COLUMNS": "120"}).stdout
+    lines = table.rstrip().splitlines()
+    assert max(len(line) for line in lines) <= 120, table
+    header = next(line for line in lines if "Experiment" in line)
+    assert all(c in header for c in ("protocol.k", "delta.mean", "delta.lo", "delta.hi", "delta.p")), table
+    rows = [line for line in lines if re.search(r"\d\.\d", line)]
+    assert len(rows) >= 4 and "…" not in table, table
 
 
 def test_an_arm_list_of_two_runs_without_the_other_arms(repo: Path) -> None:
