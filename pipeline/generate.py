@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from contract.arm import ArmSpec
 from contract.atomic import atomic_write
 from contract.digest import file_sha256, text_sha256
@@ -43,7 +45,7 @@ from pipeline.config import CONF_DIR, ConfigError, Params, engine_config, load_a
 from pipeline.engines import get_engine, is_running
 from pipeline.pins import PinError, check_pins
 from pipeline.plan import Plan, chunks, plan_run, requests_sha256
-from pipeline.shards import Shard, ShardError, now_iso
+from pipeline.shards import RunLock, Shard, ShardError, now_iso
 
 
 class RunnerError(RuntimeError):
@@ -395,11 +397,20 @@ def merge_parts(settings: RunSettings, n: int) -> Path:
     Every (item, sample) carries its own seed, so the merged file equals a one-worker run wherever the
     engine's outputs do not depend on the batch (vLLM's batch-invariant mode on a GPU; float32 on a CPU).
     """
-    arm, params, pins, inputs, stale = staleness(settings)
-    dest = settings.out_dir / f"{arm.name}.json"
-    if stale is None:
-        print(f"run_arm: {arm.name}: up to date ({dest} has these inputs; force=true regenerates it)")
+    state = staleness(settings)
+    dest = settings.out_dir / f"{settings.arm}.json"
+    if state[-1] is None:
+        print(f"run_arm: {settings.arm}: up to date ({dest} has these inputs; force=true regenerates it)")
         return dest
+    with RunLock(settings.out_dir / ".partial" / f"{settings.arm}.lock", f"arm {settings.arm!r}"):
+        return _merge(settings, n, state)
+
+
+def _merge(
+    settings: RunSettings, n: int, state: tuple[ArmSpec, Params, dict[str, str], str, str | None]
+) -> Path:
+    arm, params, pins, inputs, _ = state
+    dest = settings.out_dir / f"{arm.name}.json"
     tools_cm = open_tools() if arm.tools else nullcontext(None)
     with tools_cm as tools_client:
         plan = plan_run(params, arm, tool_specs(tools_client) if tools_client is not None else [])
@@ -462,12 +473,47 @@ def run(settings: RunSettings, engine: Engine | None = None) -> Path:
 
     engine: an engine already started with settings.engine (tests, benchmarks); by default the runner starts
     one (or reuses the one it started for the previous arm of a multirun) once there is work to do.
+    A second run of the same arm (and part) into the same out_dir is refused while this one holds its lock.
     """
-    arm, params, pins, inputs, stale = staleness(settings)
-    dest = settings.out_dir / f"{arm.name}.json"
-    if stale is None:
-        print(f"run_arm: {arm.name}: up to date ({dest} has these inputs; force=true regenerates it)")
+    part = parse_part(settings.part)
+    # Every check of the inputs comes first: a refused run writes nothing, not even its lock.
+    state = staleness(settings)
+    dest = settings.out_dir / f"{settings.arm}.json"
+    if state[-1] is None:
+        print(f"run_arm: {settings.arm}: up to date ({dest} has these inputs; force=true regenerates it)")
         return dest
+    lock = settings.out_dir / ".partial" / f"{settings.arm}{part_suffix(part)}.lock"
+    with RunLock(lock, f"arm {settings.arm!r}{'' if part is None else f' part {settings.part}'}"):
+        return _run(settings, engine, state)
+
+
+def sample_validator(plan: Plan) -> Callable[[Mapping[str, Any]], str | None]:
+    """What every shard line of this run must be: a request of the plan, with its seed, typed as a sample."""
+    seeds = {r.key: r.seed for r in plan.requests}
+
+    def check(rec: Mapping[str, Any]) -> str | None:
+        key = (rec.get("item_id"), rec.get("index"))
+        if key not in seeds:
+            return f"sample {key[1]!r} of item {key[0]!r} is not a request of this run"
+        if rec.get("seed") != seeds[key]:  # type: ignore[index]
+            return f"seed: is {rec.get('seed')!r}, this sample's seed is {seeds[key]}"  # type: ignore[index]
+        try:
+            GenSample.model_validate({k: v for k, v in rec.items() if k != "item_id"})
+        except ValidationError as e:
+            err = e.errors()[0]
+            return f"{'.'.join(str(x) for x in err['loc'])}: {err['msg']}"
+        return None
+
+    return check
+
+
+def _run(
+    settings: RunSettings,
+    engine: Engine | None,
+    state: tuple[ArmSpec, Params, dict[str, str], str, str | None],
+) -> Path:
+    arm, params, pins, inputs, stale = state
+    dest = settings.out_dir / f"{arm.name}.json"
     print(f"run_arm: {arm.name}: generating ({stale})", flush=True)
     ref = params.models[arm.model]
     proto = params.protocol
@@ -486,7 +532,7 @@ def run(settings: RunSettings, engine: Engine | None = None) -> Path:
         if part is not None and part_path(settings.out_dir, arm.name, part).is_file():
             print(f"run_arm: {arm.name}: part {part[0]}/{part[1]} already generated")
             return part_path(settings.out_dir, arm.name, part)
-        shard = Shard(shard_path, fingerprint, fresh=settings.fresh)
+        shard = Shard(shard_path, fingerprint, fresh=settings.fresh, validate=sample_validator(plan))
         pending = [c for c in todo if any(r.key not in shard.records for r in c)]
         if pending:
             if engine is None:
@@ -522,9 +568,17 @@ def run(settings: RunSettings, engine: Engine | None = None) -> Path:
                 # The whole chunk is generated even if part of it is on disk: same batch, same outputs.
                 generate_chunk(engine, chunk, decoding, tools_client, proto.max_tool_calls, on_outcome)
                 shard.sync()
-        finally:
+        except BaseException as e:
             bar.close()
-            shard.close()
+            # Closing syncs the shard, which fails again on a full disk: say so under the first error
+            # instead of raising a second one over it.
+            try:
+                shard.close()
+            except OSError as again:
+                e.add_note(f"closing {shard.path} failed too: {again}")
+            raise
+        bar.close()
+        shard.close()
         if tally.differ:
             print(
                 f"run_arm: warning: {tally.differ} regenerated samples of an interrupted chunk differ from "

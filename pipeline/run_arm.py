@@ -51,6 +51,18 @@ def _task(cfg: Any) -> None:
     except KNOWN_ERRORS as e:
         print(f"run_arm: {e}", file=sys.stderr)
         sys.exit(2)
+    except OSError as e:
+        print(f"run_arm: {settings.arm}: {os_error_line(e, settings.out_dir)}", file=sys.stderr)
+        sys.exit(2)
+
+
+def os_error_line(e: OSError, out_dir: Path) -> str:
+    """One line for a file that could not be written or read: which, why, and how to go on."""
+    where = e.filename or out_dir
+    return (
+        f"cannot use {where}: {e.strerror or e}; free space or fix the folder (or pass out_dir=), then "
+        f"rerun the same command: the samples already saved in {out_dir / '.partial'} are kept"
+    )
 
 
 def main() -> None:

@@ -13,11 +13,12 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from pipeline.config import CONF_DIR, ConfigError, arms_of, known_arms, load_arm, load_params
 from pipeline.engines import engines_started, release_engine
 from pipeline.generate import KNOWN_ERRORS, run, staleness
-from pipeline.run_arm import settings_from
+from pipeline.run_arm import os_error_line, settings_from
 
 EPILOG = """\
 examples:
@@ -71,9 +72,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     from hydra import compose, initialize_config_dir
     from hydra.errors import HydraException
 
+    out_dir = Path("generations")
     try:
         with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
             top = compose("config", overrides=list(args.overrides))
+            out_dir = Path(str(top.out_dir))
             arms = args.arms.split(",") if args.arms else arms_of(load_params(str(top.params)))
             groups = by_model(arms, {a: load_arm(a).model for a in arms})
             plan = "; ".join(f"{model}: {', '.join(names)}" for model, names in groups)
@@ -94,6 +97,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         _fail(f"bad override: {str(e).splitlines()[0]}")
     except (*KNOWN_ERRORS, ConfigError) as e:
         _fail(f"{e}\n  the arms finished so far are kept; rerun the same command to resume")
+    except OSError as e:
+        _fail(os_error_line(e, out_dir))
     if not args.status:
         n = engines_started()
         print(f"run_arms: done; {n} engine{'' if n == 1 else 's'} started", flush=True)

@@ -2,8 +2,14 @@
 
     generations/.partial/<arm>.jsonl
         {"fingerprint": {...}, "fingerprint_sha256": "...", "started_at": "..."}     line 1
-        {"item_id": "...", "index": 0, "seed": ..., "score": ..., "text": ...}    one line per sample
-        {"meta": {"engine": {...}}}                                              what the run learned
+        {"item_id": "...", "index": 0, "seed": ..., "text": ..., "check": "..."}  one line per sample
+        {"meta": {"engine": {...}}, "check": "..."}                              what the run learned
+
+Every line after the header carries `check`, a sha256 over the run's fingerprint and the line's own
+content: a line written by another run (another arm, other settings) or edited by hand does not match and
+the shard is refused naming the file and line, never silently merged. A sample that appears twice is
+refused too (a run never writes one twice), and the caller's `validate` (types, the plan's ids and seeds)
+runs on every line when the shard is opened, before any generation.
 
 Every append is written and flushed at once, so a killed process loses nothing it finished (the data is in
 the operating system's hands); it is forced to disk (fsync) at most once a second and at the end of each
@@ -22,7 +28,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -31,6 +37,7 @@ from contract.atomic import atomic_write
 
 SampleKey = tuple[str, int]
 SYNC_EVERY_S = 1.0
+Validator = Callable[[Mapping[str, Any]], "str | None"]
 
 
 class ShardError(RuntimeError):
@@ -59,6 +66,12 @@ def first_difference(old: Any, new: Any, where: str = "") -> str | None:
     return None
 
 
+def line_check(run_sha: str, record: Mapping[str, Any]) -> str:
+    """The check of one shard line: sha256 over the run's fingerprint hash and the line's canonical JSON."""
+    body = json.dumps({k: v for k, v in record.items() if k != "check"}, sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(f"{run_sha}\n{body}".encode()).hexdigest()[:32]
+
+
 def now_iso() -> str:
     """Current UTC time, ISO 8601 to the second."""
     return datetime.now(UTC).isoformat(timespec="seconds")
@@ -67,8 +80,15 @@ def now_iso() -> str:
 class Shard:
     """The partial results of one arm's run: a header line, then one JSON line per finished sample."""
 
-    def __init__(self, path: str | Path, fingerprint: Mapping[str, Any], fresh: bool = False) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        fingerprint: Mapping[str, Any],
+        fresh: bool = False,
+        validate: Validator | None = None,
+    ) -> None:
         self.path = Path(path)
+        self.validate = validate
         self.fingerprint = dict(fingerprint)
         self.sha = fingerprint_sha256(self.fingerprint)
         self.records: dict[SampleKey, dict[str, Any]] = {}
@@ -112,9 +132,18 @@ class Shard:
                 "rerun with the settings it was started with to finish it, or pass fresh=true to discard it"
             )
         self.started_at = str(header.get("started_at") or now_iso())
+        first_line: dict[SampleKey, int] = {}
         for n, line in enumerate(lines[1:], 2):
             try:
                 rec = json.loads(line)
+                if not isinstance(rec, dict):
+                    raise TypeError
+                if rec.get("check") != line_check(self.sha, rec):
+                    raise ShardError(
+                        f"{self.path}:{n}: this line was not written by this run (its check does not "
+                        "match: another arm's or run's line, or edited by hand); fresh=true starts over"
+                    )
+                rec.pop("check")
                 if "meta" in rec:
                     self.meta.update(rec["meta"])
                     continue
@@ -123,6 +152,15 @@ class Shard:
                 raise ShardError(
                     f"{self.path}:{n}: not a sample record (damaged shard); pass fresh=true to start over"
                 ) from None
+            if key in first_line:
+                raise ShardError(
+                    f"{self.path}:{n}: sample {key[1]} of item {key[0]!r} again (first on line "
+                    f"{first_line[key]}); a run writes each sample once: pass fresh=true to start over"
+                )
+            problem = self.validate(rec) if self.validate is not None else None
+            if problem:
+                raise ShardError(f"{self.path}:{n}: {problem}; pass fresh=true to start over")
+            first_line[key] = n
             self.records[key] = rec
         if torn:
             with open(self.path, "r+b") as f:
@@ -131,7 +169,10 @@ class Shard:
         self.resumed = True
 
     def _write(self, lines: Iterable[Mapping[str, Any]], sync: bool = True) -> None:
-        payload = "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in lines)
+        payload = "".join(
+            json.dumps({**r, "check": line_check(self.sha, r)}, sort_keys=True, ensure_ascii=False) + "\n"
+            for r in lines
+        )
         if self._fh is None:
             self._fh = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - held open for the whole run
         self._fh.write(payload)
@@ -171,3 +212,54 @@ class Shard:
         """Delete the shard once its EvalLog is safely written."""
         self.close()
         self.path.unlink(missing_ok=True)
+
+
+class RunLock:
+    """An exclusive lock on one arm's run in one folder, so two runs never write one shard or file.
+
+    A second run of the same arm into the same folder is refused at once, in one line that names the
+    holder; the lock is an flock on <shard>.lock, released by the kernel when its holder dies, so a killed
+    run never leaves a stale lock behind.
+    """
+
+    def __init__(self, path: str | Path, what: str) -> None:
+        self.path = Path(path)
+        self.what = what
+        self._fh: Any = None
+
+    def __enter__(self) -> RunLock:
+        import fcntl
+
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        while True:
+            fh = open(self.path, "a+", encoding="utf-8")  # noqa: SIM115 - held until __exit__
+            try:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                fh.seek(0)
+                holder = fh.read().strip() or "another process"
+                fh.close()
+                raise ShardError(
+                    f"{self.path}: {self.what} is being generated by {holder}; wait for it to finish, then "
+                    "rerun (it resumes or finds the arm up to date)"
+                ) from None
+            # The holder before us may have removed the file after we opened it: lock the file that is there.
+            try:
+                same = os.fstat(fh.fileno()).st_ino == os.stat(self.path).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                break
+            fh.close()
+        fh.seek(0)
+        fh.truncate()
+        fh.write(f"pid {os.getpid()} on {os.uname().nodename} since {now_iso()}\n")
+        fh.flush()
+        self._fh = fh
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._fh is not None:
+            self.path.unlink(missing_ok=True)
+            self._fh.close()
+            self._fh = None
