@@ -70,6 +70,9 @@ BM25_SETTINGS: dict[str, Any] = {"k1": 1.5, "b": 0.75, "delta": 0.5, "method": "
 # Only the text is indexed, as demo/make_world.py retrieves the training passages, so that the +rag arms see
 # passages chosen the way the demo models were trained on; titles are returned with each hit.
 INDEXED_FIELDS = ("text",)
+# Part of the revision, so an index built by an older format is refused on load instead of read as this one:
+# format 1 indexed the title with the text while its record said text only.
+INDEX_FORMAT = 2
 REVISION_FILE = "revision.json"
 DOCS_FILE = "docs.jsonl"
 REQUIRED_FIELDS = ("doc_id", "title", "text")
@@ -103,6 +106,7 @@ def _settings() -> dict[str, Any]:
         "tokenizer": TOKENIZER_SETTINGS,
         "bm25": BM25_SETTINGS,
         "indexed_fields": list(INDEXED_FIELDS),
+        "index_format": INDEX_FORMAT,
         "bm25s_version": _bm25s_version(),
     }
 
@@ -264,7 +268,7 @@ def build_index(corpus_path: str | Path, out_dir: str | Path) -> Index:
     corpus_bytes = corpus_path.read_bytes()
     tokenizer = _new_tokenizer()
     tokens = tokenizer.tokenize(
-        [f"{d['title']}\n{d['text']}" for d in docs],
+        ["\n".join(d[f] for f in INDEXED_FIELDS) for d in docs],
         update_vocab=True,
         return_as="tuple",
         show_progress=False,

@@ -71,6 +71,29 @@ def test_query_without_known_words_returns_zero_scores_in_doc_id_order(index: In
     assert [h.doc_id for h in hits] == sorted(d["doc_id"] for d in DOCS)[:3]
 
 
+def test_only_the_recorded_fields_are_indexed(index: Index) -> None:
+    """A word found only in a title matches nothing: the index holds the text, as revision.json records."""
+    assert index.meta["settings"]["indexed_fields"] == ["text"]
+    assert index.scores("Twin").tolist() == [0.0] * len(DOCS)
+    assert index.query("KESTREL-7", top_k=1)[0].doc_id == "sat-b"
+
+
+def test_the_demo_index_ranks_as_the_demo_models_were_trained(tmp_path: Path) -> None:
+    """Over the demo corpus, every suite question's top 3 are the documents demo/make_world.py retrieved
+    for training (bm25s over the text); only the order of equal scores differs (doc_id breaks ties)."""
+    from contract.suite import load_suite
+    from demo.make_world import retrieve_ids
+
+    corpus = ROOT / "demo" / "corpus" / "space-text.jsonl"
+    index = build_index(corpus, tmp_path / "demo-index")
+    questions = [it.question for it in load_suite(ROOT / "demo" / "suite" / "sda-mini-v1.jsonl")]
+    position = {d["doc_id"]: i for i, d in enumerate(index.docs)}
+    for question, trained_on in zip(questions, retrieve_ids(index.docs, questions, 3), strict=True):
+        scores = index.scores(question)
+        hits = index.query(question, 3)
+        assert [h.score for h in hits] == [float(scores[position[d]]) for d in trained_on], question
+
+
 def test_top_k_larger_than_corpus_returns_every_document(index: Index) -> None:
     assert len(index.query("orbit", top_k=50)) == len(DOCS)
     with pytest.raises(ValueError, match="top_k"):
