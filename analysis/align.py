@@ -19,7 +19,7 @@ from omegaconf import OmegaConf
 
 from contract.atomic import atomic_write
 from contract.evallog import EvalLog, EvalLogError, load
-from contract.protocol import MATCHED_LOG_FIELDS
+from contract.protocol import MATCHED_LOG_FIELDS, PARAMS_SECTIONS
 from contract.provenance import NOT_RECORDED
 
 EXIT_REFUSED = 2
@@ -61,23 +61,25 @@ def read_settings(path: str | Path | None) -> Settings:
     if not p.is_file():
         raise Refusal(f"{p}: params file not found; pass --params PATH or create it")
     params = _read_params(p)
+    stray = sorted(set(params) - set(PARAMS_SECTIONS))
+    if stray:
+        raise Refusal(
+            f"{p}: {stray[0]}: unknown key (a typo?); known keys here: {', '.join(PARAMS_SECTIONS)}"
+        )
     section = params.get("analysis") or {}
     allowed = set(Settings.__dataclass_fields__)
     unknown = sorted(set(section) - allowed)
     if unknown:
         raise Refusal(f"{p}: analysis.{unknown[0]}: unknown setting; allowed: {', '.join(sorted(allowed))}")
-    seed = section.get("seed", (params.get("protocol") or {}).get("seed", 0))
-    try:
-        s = Settings(
-            n_boot=int(section.get("n_boot", 10_000)),
-            n_perm=int(section.get("n_perm", 10_000)),
-            alpha=float(section.get("alpha", 0.05)),
-            fdr=float(section.get("fdr", 0.05)),
-            min_effect=float(section.get("min_effect", 0.01)),
-            seed=int(seed),
-        )
-    except (TypeError, ValueError) as e:
-        raise Refusal(f"{p}: analysis: {e}") from e
+    values = {**asdict(Settings()), "seed": (params.get("protocol") or {}).get("seed", 0), **section}
+    for name, value in values.items():
+        # bool is an int to Python: `n_boot: true` would run one resample.
+        want = int if name in ("n_boot", "n_perm", "seed") else (int, float)
+        if isinstance(value, bool) or not isinstance(value, want):
+            where = "protocol.seed" if name == "seed" and "seed" not in section else f"analysis.{name}"
+            kind = "an integer" if want is int else "a number"
+            raise Refusal(f"{p}: {where}: must be {kind}, got {value!r}")
+    s = Settings(**values)
     if s.n_boot < 1 or s.n_perm < 1:
         raise Refusal(f"{p}: analysis.n_boot and analysis.n_perm must be >= 1")
     for name in ("alpha", "fdr"):

@@ -384,6 +384,23 @@ def test_settings_come_from_params_with_the_protocol_seed(tmp_path):
         read_settings(tmp_path / "missing.yaml")
 
 
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ("analysys: {n_boot: 300}\n", r"params.yaml: analysys: unknown key .*known keys here: suite, models"),
+        ("analysis: {n_boot: true}\n", r"params.yaml: analysis.n_boot: must be an integer, got True"),
+        ("analysis: {alpha: '0.1'}\n", r"params.yaml: analysis.alpha: must be a number, got '0.1'"),
+        ("protocol: {seed: 1.5}\n", r"params.yaml: protocol.seed: must be an integer, got 1.5"),
+    ],
+)
+def test_settings_that_would_be_misread_are_refused(tmp_path, body, message):
+    """A typo'd section would leave the defaults running; a bool would run as 1 resample."""
+    p = tmp_path / "params.yaml"
+    p.write_text(body)
+    with pytest.raises(Exception, match=message):
+        read_settings(p)
+
+
 def test_defaults_without_params(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert read_settings(None) == Settings(
