@@ -1,9 +1,11 @@
 """Shared plumbing of the analyses: settings, loading and aligning logs, the protocol refusal, writing.
 
 A comparison is meaningful only at a matched protocol on the same items, so two logs that differ in
-n_samples, temperature, top_p, max_tokens, seed, the suite, the `protocol` block (when both carry one) or
-their item sets are refused: the CLI prints one line naming both files and the field, exits 2 and writes
-nothing. Of the rest of the project only the contract (contract.evallog, contract.protocol) is imported.
+n_samples, temperature, top_p, max_tokens, seed, the suite, the `protocol` block, the suite's sha256 pins
+or the per-sample seeds (these three when both logs record them) or their item sets are refused, and so
+are the two logs of a pre/post delta when both are of one model: the CLI prints one line naming both
+files and the field, exits 2 and writes nothing. Of the rest of the project only the contract
+(contract.evallog, contract.protocol) is imported.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from contract.provenance import NOT_RECORDED
 EXIT_REFUSED = 2
 PROTOCOL_FIELDS = MATCHED_LOG_FIELDS
 SUITE_FIELDS = ("suite", "suite_revision")
+# The pins (sha256) of the suite file and of its questions, compared when both logs record them.
+SUITE_PINS = ("suite", "questions")
 
 
 class Refusal(Exception):
@@ -144,9 +148,17 @@ def load_log(path: str | Path) -> EvalLog:
 
 
 def check_matched(
-    ref_path: str | Path, ref: EvalLog, other_path: str | Path, other: EvalLog
+    ref_path: str | Path,
+    ref: EvalLog,
+    other_path: str | Path,
+    other: EvalLog,
+    distinct_models: bool = False,
 ) -> dict[str, Any]:
-    """Refuse unless both logs share protocol, suite and item set; return the matched protocol checked."""
+    """Refuse unless both logs share protocol, suite (and its pins), item set and per-sample seeds.
+
+    distinct_models: also refuse two logs of one model (a pre/post delta of a model with itself is 0 by
+    construction). Returns the matched protocol and the fields checked.
+    """
 
     def refuse(field: str, a: Any, b: Any, fix: str = "rerun one arm under the matched protocol") -> Refusal:
         return Refusal(f"{ref_path} vs {other_path}: {field} differs ({a!r} vs {b!r}); {fix}")
@@ -179,6 +191,39 @@ def check_matched(
             f"in the second, {example}); evaluate both arms on the same frozen suite"
         )
     checked.append("items")
+    # Logs scored against different suite files (an answer or verifier fixed in one) or generated from other
+    # questions share name and revision but do not measure the same thing.
+    for name in SUITE_PINS:
+        a, b = (ref.pins or {}).get(name), (other.pins or {}).get(name)
+        if a is not None and b is not None:
+            if a != b:
+                raise refuse(f"pins.{name}", a, b, "score and generate both arms from the same suite file")
+            checked.append(f"pins.{name}")
+    seeds = {it.item_id: [s.seed for s in it.samples] for it in ref.items if it.samples is not None}
+    both = [it for it in other.items if it.samples is not None and it.item_id in seeds] if seeds else []
+    if both:
+        for it in both:
+            mine = seeds[it.item_id]
+            for j, s in enumerate(it.samples or []):
+                if s.seed != mine[j]:
+                    raise refuse(
+                        f"item {it.item_id!r}: samples[{j}].seed",
+                        mine[j],
+                        s.seed,
+                        "generate both arms with the same protocol.seed and the same seed derivation",
+                    )
+        checked.append("samples.seed")
+    if distinct_models:
+        # The pinned model (content hash or hub commit) says which weights ran; the name is the fallback.
+        pinned = all(log.pins is not None and "model" in log.pins for log in (ref, other))
+        field = "pins.model" if pinned else "model_name"
+        a, b = (log.pins["model"] if pinned and log.pins else log.model_name for log in (ref, other))
+        if a == b:
+            raise Refusal(
+                f"{ref_path} vs {other_path}: {field} is {a!r} in both logs; a pre/post delta compares two "
+                "models: pass the trained model's log as the post log"
+            )
+        checked.append(field)
     return {
         "fields_checked": checked,
         "n_items": len(ids_a),

@@ -250,6 +250,25 @@ def test_refuses_an_arm_at_another_protocol(world, tmp_path):
     assert sorted(p.name for p in out.iterdir()) == ["arm_comparison_report.json"]
 
 
+def test_refuses_a_trained_arm_of_the_base_model_and_a_suite_of_another_file(world, tmp_path, capsys):
+    """+rag and +tools share base's model by design; trained may not, or its parametric row reads 0."""
+    raw = json.loads((world / "trained.json").read_text())
+    (world / "trained.json").write_text(json.dumps({**raw, "model_name": "demo-base"}))
+    code = arms.main(["--logs", str(world), "--out", str(tmp_path / "o")])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(lines) == 1
+    assert f"{world / 'base.json'} vs {world / 'trained.json'}: model_name is 'demo-base' in both" in lines[0]
+    (world / "trained.json").write_text(json.dumps(raw))
+    for name in ("base", "+rag"):
+        log = json.loads((world / f"{name}.json").read_text())
+        log["pins"] = {"suite": f"sha256:{name}"}
+        (world / f"{name}.json").write_text(json.dumps(log))
+    code = arms.main(["--logs", str(world), "--out", str(tmp_path / "o")])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and "+rag.json: pins.suite differs" in lines[0]
+    assert not (tmp_path / "o").exists()
+
+
 def test_refuses_an_arm_on_other_items(world, tmp_path, capsys):
     raw = json.loads((world / "+rag.json").read_text())
     raw["items"] = raw["items"][:-1]

@@ -39,7 +39,10 @@ def write_log(
     protocol: dict | None = None,
     **fields,
 ) -> Path:
-    """Write a real EvalLog JSON built through the pydantic schema (so it is what the runner would write)."""
+    """Write a real EvalLog JSON built through the pydantic schema (so it is what the runner would write).
+
+    Each file is of its own model (demo-<stem>) unless model_name is given: a delta compares two models.
+    """
     scores = np.asarray(scores, dtype=float)
     n_items, k = scores.shape
     item_ids = item_ids or [f"q{i:04d}" for i in range(n_items)]
@@ -56,7 +59,7 @@ def write_log(
     proto = {"k": k, "max_tokens": 64, "temperature": 1.0, "top_p": 1.0, "seed": 1234, "max_tool_calls": 4}
     proto.update(protocol or {})
     record = {
-        "model_name": "demo-base",
+        "model_name": f"demo-{path.stem}",
         "suite": "sda-mini",
         "suite_revision": "v1.0",
         "n_samples": k,
@@ -177,7 +180,7 @@ def test_report_numbers_agree_with_direct_computation(pair):
     assert abs(clo - lo) < 0.25 * (hi - lo) and abs(chi - hi) < 0.25 * (hi - lo)
     assert [row["k"] for row in r["pass_at_k"]] == [1, 2, 4, 8]
     assert r["mde"]["n_items"] == 120 and r["mde"]["k"] == 8 and r["mde"]["mde"] > 0
-    assert r["matched_protocol"]["fields_checked"][-1] == "items"
+    assert r["matched_protocol"]["fields_checked"][-2:] == ["items", "model_name"]
 
 
 def test_family_breakdown_reports_each_family(tmp_path):
@@ -231,7 +234,7 @@ def test_one_sample_per_item_never_claims_expansion(tmp_path):
     post[:30] = 1
     r = build(write_log(tmp_path / "a.json", pre), write_log(tmp_path / "b.json", post))
     assert r["claim"] == "UNDETERMINED" and "one sample per item" in r["claim_detail"]
-    assert build(tmp_path / "a.json", tmp_path / "a.json")["claim"] == "no material shift"
+    assert build(tmp_path / "a.json", write_log(tmp_path / "c.json", pre))["claim"] == "no material shift"
 
 
 # ------------------------------------------------------------------------------------ property tests
@@ -274,7 +277,7 @@ def test_shuffling_item_order_changes_nothing(tmp_path, mats, random):
     a = write_log(tmp_path / "a.json", mats[0], item_ids=ids, families=fam)
     b = write_log(tmp_path / "b.json", mats[1], item_ids=ids, families=fam)
     b2 = write_log(tmp_path / "b2.json", [mats[1][i] for i in perm], item_ids=[ids[i] for i in perm],
-                   families=[fam[i] for i in perm])  # fmt: skip
+                   families=[fam[i] for i in perm], model_name="demo-b")  # fmt: skip
     r1, r2 = build(a, b), build(a, b2)
     r1.pop("post_log"), r2.pop("post_log")
     assert r1 == r2
@@ -282,9 +285,9 @@ def test_shuffling_item_order_changes_nothing(tmp_path, mats, random):
 
 @given(st.lists(st.lists(st.sampled_from([0.0, 1.0]), min_size=3, max_size=3), min_size=2, max_size=40))
 @prop
-def test_a_log_against_itself_is_no_shift(tmp_path, rows):
-    a = write_log(tmp_path / "a.json", rows)
-    r = build(a, a)
+def test_identical_scores_are_no_shift(tmp_path, rows):
+    a, b = write_log(tmp_path / "a.json", rows), write_log(tmp_path / "b.json", rows)
+    r = build(a, b)
     assert r["delta_mean"] == 0.0
     assert r["perm_p"] == 1.0
     assert r["claim"] == "no material shift"
@@ -331,6 +334,76 @@ def test_refuses_mismatched_logs_with_one_line_and_exit_2(tmp_path, capsys, name
     assert len(lines) == 1, lines
     assert str(pre) in lines[0] and str(post) in lines[0] and field in lines[0]
     assert not out.exists()
+
+
+SUITE_PIN, QUESTIONS_PIN = "sha256:" + "5" * 64, "sha256:" + "6" * 64
+MODEL_A, MODEL_B = "sha256:" + "a" * 64, "sha256:" + "b" * 64
+# What two logs of one suite and protocol must also share, and what a pre/post pair must not.
+ACROSS = [
+    ("suite pin", {"pins": {"suite": "sha256:" + "0" * 64}}, "pins.suite differs"),
+    ("questions pin", {"pins": {"questions": "sha256:" + "0" * 64}}, "pins.questions differs"),
+    ("sample seeds", {"seed_offset": 1}, "item 'q0003': samples[2].seed differs (102 vs 103)"),
+    ("one model by name", {"model": None, "model_name": "demo-pre"}, "model_name is 'demo-pre' in both"),
+    ("one model by pin", {"model": MODEL_A}, f"pins.model is '{MODEL_A}' in both"),
+]
+
+
+def _pinned_log(path: Path, model: str | None, seed_offset: int = 0, pins=None, **fields) -> Path:
+    """A log with suite (and model) pins and per-sample seeds 100 + j; seed_offset moves one of them."""
+    scores = (np.random.default_rng(3).random((6, 4)) < 0.5).astype(float)
+    samples = [
+        [{"index": j, "seed": 100 + j + (seed_offset if (i, j) == (3, 2) else 0), "score": scores[i, j]}
+         for j in range(4)]
+        for i in range(6)
+    ]  # fmt: skip
+    all_pins = {"suite": SUITE_PIN, "questions": QUESTIONS_PIN, **({"model": model} if model else {})}
+    return write_log(path, scores, samples=samples, pins={**all_pins, **(pins or {})}, **fields)
+
+
+def _pinned_pair(tmp_path: Path, change: dict) -> tuple[Path, Path]:
+    change = {"model": MODEL_B, **change}
+    pre = _pinned_log(tmp_path / "pre.json", MODEL_A if change["model"] else None)
+    return pre, _pinned_log(tmp_path / "post.json", **change)
+
+
+@pytest.mark.parametrize(("name", "change", "field"), ACROSS, ids=[m[0] for m in ACROSS])
+def test_refuses_logs_that_do_not_measure_the_same_thing(tmp_path, name, change, field):
+    pre, post = _pinned_pair(tmp_path, change)
+    out = tmp_path / "report"
+    r = run_cli("analysis.delta", "--pre", str(pre), "--post", str(post), "--out", str(out), "--params",
+                str(write_params(tmp_path / "p.yaml")))  # fmt: skip
+    lines = (r.stdout + r.stderr).strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1, lines
+    assert str(pre) in lines[0] and str(post) in lines[0] and field in lines[0], lines[0]
+    assert not out.exists()
+
+
+def test_pinned_logs_of_two_models_with_one_seed_list_are_compared(tmp_path):
+    pre, post = _pinned_pair(tmp_path, {})
+    r = build(pre, post)
+    checked = r["matched_protocol"]["fields_checked"]
+    assert {"pins.suite", "pins.questions", "samples.seed", "pins.model"} <= set(checked)
+
+
+@pytest.mark.parametrize(
+    ("edit", "field"),
+    [
+        (lambda it: it["samples"][1].update(index=0), "samples[1].index: is 0"),
+        (lambda it: it["samples"][2].update(score=1.0 - it["samples"][2]["score"]), "samples[2].score: is"),
+    ],
+    ids=["duplicate sample index", "sample score disagrees with scores"],
+)
+def test_a_log_whose_samples_contradict_it_is_refused(tmp_path, edit, field):
+    """The headline reads `scores` and the path table the samples: a log where they differ is refused."""
+    pre, post = _pinned_pair(tmp_path, {})
+    raw = json.loads(post.read_text())
+    edit(raw["items"][4])
+    post.write_text(json.dumps(raw))
+    r = run_cli("analysis.delta", "--pre", str(pre), "--post", str(post), "--out", str(tmp_path / "o"))
+    lines = (r.stdout + r.stderr).strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1, lines
+    assert f"{post}: item 'q0004': {field}" in lines[0]
+    assert not (tmp_path / "o").exists()
 
 
 def test_cli_refusal_writes_nothing_and_keeps_an_existing_report(tmp_path):
