@@ -93,6 +93,37 @@ def write_params(path: Path, **analysis) -> Path:
     return path
 
 
+def markdown_view(text: str) -> tuple[list[list[list[str]]], list[str]]:
+    """What a markdown reader shows: each table as rows of cell texts, and any raw HTML that would render."""
+    from markdown_it import MarkdownIt
+
+    tables: list[list[list[str]]] = []
+    html: list[str] = []
+    row: list[str] | None = None
+    for tok in MarkdownIt("commonmark").enable(["table", "strikethrough"]).parse(text):
+        if tok.type == "html_block":
+            html.append(tok.content)
+        elif tok.type == "table_open":
+            tables.append([])
+        elif tok.type == "tr_open":
+            row = []
+        elif tok.type == "tr_close" and row is not None:
+            tables[-1].append(row)
+            row = None
+        elif tok.type == "inline":
+            html += [c.content for c in tok.children or [] if c.type == "html_inline"]
+            if row is not None:
+                row.append(
+                    "".join(c.content for c in tok.children or [] if c.type in ("text", "code_inline"))
+                )
+    return tables, html
+
+
+# Names a log may carry that mean something to markdown (table cells, HTML) or to matplotlib (mathtext).
+HOSTILE_FAMILY = "a|b <i>x</i>"
+HOSTILE_MODEL = "<img src=x onerror=alert(1)> org/m$^$_v*2*"
+
+
 def run_cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", *args], cwd=ROOT, capture_output=True, text=True, timeout=300
@@ -140,6 +171,34 @@ def test_cli_writes_the_report_and_reruns_byte_identical(pair, tmp_path):
     md = (outs[0] / "delta_report.md").read_text()
     assert md.index("Minimum detectable effect") < md.index("Claim:") < md.index("## Headline")
     assert "passk_curve.png" in md
+
+
+def test_names_reach_the_markdown_and_the_figure_as_written(tmp_path):
+    """A '|' in a family shifted every later cell of its row, HTML rendered, a '$' crashed the figure."""
+    rng = np.random.default_rng(4)
+    fam = [HOSTILE_FAMILY if i % 2 else "plain" for i in range(40)]
+    pre, logit = synthetic_scores(rng, 40, 4)
+    post, _ = synthetic_scores(rng, 40, 4, lift=1.0, base=logit)
+    a = write_log(tmp_path / "base.json", pre, families=fam, model_name=HOSTILE_MODEL)
+    b = write_log(tmp_path / "trained.json", post, families=fam, model_name="demo-trained")
+    out = tmp_path / "report"
+    r = run_cli("analysis.delta", "--pre", str(a), "--post", str(b), "--out", str(out), "--params",
+                str(write_params(tmp_path / "p.yaml")))  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert (out / "passk_curve.png").read_bytes().startswith(b"\x89PNG")
+    md = (out / "delta_report.md").read_text()
+    tables, html = markdown_view(md)
+    assert html == []
+    for table in tables:
+        assert {len(row) for row in table} == {len(table[0])}, table[0]
+    families = next(t for t in tables if t[0][0] == "family")
+    assert [row[0] for row in families[1:]] == sorted({HOSTILE_FAMILY, "plain"})
+    report = json.loads((out / "delta_report.json").read_text())
+    by_family = {f["family"]: f for f in report["families"]}
+    assert families[1][4] == f"{by_family[families[1][0]]['delta']:+.4f}"
+    from markdown_it import MarkdownIt
+
+    assert HOSTILE_MODEL in MarkdownIt("commonmark").render(md).replace("&lt;", "<").replace("&gt;", ">")
 
 
 def test_minimal_logs_are_compared(tmp_path):
