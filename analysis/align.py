@@ -1,9 +1,11 @@
 """Shared plumbing of the analyses: settings, loading and aligning logs, the protocol refusal, writing.
 
 A comparison is meaningful only at a matched protocol on the same items, so two logs that differ in
-n_samples, temperature, top_p, max_tokens, seed, the suite, the `protocol` block (when both carry one) or
-their item sets are refused: the CLI prints one line naming both files and the field, exits 2 and writes
-nothing. Of the rest of the project only the contract (contract.evallog, contract.protocol) is imported.
+n_samples, temperature, top_p, max_tokens, seed, the suite, the `protocol` block, the suite's sha256 pins
+or the per-sample seeds (these three when both logs record them) or their item sets are refused, and so
+are the two logs of a pre/post delta when both are of one model: the CLI prints one line naming both
+files and the field, exits 2 and writes nothing. Of the rest of the project only the contract
+(contract.evallog, contract.protocol) is imported.
 """
 
 from __future__ import annotations
@@ -19,12 +21,14 @@ from omegaconf import OmegaConf
 
 from contract.atomic import atomic_write
 from contract.evallog import EvalLog, EvalLogError, load
-from contract.protocol import MATCHED_LOG_FIELDS
+from contract.protocol import MATCHED_LOG_FIELDS, PARAMS_SECTIONS
 from contract.provenance import NOT_RECORDED
 
 EXIT_REFUSED = 2
 PROTOCOL_FIELDS = MATCHED_LOG_FIELDS
 SUITE_FIELDS = ("suite", "suite_revision")
+# The pins (sha256) of the suite file and of its questions, compared when both logs record them.
+SUITE_PINS = ("suite", "questions")
 
 
 class Refusal(Exception):
@@ -61,23 +65,25 @@ def read_settings(path: str | Path | None) -> Settings:
     if not p.is_file():
         raise Refusal(f"{p}: params file not found; pass --params PATH or create it")
     params = _read_params(p)
+    stray = sorted(set(params) - set(PARAMS_SECTIONS))
+    if stray:
+        raise Refusal(
+            f"{p}: {stray[0]}: unknown key (a typo?); known keys here: {', '.join(PARAMS_SECTIONS)}"
+        )
     section = params.get("analysis") or {}
     allowed = set(Settings.__dataclass_fields__)
     unknown = sorted(set(section) - allowed)
     if unknown:
         raise Refusal(f"{p}: analysis.{unknown[0]}: unknown setting; allowed: {', '.join(sorted(allowed))}")
-    seed = section.get("seed", (params.get("protocol") or {}).get("seed", 0))
-    try:
-        s = Settings(
-            n_boot=int(section.get("n_boot", 10_000)),
-            n_perm=int(section.get("n_perm", 10_000)),
-            alpha=float(section.get("alpha", 0.05)),
-            fdr=float(section.get("fdr", 0.05)),
-            min_effect=float(section.get("min_effect", 0.01)),
-            seed=int(seed),
-        )
-    except (TypeError, ValueError) as e:
-        raise Refusal(f"{p}: analysis: {e}") from e
+    values = {**asdict(Settings()), "seed": (params.get("protocol") or {}).get("seed", 0), **section}
+    for name, value in values.items():
+        # bool is an int to Python: `n_boot: true` would run one resample.
+        want = int if name in ("n_boot", "n_perm", "seed") else (int, float)
+        if isinstance(value, bool) or not isinstance(value, want):
+            where = "protocol.seed" if name == "seed" and "seed" not in section else f"analysis.{name}"
+            kind = "an integer" if want is int else "a number"
+            raise Refusal(f"{p}: {where}: must be {kind}, got {value!r}")
+    s = Settings(**values)
     if s.n_boot < 1 or s.n_perm < 1:
         raise Refusal(f"{p}: analysis.n_boot and analysis.n_perm must be >= 1")
     for name in ("alpha", "fdr"):
@@ -142,9 +148,17 @@ def load_log(path: str | Path) -> EvalLog:
 
 
 def check_matched(
-    ref_path: str | Path, ref: EvalLog, other_path: str | Path, other: EvalLog
+    ref_path: str | Path,
+    ref: EvalLog,
+    other_path: str | Path,
+    other: EvalLog,
+    distinct_models: bool = False,
 ) -> dict[str, Any]:
-    """Refuse unless both logs share protocol, suite and item set; return the matched protocol checked."""
+    """Refuse unless both logs share protocol, suite (and its pins), item set and per-sample seeds.
+
+    distinct_models: also refuse two logs of one model (a pre/post delta of a model with itself is 0 by
+    construction). Returns the matched protocol and the fields checked.
+    """
 
     def refuse(field: str, a: Any, b: Any, fix: str = "rerun one arm under the matched protocol") -> Refusal:
         return Refusal(f"{ref_path} vs {other_path}: {field} differs ({a!r} vs {b!r}); {fix}")
@@ -177,6 +191,39 @@ def check_matched(
             f"in the second, {example}); evaluate both arms on the same frozen suite"
         )
     checked.append("items")
+    # Logs scored against different suite files (an answer or verifier fixed in one) or generated from other
+    # questions share name and revision but do not measure the same thing.
+    for name in SUITE_PINS:
+        a, b = (ref.pins or {}).get(name), (other.pins or {}).get(name)
+        if a is not None and b is not None:
+            if a != b:
+                raise refuse(f"pins.{name}", a, b, "score and generate both arms from the same suite file")
+            checked.append(f"pins.{name}")
+    seeds = {it.item_id: [s.seed for s in it.samples] for it in ref.items if it.samples is not None}
+    both = [it for it in other.items if it.samples is not None and it.item_id in seeds] if seeds else []
+    if both:
+        for it in both:
+            mine = seeds[it.item_id]
+            for j, s in enumerate(it.samples or []):
+                if s.seed != mine[j]:
+                    raise refuse(
+                        f"item {it.item_id!r}: samples[{j}].seed",
+                        mine[j],
+                        s.seed,
+                        "generate both arms with the same protocol.seed and the same seed derivation",
+                    )
+        checked.append("samples.seed")
+    if distinct_models:
+        # The pinned model (content hash or hub commit) says which weights ran; the name is the fallback.
+        pinned = all(log.pins is not None and "model" in log.pins for log in (ref, other))
+        field = "pins.model" if pinned else "model_name"
+        a, b = (log.pins["model"] if pinned and log.pins else log.model_name for log in (ref, other))
+        if a == b:
+            raise Refusal(
+                f"{ref_path} vs {other_path}: {field} is {a!r} in both logs; a pre/post delta compares two "
+                "models: pass the trained model's log as the post log"
+            )
+        checked.append(field)
     return {
         "fields_checked": checked,
         "n_items": len(ids_a),

@@ -213,7 +213,9 @@ def build(logs_dir: str, settings: Settings, arms: list[str] | None = None) -> d
     matched: dict[str, Any] = {}
     for arm, (path, log) in found.items():
         if arm != "base":
-            matched = check_matched(base_path, base_log, path, log)
+            # A parametric contrast of base with itself would report "no gain" instead of a mistake.
+            parametric = normalise_attribution(arm, log.attribution) == "parametric"
+            matched = check_matched(base_path, base_log, path, log, distinct_models=parametric)
     if not matched:
         matched = check_matched(base_path, base_log, base_path, base_log)
     order = item_order(base_log)

@@ -122,7 +122,7 @@ def _interval(ci: es.Interval) -> list[float]:
 
 def build(pre_path: str, pre: EvalLog, post_path: str, post: EvalLog, settings: Settings) -> dict[str, Any]:
     """The delta report as a JSON-ready dict (a pure function of the two logs and the settings)."""
-    matched = check_matched(pre_path, pre, post_path, post)
+    matched = check_matched(pre_path, pre, post_path, post, distinct_models=True)
     order = item_order(pre)
     a, b = arm_arrays(pre, order), arm_arrays(post, order)
     d = b.item_mean - a.item_mean

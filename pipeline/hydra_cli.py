@@ -11,6 +11,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from contract.protocol import PROTOCOL_ALIASES, is_protocol_key
 from pipeline.config import CONF_DIR, known_arms
 
 
@@ -30,11 +31,40 @@ def arm_values(args: Sequence[str]) -> list[str]:
     return names
 
 
+def _key(arg: str) -> str:
+    """The config key an override names (`+protocol.k=1` -> `protocol.k`)."""
+    return arg.split("=", 1)[0].lstrip("~+")
+
+
+def protocol_override(args: Sequence[str]) -> str | None:
+    """The one-line refusal of a command-line override that sets a protocol key, or None when there is none.
+
+    Hydra would add `+protocol.k=1` to a config nobody reads and the run would go on at params.yaml's k.
+    """
+    for arg in args:
+        if arg.startswith("-") or "=" not in arg:
+            continue
+        key = _key(arg)
+        head = key.split(".", 1)[0]
+        if is_protocol_key(head):
+            params = next((a.split("=", 1)[1] for a in args if _key(a) == "params"), "params.yaml")
+            setting = key if head == "protocol" else f"protocol.{PROTOCOL_ALIASES.get(head, head)}"
+            return (
+                f"{arg}: the protocol is not set on the command line; it is matched across arms and lives "
+                f"only in {params} ({setting}): edit it there, or `dvc exp run -S {setting}=VALUE`"
+            )
+    return None
+
+
 def hydra_main(prog: str, config_name: str, task: Callable[[Any], None]) -> None:
-    """Refuse unknown arm names in one line, then hand the command line to Hydra with conf/<config_name>."""
+    """Refuse unknown arm names and protocol overrides in one line, then hand the command line to Hydra."""
     import hydra
     from hydra.errors import HydraException
 
+    refusal = protocol_override(sys.argv[1:])
+    if refusal:
+        print(f"{prog}: {refusal}", file=sys.stderr)
+        sys.exit(2)
     try:
         unknown = [a for a in arm_values(sys.argv[1:]) if a not in known_arms()]
     except HydraException:

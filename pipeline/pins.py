@@ -58,16 +58,19 @@ def dir_hash(files: dict[str, str]) -> str:
     return h.hexdigest()
 
 
-def model_pin(key: str, ref: ModelRef) -> dict[str, Any]:
-    """The pin of one model: content hash and per-file hashes of a directory, or repository and commit."""
+def model_pin(key: str, ref: ModelRef, source: Path = Path("params.yaml")) -> dict[str, Any]:
+    """The pin of one model: content hash and per-file hashes of a directory, or repository and commit.
+
+    source is the params file that names the model, for the messages.
+    """
     if ref.hf is not None:
         return {"hf": ref.hf, "revision": ref.revision}
     root = Path(str(ref.path))
     if not root.is_dir():
-        raise PinError(f"{root}: checkpoint directory not found (params.yaml models.{key}.path)")
+        raise PinError(f"{root}: checkpoint directory not found ({source} models.{key}.path)")
     files = dir_files(root)
     if not files:
-        raise PinError(f"{root}: checkpoint directory is empty (params.yaml models.{key}.path)")
+        raise PinError(f"{root}: checkpoint directory is empty ({source} models.{key}.path)")
     return {"path": ref.path, "sha256": dir_hash(files), "files": files}
 
 
@@ -86,19 +89,19 @@ def index_revision(index_dir: str | Path) -> str | None:
 _REPIN = "if the change is intended, rerun `python -m pipeline.pins`"
 
 
-def _model_drift(key: str, pinned: dict[str, Any], ref: ModelRef, pins_path: Path) -> None:
+def _model_drift(key: str, pinned: dict[str, Any], ref: ModelRef, pins_path: Path, source: Path) -> None:
     """Raise PinError naming the first file of checkpoint `key` that differs from its pin."""
     where = f"{pins_path}: checkpoint {key!r}"
     if ref.hf is not None:
         if pinned.get("hf") != ref.hf or pinned.get("revision") != ref.revision:
             raise PinError(
-                f"{where}: params.yaml names {ref.hf}@{ref.revision}, pinned "
+                f"{where}: {source} names {ref.hf}@{ref.revision}, pinned "
                 f"{pinned.get('hf')}@{pinned.get('revision')}; {_REPIN}"
             )
         return
     if pinned.get("path") != ref.path:
-        raise PinError(f"{where}: params.yaml names {ref.path}, pinned {pinned.get('path')}; {_REPIN}")
-    now = model_pin(key, ref)
+        raise PinError(f"{where}: {source} names {ref.path}, pinned {pinned.get('path')}; {_REPIN}")
+    now = model_pin(key, ref, source)
     if now["sha256"] == pinned.get("sha256"):
         return
     old: dict[str, str] = pinned.get("files", {})
@@ -120,7 +123,7 @@ def _suite(params: Params) -> dict[str, Any]:
     """The suite's pin: file sha256, and the sha256 of its ids and questions (what generation reads)."""
     suite = Path(params.suite.path)
     if not suite.is_file():
-        raise PinError(f"{suite}: suite file not found (params.yaml suite.path)")
+        raise PinError(f"{suite}: suite file not found ({params.source} suite.path)")
     try:
         items = load_suite(suite)
     except SuiteError as e:
@@ -152,11 +155,11 @@ def arm_pin(
     try:
         arm = load_arm(arm_name, conf_dir)
     except ConfigError as e:
-        raise PinError(f"params.yaml: arms: {e}") from None
+        raise PinError(f"{params.source}: arms: {e}") from None
     if arm.model not in models:
         raise PinError(
-            f"{conf_dir / 'arm' / (arm_name + '.yaml')}: model: {arm.model!r} is not in params.yaml models "
-            f"({', '.join(models)})"
+            f"{conf_dir / 'arm' / (arm_name + '.yaml')}: model: {arm.model!r} is not in {params.source} "
+            f"models ({', '.join(models)})"
         )
     pin: dict[str, Any] = {
         "arm": arm.model_dump(exclude_none=True),
@@ -165,7 +168,7 @@ def arm_pin(
     }
     if arm.retrieval:
         if params.rag is None:
-            raise PinError(f"params.yaml: rag: missing; arm {arm_name!r} retrieves passages")
+            raise PinError(f"{params.source}: rag: missing; arm {arm_name!r} retrieves passages")
         if index is None:
             raise PinError(
                 f"{params.rag.index}: no retrieval index for arm {arm_name!r}; build it with `python -m "
@@ -180,7 +183,7 @@ def arm_pin(
 def compute_pins(params: Params, conf_dir: Path = CONF_DIR) -> dict[str, Any]:
     """The whole record (inputs) and one pin per arm that can be pinned (arms)."""
     suite = _suite(params)
-    models = {key: model_pin(key, ref) for key, ref in sorted(params.models.items())}
+    models = {key: model_pin(key, ref, params.source) for key, ref in sorted(params.models.items())}
     index = _index(params)
     inputs: dict[str, Any] = {"suite": suite, "models": models}
     if index is not None:
@@ -250,16 +253,18 @@ def check_pins(
             f"{path}: questions: the questions of {params.suite.path} changed since pinning; {_REPIN}"
         )
     if arm.model not in params.models:
-        raise PinError(f"params.yaml: models.{arm.model}: missing; known models: {', '.join(params.models)}")
+        raise PinError(
+            f"{params.source}: models.{arm.model}: missing; known models: {', '.join(params.models)}"
+        )
     ref = params.models[arm.model]
-    _model_drift(arm.model, pinned.get("model", {}), ref, path)
+    _model_drift(arm.model, pinned.get("model", {}), ref, path, params.source)
     flat = {"questions": questions}
     flat["model"] = f"hf:{ref.hf}@{ref.revision}" if ref.hf else f"sha256:{pinned['model']['sha256']}"
     if arm.retrieval:
         index = _index(params)
         if params.rag is None or index is None:
             raise PinError(
-                f"{path}: arm {arm_name!r} retrieves passages, but params.yaml rag has no built index"
+                f"{path}: arm {arm_name!r} retrieves passages, but {params.source} rag has no built index"
             )
         if pinned.get("index", {}).get("revision") != index["revision"]:
             raise PinError(
@@ -267,7 +272,7 @@ def check_pins(
                 f"{pinned.get('index', {}).get('revision')} -> {index['revision']}); {_REPIN}"
             )
         if pinned.get("rag") != params.rag.model_dump():
-            raise PinError(f"{path}: rag: params.yaml rag changed since pinning; {_REPIN}")
+            raise PinError(f"{path}: rag: {params.source} rag changed since pinning; {_REPIN}")
         flat["index"] = index["revision"]
     return flat
 

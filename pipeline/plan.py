@@ -50,7 +50,7 @@ def open_index(params: Params) -> Any:
 
     if params.rag is None:
         raise ConfigError(
-            "params.yaml: rag: missing; a retrieval arm needs rag.corpus, rag.index and rag.top_k"
+            f"{params.source}: rag: missing; a retrieval arm needs rag.corpus, rag.index and rag.top_k"
         )
     try:
         return Index.load(params.rag.index)

@@ -26,11 +26,11 @@ written in (92.56 carries 92.56; 92.6 and 93 carry it too, rounded; 92.57 and 92
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Collection, Sequence
 from typing import Any
 
 from contract.generations import ToolCallRecord
+from scoring.verifiers import number_value, written_numbers
 
 CLEAN = "clean"
 ANSWER_WITHOUT_TOOL = "answer_without_tool"
@@ -39,21 +39,18 @@ TOOL_ERROR = "tool_error"
 NO_ANSWER = "no_answer"
 VERDICTS = (CLEAN, ANSWER_WITHOUT_TOOL, TOOL_RESULT_IGNORED, TOOL_ERROR, NO_ANSWER)
 
-_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
-
 
 def _numbers_in_text(text: str) -> list[tuple[float, int]]:
-    """Every number in text with its count of decimals (for the precision the text states it to)."""
+    """Every number in text with its count of decimals (for the precision the text states it to).
+
+    Read with the oracle's grammar, so a carried value is the number the oracle judged ('1,436' is one).
+    """
     out = []
-    for m in _NUMBER.finditer(text):
-        s = m.group(0)
-        try:
-            v = float(s)
-        except ValueError:
-            continue
+    for s in written_numbers(text):
+        v = number_value(s)
         mantissa = s.lower().split("e")[0]
         decimals = len(mantissa.split(".")[1]) if "." in mantissa else 0
-        if math.isfinite(v):
+        if v is not None:
             out.append((v, decimals))
     return out
 

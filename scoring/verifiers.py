@@ -62,13 +62,21 @@ def extract_answer(text: str, chat: bool = False) -> str | None:
     return last_answer_line(text)
 
 
+def written_numbers(text: str) -> list[str]:
+    """Every number in text as it is written, in order ('1,436.50 km or 3' -> ['1,436.50', '3'])."""
+    return _NUMBER.findall(text)
+
+
+def number_value(written: str) -> float | None:
+    """The value of one number of written_numbers ('1,436.50' -> 1436.5), or None if it is not finite."""
+    value = float(written.replace(",", "").replace("\u2212", "-"))
+    return value if math.isfinite(value) else None
+
+
 def parse_number(answer: str) -> float | None:
     """The first number in an answer string ('1,234.5 km' -> 1234.5), or None."""
     m = _NUMBER.search(answer)
-    if m is None:
-        return None
-    value = float(m.group(0).replace(",", "").replace("\u2212", "-"))
-    return value if math.isfinite(value) else None
+    return None if m is None else number_value(m.group(0))
 
 
 def _normalise(s: str) -> str:

@@ -13,7 +13,16 @@ from scipy import stats
 from analysis import arms, delta
 from analysis.align import Settings
 from contract.evallog import EvalLog
-from tests.test_delta import FAMILIES, run_cli, write_log, write_params
+from tests.test_delta import (
+    FAMILIES,
+    HOSTILE_FAMILY,
+    HOSTILE_MODEL,
+    markdown_view,
+    run_cli,
+    synthetic_scores,
+    write_log,
+    write_params,
+)
 
 ROW_FIELDS = [
     *("arm", "attribution", "naive_delta", "adjusted_delta", "budget_confound", "ci95", "cohens_dz"),
@@ -61,6 +70,45 @@ def make_world(
         write_log(folder / f"{name}.json", scores, families=fam, gen_tokens=gen, samples=samples, arm=name,
                   attribution=arms.DEFAULT_ATTRIBUTION[name], model_name=model)  # fmt: skip
     return folder
+
+
+# An arm name with a table separator, HTML and a mathtext formula.
+HOSTILE_ARM = "+rag$^$|<b>x</b>"
+
+
+def hostile_world(folder: Path) -> Path:
+    """base, trained and an arm named HOSTILE_ARM, over families named HOSTILE_FAMILY and 'plain'."""
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(5)
+    fam = [HOSTILE_FAMILY if i % 2 else "plain" for i in range(48)]
+    base, logit = synthetic_scores(rng, 48, 4)
+    for name, arm, lift, model in (("base", "base", 0.0, HOSTILE_MODEL), ("trained", "trained", 0.8, "m1"),
+                                   ("odd", HOSTILE_ARM, 1.5, HOSTILE_MODEL)):  # fmt: skip
+        scores = base if name == "base" else synthetic_scores(rng, 48, 4, lift=lift, base=logit)[0]
+        write_log(folder / f"{name}.json", scores, families=fam, arm=arm, model_name=model,
+                  attribution="lookup" if name == "odd" else None)  # fmt: skip
+    return folder
+
+
+def test_names_reach_the_markdown_and_the_forest_plot_as_written(tmp_path):
+    """A '|' in a name shifted the cells of its row, HTML rendered, a '$' in an arm crashed the plot."""
+    logs = hostile_world(tmp_path / "logs")
+    out = tmp_path / "report"
+    r = run_cli("analysis.arms", "--logs", str(logs), "--out", str(out), "--params",
+                str(write_params(tmp_path / "p.yaml")))  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert (out / "arm_deltas.png").read_bytes().startswith(b"\x89PNG")
+    tables, html = markdown_view((out / "arm_comparison_report.md").read_text())
+    assert html == []
+    for table in tables:
+        assert {len(row) for row in table} == {len(table[0])}, table[0]
+    contrasts = next(t for t in tables if t[0][:2] == ["contrast", "attribution"])
+    report = json.loads((out / "arm_comparison_report.json").read_text())
+    row = next(c for c in report["contrasts"] if c["arm"] == HOSTILE_ARM)
+    shown = next(cells for cells in contrasts if cells[0] == f"{HOSTILE_ARM} vs base")
+    assert shown[2] == f"{row['naive_delta']:+.4f}" and shown[-1] == row["claim"]
+    families = next(t for t in tables if t[0][:2] == ["contrast", "family"])
+    assert {cells[1] for cells in families[1:]} == {HOSTILE_FAMILY, "plain"}
 
 
 @pytest.fixture()
@@ -248,6 +296,25 @@ def test_refuses_an_arm_at_another_protocol(world, tmp_path):
     assert "temperature" in lines[0]
     assert (out / "arm_comparison_report.json").read_text() == "previous\n"
     assert sorted(p.name for p in out.iterdir()) == ["arm_comparison_report.json"]
+
+
+def test_refuses_a_trained_arm_of_the_base_model_and_a_suite_of_another_file(world, tmp_path, capsys):
+    """+rag and +tools share base's model by design; trained may not, or its parametric row reads 0."""
+    raw = json.loads((world / "trained.json").read_text())
+    (world / "trained.json").write_text(json.dumps({**raw, "model_name": "demo-base"}))
+    code = arms.main(["--logs", str(world), "--out", str(tmp_path / "o")])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(lines) == 1
+    assert f"{world / 'base.json'} vs {world / 'trained.json'}: model_name is 'demo-base' in both" in lines[0]
+    (world / "trained.json").write_text(json.dumps(raw))
+    for name in ("base", "+rag"):
+        log = json.loads((world / f"{name}.json").read_text())
+        log["pins"] = {"suite": f"sha256:{name}"}
+        (world / f"{name}.json").write_text(json.dumps(log))
+    code = arms.main(["--logs", str(world), "--out", str(tmp_path / "o")])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and "+rag.json: pins.suite differs" in lines[0]
+    assert not (tmp_path / "o").exists()
 
 
 def test_refuses_an_arm_on_other_items(world, tmp_path, capsys):

@@ -39,7 +39,10 @@ def write_log(
     protocol: dict | None = None,
     **fields,
 ) -> Path:
-    """Write a real EvalLog JSON built through the pydantic schema (so it is what the runner would write)."""
+    """Write a real EvalLog JSON built through the pydantic schema (so it is what the runner would write).
+
+    Each file is of its own model (demo-<stem>) unless model_name is given: a delta compares two models.
+    """
     scores = np.asarray(scores, dtype=float)
     n_items, k = scores.shape
     item_ids = item_ids or [f"q{i:04d}" for i in range(n_items)]
@@ -56,7 +59,7 @@ def write_log(
     proto = {"k": k, "max_tokens": 64, "temperature": 1.0, "top_p": 1.0, "seed": 1234, "max_tool_calls": 4}
     proto.update(protocol or {})
     record = {
-        "model_name": "demo-base",
+        "model_name": f"demo-{path.stem}",
         "suite": "sda-mini",
         "suite_revision": "v1.0",
         "n_samples": k,
@@ -88,6 +91,37 @@ def write_params(path: Path, **analysis) -> Path:
     lines += [f"  {k}: {v}" for k, v in body.items()]
     path.write_text("\n".join(lines) + "\n")
     return path
+
+
+def markdown_view(text: str) -> tuple[list[list[list[str]]], list[str]]:
+    """What a markdown reader shows: each table as rows of cell texts, and any raw HTML that would render."""
+    from markdown_it import MarkdownIt
+
+    tables: list[list[list[str]]] = []
+    html: list[str] = []
+    row: list[str] | None = None
+    for tok in MarkdownIt("commonmark").enable(["table", "strikethrough"]).parse(text):
+        if tok.type == "html_block":
+            html.append(tok.content)
+        elif tok.type == "table_open":
+            tables.append([])
+        elif tok.type == "tr_open":
+            row = []
+        elif tok.type == "tr_close" and row is not None:
+            tables[-1].append(row)
+            row = None
+        elif tok.type == "inline":
+            html += [c.content for c in tok.children or [] if c.type == "html_inline"]
+            if row is not None:
+                row.append(
+                    "".join(c.content for c in tok.children or [] if c.type in ("text", "code_inline"))
+                )
+    return tables, html
+
+
+# Names a log may carry that mean something to markdown (table cells, HTML) or to matplotlib (mathtext).
+HOSTILE_FAMILY = "a|b <i>x</i>"
+HOSTILE_MODEL = "<img src=x onerror=alert(1)> org/m$^$_v*2*"
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
@@ -139,6 +173,34 @@ def test_cli_writes_the_report_and_reruns_byte_identical(pair, tmp_path):
     assert "passk_curve.png" in md
 
 
+def test_names_reach_the_markdown_and_the_figure_as_written(tmp_path):
+    """A '|' in a family shifted every later cell of its row, HTML rendered, a '$' crashed the figure."""
+    rng = np.random.default_rng(4)
+    fam = [HOSTILE_FAMILY if i % 2 else "plain" for i in range(40)]
+    pre, logit = synthetic_scores(rng, 40, 4)
+    post, _ = synthetic_scores(rng, 40, 4, lift=1.0, base=logit)
+    a = write_log(tmp_path / "base.json", pre, families=fam, model_name=HOSTILE_MODEL)
+    b = write_log(tmp_path / "trained.json", post, families=fam, model_name="demo-trained")
+    out = tmp_path / "report"
+    r = run_cli("analysis.delta", "--pre", str(a), "--post", str(b), "--out", str(out), "--params",
+                str(write_params(tmp_path / "p.yaml")))  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert (out / "passk_curve.png").read_bytes().startswith(b"\x89PNG")
+    md = (out / "delta_report.md").read_text()
+    tables, html = markdown_view(md)
+    assert html == []
+    for table in tables:
+        assert {len(row) for row in table} == {len(table[0])}, table[0]
+    families = next(t for t in tables if t[0][0] == "family")
+    assert [row[0] for row in families[1:]] == sorted({HOSTILE_FAMILY, "plain"})
+    report = json.loads((out / "delta_report.json").read_text())
+    by_family = {f["family"]: f for f in report["families"]}
+    assert families[1][4] == f"{by_family[families[1][0]]['delta']:+.4f}"
+    from markdown_it import MarkdownIt
+
+    assert HOSTILE_MODEL in MarkdownIt("commonmark").render(md).replace("&lt;", "<").replace("&gt;", ">")
+
+
 def test_minimal_logs_are_compared(tmp_path):
     minimal = {"model_name": "m0", "suite": "thesis-suite v1.0", "suite_revision": "v1.0", "n_samples": 2,
                "temperature": 0.7, "max_tokens": 512, "driver": "d", "measured_at": "t"}  # fmt: skip
@@ -177,7 +239,7 @@ def test_report_numbers_agree_with_direct_computation(pair):
     assert abs(clo - lo) < 0.25 * (hi - lo) and abs(chi - hi) < 0.25 * (hi - lo)
     assert [row["k"] for row in r["pass_at_k"]] == [1, 2, 4, 8]
     assert r["mde"]["n_items"] == 120 and r["mde"]["k"] == 8 and r["mde"]["mde"] > 0
-    assert r["matched_protocol"]["fields_checked"][-1] == "items"
+    assert r["matched_protocol"]["fields_checked"][-2:] == ["items", "model_name"]
 
 
 def test_family_breakdown_reports_each_family(tmp_path):
@@ -231,7 +293,7 @@ def test_one_sample_per_item_never_claims_expansion(tmp_path):
     post[:30] = 1
     r = build(write_log(tmp_path / "a.json", pre), write_log(tmp_path / "b.json", post))
     assert r["claim"] == "UNDETERMINED" and "one sample per item" in r["claim_detail"]
-    assert build(tmp_path / "a.json", tmp_path / "a.json")["claim"] == "no material shift"
+    assert build(tmp_path / "a.json", write_log(tmp_path / "c.json", pre))["claim"] == "no material shift"
 
 
 # ------------------------------------------------------------------------------------ property tests
@@ -274,7 +336,7 @@ def test_shuffling_item_order_changes_nothing(tmp_path, mats, random):
     a = write_log(tmp_path / "a.json", mats[0], item_ids=ids, families=fam)
     b = write_log(tmp_path / "b.json", mats[1], item_ids=ids, families=fam)
     b2 = write_log(tmp_path / "b2.json", [mats[1][i] for i in perm], item_ids=[ids[i] for i in perm],
-                   families=[fam[i] for i in perm])  # fmt: skip
+                   families=[fam[i] for i in perm], model_name="demo-b")  # fmt: skip
     r1, r2 = build(a, b), build(a, b2)
     r1.pop("post_log"), r2.pop("post_log")
     assert r1 == r2
@@ -282,9 +344,9 @@ def test_shuffling_item_order_changes_nothing(tmp_path, mats, random):
 
 @given(st.lists(st.lists(st.sampled_from([0.0, 1.0]), min_size=3, max_size=3), min_size=2, max_size=40))
 @prop
-def test_a_log_against_itself_is_no_shift(tmp_path, rows):
-    a = write_log(tmp_path / "a.json", rows)
-    r = build(a, a)
+def test_identical_scores_are_no_shift(tmp_path, rows):
+    a, b = write_log(tmp_path / "a.json", rows), write_log(tmp_path / "b.json", rows)
+    r = build(a, b)
     assert r["delta_mean"] == 0.0
     assert r["perm_p"] == 1.0
     assert r["claim"] == "no material shift"
@@ -331,6 +393,76 @@ def test_refuses_mismatched_logs_with_one_line_and_exit_2(tmp_path, capsys, name
     assert len(lines) == 1, lines
     assert str(pre) in lines[0] and str(post) in lines[0] and field in lines[0]
     assert not out.exists()
+
+
+SUITE_PIN, QUESTIONS_PIN = "sha256:" + "5" * 64, "sha256:" + "6" * 64
+MODEL_A, MODEL_B = "sha256:" + "a" * 64, "sha256:" + "b" * 64
+# What two logs of one suite and protocol must also share, and what a pre/post pair must not.
+ACROSS = [
+    ("suite pin", {"pins": {"suite": "sha256:" + "0" * 64}}, "pins.suite differs"),
+    ("questions pin", {"pins": {"questions": "sha256:" + "0" * 64}}, "pins.questions differs"),
+    ("sample seeds", {"seed_offset": 1}, "item 'q0003': samples[2].seed differs (102 vs 103)"),
+    ("one model by name", {"model": None, "model_name": "demo-pre"}, "model_name is 'demo-pre' in both"),
+    ("one model by pin", {"model": MODEL_A}, f"pins.model is '{MODEL_A}' in both"),
+]
+
+
+def _pinned_log(path: Path, model: str | None, seed_offset: int = 0, pins=None, **fields) -> Path:
+    """A log with suite (and model) pins and per-sample seeds 100 + j; seed_offset moves one of them."""
+    scores = (np.random.default_rng(3).random((6, 4)) < 0.5).astype(float)
+    samples = [
+        [{"index": j, "seed": 100 + j + (seed_offset if (i, j) == (3, 2) else 0), "score": scores[i, j]}
+         for j in range(4)]
+        for i in range(6)
+    ]  # fmt: skip
+    all_pins = {"suite": SUITE_PIN, "questions": QUESTIONS_PIN, **({"model": model} if model else {})}
+    return write_log(path, scores, samples=samples, pins={**all_pins, **(pins or {})}, **fields)
+
+
+def _pinned_pair(tmp_path: Path, change: dict) -> tuple[Path, Path]:
+    change = {"model": MODEL_B, **change}
+    pre = _pinned_log(tmp_path / "pre.json", MODEL_A if change["model"] else None)
+    return pre, _pinned_log(tmp_path / "post.json", **change)
+
+
+@pytest.mark.parametrize(("name", "change", "field"), ACROSS, ids=[m[0] for m in ACROSS])
+def test_refuses_logs_that_do_not_measure_the_same_thing(tmp_path, name, change, field):
+    pre, post = _pinned_pair(tmp_path, change)
+    out = tmp_path / "report"
+    r = run_cli("analysis.delta", "--pre", str(pre), "--post", str(post), "--out", str(out), "--params",
+                str(write_params(tmp_path / "p.yaml")))  # fmt: skip
+    lines = (r.stdout + r.stderr).strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1, lines
+    assert str(pre) in lines[0] and str(post) in lines[0] and field in lines[0], lines[0]
+    assert not out.exists()
+
+
+def test_pinned_logs_of_two_models_with_one_seed_list_are_compared(tmp_path):
+    pre, post = _pinned_pair(tmp_path, {})
+    r = build(pre, post)
+    checked = r["matched_protocol"]["fields_checked"]
+    assert {"pins.suite", "pins.questions", "samples.seed", "pins.model"} <= set(checked)
+
+
+@pytest.mark.parametrize(
+    ("edit", "field"),
+    [
+        (lambda it: it["samples"][1].update(index=0), "samples[1].index: is 0"),
+        (lambda it: it["samples"][2].update(score=1.0 - it["samples"][2]["score"]), "samples[2].score: is"),
+    ],
+    ids=["duplicate sample index", "sample score disagrees with scores"],
+)
+def test_a_log_whose_samples_contradict_it_is_refused(tmp_path, edit, field):
+    """The headline reads `scores` and the path table the samples: a log where they differ is refused."""
+    pre, post = _pinned_pair(tmp_path, {})
+    raw = json.loads(post.read_text())
+    edit(raw["items"][4])
+    post.write_text(json.dumps(raw))
+    r = run_cli("analysis.delta", "--pre", str(pre), "--post", str(post), "--out", str(tmp_path / "o"))
+    lines = (r.stdout + r.stderr).strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1, lines
+    assert f"{post}: item 'q0004': {field}" in lines[0]
+    assert not (tmp_path / "o").exists()
 
 
 def test_cli_refusal_writes_nothing_and_keeps_an_existing_report(tmp_path):
@@ -382,6 +514,23 @@ def test_settings_come_from_params_with_the_protocol_seed(tmp_path):
         read_settings(p)
     with pytest.raises(Exception, match="params file not found"):
         read_settings(tmp_path / "missing.yaml")
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ("analysys: {n_boot: 300}\n", r"params.yaml: analysys: unknown key .*known keys here: suite, models"),
+        ("analysis: {n_boot: true}\n", r"params.yaml: analysis.n_boot: must be an integer, got True"),
+        ("analysis: {alpha: '0.1'}\n", r"params.yaml: analysis.alpha: must be a number, got '0.1'"),
+        ("protocol: {seed: 1.5}\n", r"params.yaml: protocol.seed: must be an integer, got 1.5"),
+    ],
+)
+def test_settings_that_would_be_misread_are_refused(tmp_path, body, message):
+    """A typo'd section would leave the defaults running; a bool would run as 1 resample."""
+    p = tmp_path / "params.yaml"
+    p.write_text(body)
+    with pytest.raises(Exception, match=message):
+        read_settings(p)
 
 
 def test_defaults_without_params(tmp_path, monkeypatch):

@@ -15,6 +15,7 @@ from scoring.paths import (
     carries,
     path_verdict,
 )
+from scoring.verifiers import parse_number
 
 PERIOD_OK = ToolCallRecord(
     name="orbital_period",
@@ -113,6 +114,29 @@ def test_records_as_dicts_from_a_log_are_accepted() -> None:
 )
 def test_carries(answer: str, result: dict, expected: bool) -> None:
     assert carries(answer, result) is expected
+
+
+@pytest.mark.parametrize(
+    ("answer", "result", "expected"),
+    [
+        ("1,436 km", {"x": 1436.0}, True),
+        ("1,436 km", {"x": 436.0}, False),
+        ("1,436 km", {"x": 1.0}, False),
+        ("12,345.67", {"x": 12345.67}, True),
+        ("\u22123.5", {"x": -3.5}, True),
+        ("3, 4", {"x": 34.0}, False),
+    ],
+)
+def test_answers_are_read_as_the_oracle_reads_them(answer: str, result: dict, expected: bool) -> None:
+    """The carried number is the one the oracle judged: one grammar for both (scoring.verifiers)."""
+    assert carries(answer, result) is expected
+    if expected:
+        assert parse_number(answer) == next(iter(result.values()))
+
+
+def test_a_thousands_comma_answer_is_clean_when_the_oracle_says_right() -> None:
+    call = PERIOD_OK.model_copy(update={"result": {"period_min": 1436.0}})
+    assert path_verdict("orbital_period", [call], "1,436 min", correct=True) == CLEAN
 
 
 def test_there_are_five_verdicts() -> None:

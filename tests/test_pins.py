@@ -213,3 +213,82 @@ def test_cli_writes_pins_and_reports_bad_params_in_one_line(tmp_path, untrained_
     assert res.stderr.strip().count("\n") == 0
     assert "bad.yaml: protocol.max_tokens" in res.stderr
     assert (out / "inputs.json").read_bytes() == before
+
+
+def _params_file(tmp_path: Path, name: str = "params.yaml", **changes) -> Path:
+    suite = tmp_path / "s.jsonl"
+    suite.write_text(json.dumps(arithmetic_items(1)[0]) + "\n")
+    params = {
+        "suite": {"path": str(suite), "name": "s", "revision": "1"},
+        "models": {"base": {"hf": "org/model", "revision": "0123456789abcdef0123456789abcdef01234567"}},
+        "protocol": {"k": 2, "max_tokens": 8, "temperature": 0.0, "top_p": 1.0, "seed": 1},
+        **changes,
+    }
+    p = tmp_path / name
+    p.write_text(yaml.safe_dump(params, sort_keys=False))
+    return p
+
+
+@pytest.mark.parametrize(
+    ("protocol", "message"),
+    [
+        ({"k": True}, r"protocol.k: Input should be a valid integer, got True"),
+        ({"k": 2.5}, r"protocol.k: Input should be a valid integer, got 2.5"),
+        ({"seed": "7"}, r"protocol.seed: Input should be a valid integer, got '7'"),
+        ({"temperature": "0.7"}, r"protocol.temperature: Input should be a valid number, got '0.7'"),
+    ],
+)
+def test_protocol_values_of_another_type_are_refused(tmp_path, protocol, message) -> None:
+    """YAML reads `k: true` as a bool, which a lax int would run as k = 1."""
+    proto = {"k": 2, "max_tokens": 8, "temperature": 0.0, "top_p": 1.0, "seed": 1, **protocol}
+    with pytest.raises(ConfigError, match=r"params.yaml: " + message):
+        load_params(_params_file(tmp_path, protocol=proto))
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        (
+            {"analysys": {"n_boot": 10}},
+            r"analysys: unknown key .*known keys here: suite, models, rag, protocol, analysis, arms",
+        ),
+        ({"rag": {"corpus": "c.jsonl", "topk": 2}}, r"rag.topk: unknown key .*here: corpus, index"),
+        ({"models": {"base": {"path": "m", "revison": "x"}}}, r"models.base.revison: unknown key .*path, hf"),
+    ],
+)
+def test_unknown_params_keys_are_refused_naming_the_known_ones(tmp_path, changes, message) -> None:
+    with pytest.raises(ConfigError, match=r"params.yaml: " + message):
+        load_params(_params_file(tmp_path, **changes))
+
+
+def test_params_has_exactly_the_documented_sections() -> None:
+    """analysis.align refuses the keys of contract.protocol.PARAMS_SECTIONS' complement; so does Params."""
+    from contract.protocol import PARAMS_SECTIONS
+    from pipeline.config import Params
+
+    assert tuple(Params.model_fields) == PARAMS_SECTIONS
+
+
+def test_an_uppercase_commit_sha_is_the_same_commit_and_a_short_one_says_why(tmp_path) -> None:
+    upper = "0123456789ABCDEF0123456789ABCDEF01234567"
+    p = _params_file(tmp_path, models={"base": {"hf": "org/model", "revision": upper}})
+    assert load_params(p).models["base"].revision == upper.lower()
+    assert compute_pins(load_params(p))["inputs"]["models"]["base"]["revision"] == upper.lower()
+    for revision, why in ((upper[:39], "it has 39 hex digits"), (upper[:39] + "g", "'g' is not a hex digit")):
+        p = _params_file(tmp_path, models={"base": {"hf": "org/model", "revision": revision}})
+        with pytest.raises(ConfigError, match=rf"models.base: revision '{revision}' is not .*\({why}\)"):
+            load_params(p)
+
+
+def test_messages_name_the_params_file_that_was_given(tmp_path, untrained_checkpoint) -> None:
+    w = _world(tmp_path, untrained_checkpoint)
+    raw = yaml.safe_load(w.params.read_text())
+    raw["arms"] = ["base", "+rag"]
+    other = tmp_path / "experiment.yaml"
+    other.write_text(yaml.safe_dump(raw, sort_keys=False))
+    with pytest.raises(PinError, match=r"^\S*experiment.yaml: rag: missing; arm '\+rag' retrieves passages"):
+        write_pins(load_params(other), w.pins)
+    raw["models"]["base"]["path"] = str(tmp_path / "gone")
+    other.write_text(yaml.safe_dump(raw, sort_keys=False))
+    with pytest.raises(PinError, match=r"gone: checkpoint directory not found \(\S*experiment.yaml models"):
+        write_pins(load_params(other), w.pins)

@@ -10,13 +10,11 @@ from pathlib import Path
 import pytest
 
 from analysis import report
-from tests.test_arms_report import make_world
-from tests.test_delta import run_cli, write_params
+from tests.test_arms_report import HOSTILE_ARM, hostile_world, make_world
+from tests.test_delta import markdown_view, run_cli, write_params
 
 
-@pytest.fixture()
-def reports(tmp_path: Path) -> Path:
-    logs = make_world(tmp_path / "evallogs")
+def _reports(tmp_path: Path, logs: Path) -> Path:
     params = write_params(tmp_path / "params.yaml", n_boot=300, n_perm=300)
     out = tmp_path / "reports"
     pre, post = str(logs / "base.json"), str(logs / "trained.json")
@@ -27,6 +25,28 @@ def reports(tmp_path: Path) -> Path:
     done = run_cli("analysis.arms", "--logs", str(logs), "--out", str(out / "arms"), "--params", str(params))
     assert done.returncode == 0, done.stderr
     return out
+
+
+@pytest.fixture()
+def reports(tmp_path: Path) -> Path:
+    return _reports(tmp_path, make_world(tmp_path / "evallogs"))
+
+
+def test_names_reach_the_page_as_written(tmp_path: Path) -> None:
+    """The markdown page escapes what the html page's autoescape does: table cells and HTML in names."""
+    out = _reports(tmp_path, hostile_world(tmp_path / "evallogs"))
+    report.write(out / "delta", out / "arms", out)
+    tables, html = markdown_view((out / "index.md").read_text())
+    assert html == []
+    for table in tables:
+        assert {len(row) for row in table} == {len(table[0])}, table[0]
+    arms = json.loads((out / "arms" / "arm_comparison_report.json").read_text())
+    row = next(c for c in arms["contrasts"] if c["arm"] == HOSTILE_ARM)
+    against_base = next(t for t in tables if t[0][:2] == ["arm", "attribution"])
+    shown = next(cells for cells in against_base if cells[0] == HOSTILE_ARM)
+    assert shown[2] == f"{row['naive_delta']:+.4f}" and shown[-1] == row["claim"]
+    assert HOSTILE_ARM in (out / "index.html").read_text().replace("&lt;", "<").replace("&gt;", ">")
+    assert "<b>x</b>" not in (out / "index.html").read_text()
 
 
 def test_page_leads_with_every_claim_and_links_both_reports(reports: Path) -> None:

@@ -71,6 +71,30 @@ def test_query_without_known_words_returns_zero_scores_in_doc_id_order(index: In
     assert [h.doc_id for h in hits] == sorted(d["doc_id"] for d in DOCS)[:3]
 
 
+def test_the_index_holds_the_fields_its_record_names(index: Index) -> None:
+    """revision.json says what is indexed: a word found only in a title matches its document."""
+    assert index.meta["settings"]["indexed_fields"] == ["title", "text"]
+    scores = index.scores("Twin")
+    assert [d["doc_id"] for d, s in zip(index.docs, scores, strict=True) if s > 0] == ["dup-2", "dup-1"]
+    assert index.scores("dup").tolist() == [0.0] * len(DOCS)  # doc ids are not indexed
+
+
+def test_each_demo_lookup_finds_its_own_passage_first(tmp_path: Path) -> None:
+    """The demo's +rag arms rest on it: the models read only the passage nearest the question (best_last)."""
+    import re
+
+    from contract.suite import load_suite
+
+    index = build_index(ROOT / "demo" / "corpus" / "space-text.jsonl", tmp_path / "demo-index")
+    items = load_suite(ROOT / "demo" / "suite" / "sda-mini-v1.jsonl")
+    lookups = [it for it in items if it.family == "lookup"]
+    assert len(lookups) == 70
+    for it in lookups:
+        name = re.search(r"[A-Z]+-\d+", it.question)
+        assert name is not None, it.item_id
+        assert index.query(it.question, 3)[0].title == name.group(0), it.item_id
+
+
 def test_top_k_larger_than_corpus_returns_every_document(index: Index) -> None:
     assert len(index.query("orbit", top_k=50)) == len(DOCS)
     with pytest.raises(ValueError, match="top_k"):

@@ -155,6 +155,26 @@ def test_an_override_that_changes_what_an_arm_is_is_refused(tmp_path: Path) -> N
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize(
+    ("override", "setting", "params"),
+    [
+        (["+protocol.k=1"], "protocol.k", "params.yaml"),
+        (["protocol.temperature=0.5"], "protocol.temperature", "params.yaml"),
+        (["params=exp.yaml", "++seed=7"], "protocol.seed", "exp.yaml"),
+        (["+n_samples=2"], "protocol.k", "params.yaml"),
+    ],
+)
+def test_a_protocol_override_on_the_command_line_is_refused(
+    tmp_path: Path, override: list[str], setting: str, params: str
+) -> None:
+    """Hydra would take `+protocol.k=1` into a config nobody reads, and the run would go on at params' k."""
+    res = _cli(["arm=base", *override], tmp_path)
+    assert res.returncode == 2
+    assert res.stderr.strip().count("\n") == 0, res.stderr
+    assert f"lives only in {params} ({setting})" in res.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_every_arm_gives_each_item_and_sample_the_same_seed(
     tmp_path: Path, untrained_checkpoint: Path
 ) -> None:

@@ -89,7 +89,7 @@ def test_suite_loading_names_file_line_and_field(tmp_path) -> None:
     good = {"item_id": "a", "family": "f", "question": "q?", "answer": 1.5, "verifier": {"type": "numeric"}}
     p = tmp_path / "suite.jsonl"
     p.write_text(json.dumps(good) + "\n" + json.dumps({**good, "item_id": "b", "answer": "x"}) + "\n")
-    with pytest.raises(SuiteError, match=r"suite.jsonl:2: answer: numeric verifier needs a number"):
+    with pytest.raises(SuiteError, match=r"suite.jsonl:2: item 'b': answer: a numeric verifier needs a fin"):
         load_suite(p)
     p.write_text(json.dumps(good) + "\n" + json.dumps(good) + "\n")
     with pytest.raises(SuiteError, match=r"suite.jsonl:2: item_id: 'a' already used on line 1"):
@@ -99,3 +99,22 @@ def test_suite_loading_names_file_line_and_field(tmp_path) -> None:
         load_suite(p)
     p.write_text(json.dumps(good) + "\n\n")
     assert [it.item_id for it in load_suite(p)] == ["a"]
+
+
+@pytest.mark.parametrize("answer", ["NaN", "inf", "-Infinity", float("nan")])
+def test_a_numeric_answer_no_sample_can_match_is_refused(tmp_path, answer) -> None:
+    """float() reads 'NaN' and 'inf'; an item with such an answer could never pass."""
+    good = {"item_id": "a", "family": "f", "question": "q?", "answer": 1.5, "verifier": {"type": "numeric"}}
+    p = tmp_path / "suite.jsonl"
+    p.write_text(json.dumps(good) + "\n" + json.dumps({**good, "item_id": "b", "answer": answer}) + "\n")
+    with pytest.raises(SuiteError, match=r"suite.jsonl:2: item 'b': answer: a numeric verifier needs a fin"):
+        load_suite(p)
+
+
+def test_a_boolean_answer_is_refused(tmp_path) -> None:
+    """JSON true would be read as the answer 1."""
+    item = {"item_id": "a", "family": "f", "question": "q?", "answer": True, "verifier": {"type": "exact"}}
+    p = tmp_path / "suite.jsonl"
+    p.write_text(json.dumps(item) + "\n")
+    with pytest.raises(SuiteError, match=r"suite.jsonl:1: answer: True is not an answer"):
+        load_suite(p)
