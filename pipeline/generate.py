@@ -372,17 +372,18 @@ def finish_part(
     tokens: int,
 ) -> Path:
     """Record where and how fast a finished part ran, then move its shard to where the merge reads it."""
-    shard.set_meta(
-        "provenance",
-        {
-            "host": platform.node(),
-            "started_at": shard.started_at,
-            "finished_at": now_iso(),
-            "engine_start_s": engine_start_s,
-            "generate_s": generate_s,
-            "gen_tokens": tokens,
-        },
-    )
+    if "provenance" not in shard.meta:  # a part killed before its move has recorded it already
+        shard.set_meta(
+            "provenance",
+            {
+                "host": platform.node(),
+                "started_at": shard.started_at,
+                "finished_at": now_iso(),
+                "engine_start_s": engine_start_s,
+                "generate_s": generate_s,
+                "gen_tokens": tokens,
+            },
+        )
     shard.close()
     dest = part_path(out_dir, arm, part)
     dest.parent.mkdir(parents=True, exist_ok=True)
@@ -484,6 +485,10 @@ def run(settings: RunSettings, engine: Engine | None = None) -> Path:
         return dest
     lock = settings.out_dir / ".partial" / f"{settings.arm}{part_suffix(part)}.lock"
     with RunLock(lock, f"arm {settings.arm!r}{'' if part is None else f' part {settings.part}'}"):
+        # A run of the same arm may have finished it between the check above and the lock.
+        if not settings.force and part is None and up_to_date(dest, state[3]) is None:
+            print(f"run_arm: {settings.arm}: up to date (another run just wrote {dest})")
+            return dest
         return _run(settings, engine, state)
 
 

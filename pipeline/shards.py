@@ -133,6 +133,7 @@ class Shard:
             )
         self.started_at = str(header.get("started_at") or now_iso())
         first_line: dict[SampleKey, int] = {}
+        meta_line: dict[str, int] = {}
         for n, line in enumerate(lines[1:], 2):
             try:
                 rec = json.loads(line)
@@ -145,6 +146,13 @@ class Shard:
                     )
                 rec.pop("check")
                 if "meta" in rec:
+                    again = [k for k in rec["meta"] if k in meta_line]
+                    if again:
+                        raise ShardError(
+                            f"{self.path}:{n}: meta {again[0]!r} again (first on line "
+                            f"{meta_line[again[0]]}); a run records it once: pass fresh=true to start over"
+                        )
+                    meta_line.update(dict.fromkeys(rec["meta"], n))
                     self.meta.update(rec["meta"])
                     continue
                 key = (str(rec["item_id"]), int(rec["index"]))
