@@ -59,9 +59,15 @@ def _task(cfg: Any) -> None:
 def os_error_line(e: OSError, out_dir: Path) -> str:
     """One line for a file that could not be written or read: which, why, and how to go on."""
     where = e.filename or out_dir
+    partial = out_dir / ".partial"
+    kept = (
+        f"; the samples already saved in {partial} are kept"
+        if partial.is_dir() and any(partial.glob("*.jsonl"))
+        else ""
+    )
     return (
         f"cannot use {where}: {e.strerror or e}; free space or fix the folder (or pass out_dir=), then "
-        f"rerun the same command: the samples already saved in {out_dir / '.partial'} are kept"
+        f"rerun the same command{kept}"
     )
 
 
