@@ -36,6 +36,7 @@ def _task(cfg: Any) -> None:
         fresh=bool(node["fresh"]),
         progress=bool(node["progress"]),
         arm_node=dict(node["arm"]),
+        tool_server=dict(node["tool_server"]),
     )
     try:
         dest = run(settings)
