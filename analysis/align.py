@@ -44,6 +44,7 @@ class Settings:
     alpha: float = 0.05
     fdr: float = 0.05
     min_effect: float = 0.01
+    max_failed_tool_calls: float = 0.0
     seed: int = 0
 
 
@@ -91,6 +92,10 @@ def read_settings(path: str | Path | None) -> Settings:
             raise Refusal(f"{p}: analysis.{name} = {getattr(s, name)} must lie strictly between 0 and 1")
     if s.min_effect < 0:
         raise Refusal(f"{p}: analysis.min_effect = {s.min_effect} must be >= 0")
+    if not 0 <= s.max_failed_tool_calls <= 1:
+        raise Refusal(
+            f"{p}: analysis.max_failed_tool_calls = {s.max_failed_tool_calls} must be a share between 0 and 1"
+        )
     return s
 
 

@@ -7,6 +7,11 @@ required, any other arm may be missing), pairs every arm with base and the combi
 augmentation (trained+rag vs +rag, trained+tools vs +tools), and writes arm_comparison_report.json,
 arm_comparison_report.md and the forest plot arm_deltas.png. Each arm's claim follows from its attribution
 (conf/arm/<arm>.yaml), never from the size of its delta; the ceiling arm is labelled and never decomposed.
+
+A tool arm is left out of the comparison, and listed as not usable with the reason, when more of its tool
+calls failed (the tool server did not answer them) than params.yaml analysis.max_failed_tool_calls allows,
+or when its log records tool calls without counting the failed ones (a log older than format 3): its delta
+would measure a broken tool server, and a report must not call that the tool-access effect.
 """
 
 from __future__ import annotations
@@ -206,9 +211,42 @@ def path_table(arm: str, log: EvalLog) -> dict[str, Any] | None:
     return {"arm": arm, "n_samples": int(v.size), "verdicts": rows}
 
 
+def tool_call_problem(arm: str, log: EvalLog, max_failed: float) -> str | None:
+    """Why an arm's log cannot stand for its tool access (failed tool calls), or None when it can."""
+    counts = log.tool_calls
+    if counts is None:
+        if any(s.tool_calls is not None for it in log.items for s in it.samples or []):
+            return (
+                f"its log records tool calls but not how many failed (format_version {log.format_version}, "
+                "older than 3, or a log from elsewhere); regenerate and rescore it (dvc repro)"
+            )
+        return None
+    if counts.failed_share <= max_failed:
+        return None
+    return (
+        f"{counts.failed} of {counts.answered + counts.failed} tool calls failed ({counts.failed_share:.1%}: "
+        f"the tool server did not answer them; {counts.restarts} server restarts), more than params.yaml "
+        f"analysis.max_failed_tool_calls = {max_failed}; its delta would measure the broken server, not tool "
+        f"access: regenerate it (python -m pipeline.run_arm arm={arm} fresh=true, then dvc repro)"
+    )
+
+
 def build(logs_dir: str, settings: Settings, arms: list[str] | None = None) -> dict[str, Any]:
     """The arm comparison report as a JSON-ready dict (a pure function of the logs and the settings)."""
     found = discover(logs_dir, arms)
+    unusable: list[dict[str, Any]] = []
+    for arm, (path, log) in list(found.items()):
+        why = tool_call_problem(arm, log, settings.max_failed_tool_calls)
+        if why is None:
+            continue
+        if arm == "base":
+            raise Refusal(f"{path}: the base arm is not usable: {why}")
+        unusable.append({
+            "arm": arm,
+            "reason": why,
+            "tool_calls": log.tool_calls.model_dump() if log.tool_calls else None,
+        })  # fmt: skip
+        del found[arm]
     base_path, base_log = found["base"]
     matched: dict[str, Any] = {}
     for arm, (path, log) in found.items():
@@ -227,6 +265,8 @@ def build(logs_dir: str, settings: Settings, arms: list[str] | None = None) -> d
     contrasts = [_contrast(arm, "base", data, models, settings) for arm in found if arm != "base"]
     for c in contrasts:
         c["attribution"] = attribution[c["arm"]]
+        counts = found[c["arm"]][1].tool_calls
+        c["tool_calls"] = counts.model_dump() if counts is not None else None
     marginal = []
     for arm, aug in MARGINAL_CONTRASTS:
         if arm in found and aug in found:
@@ -314,7 +354,10 @@ def build(logs_dir: str, settings: Settings, arms: list[str] | None = None) -> d
         "n_samples": base_log.n_samples,
         "logs_dir": str(logs_dir),
         "arms_found": list(found),
-        "arms_missing": [a for a in CANONICAL_ARMS if a not in found],
+        "arms_missing": [
+            a for a in CANONICAL_ARMS if a not in found and a not in {u["arm"] for u in unusable}
+        ],
+        "arms_unusable": unusable,
         "logs": {arm: str(path) for arm, (path, _) in found.items()},
         "matched_protocol": matched,
         "base": {
@@ -374,6 +417,8 @@ def main(argv: list[str] | None = None) -> int:
     for c in [*report["contrasts"], *report["marginal"]]:
         lo, hi = c["ci95"]
         print(f"{c['arm']} vs {c['reference']}: {c['naive_delta']:+.4f} [{lo:+.4f}, {hi:+.4f}] {c['claim']}")
+    for u in report["arms_unusable"]:
+        print(f"arms: warning: {u['arm']} left out, not usable: {u['reason']}", file=sys.stderr)
     print(f"-> {args.out}")
     return 0
 

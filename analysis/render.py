@@ -253,7 +253,11 @@ def arms_markdown(r: dict[str, Any]) -> str:
         f"Suite {md(r['suite'])} (rev {md(r['suite_revision'])}), {r['n_items']} items, "
         f"{r['n_samples']} samples per item, "
         f"logs from {md(r['logs_dir'])}. Arms found: {', '.join(md(a) for a in r['arms_found'])}."
-        + (f" Not present: {', '.join(md(a) for a in r['arms_missing'])}." if r["arms_missing"] else ""),
+        + (f" Not present: {', '.join(md(a) for a in r['arms_missing'])}." if r["arms_missing"] else "")
+        + "".join(
+            f" **Not usable, left out: {md(u['arm'])}** ({md(u['reason'])})."
+            for u in r.get("arms_unusable", [])
+        ),
         "",
         f"Base mean score {_num(r['base']['mean'])}, "
         f"mean generated tokens {_num(r['base']['mean_gen_tokens'], '.1f')}.",
@@ -308,8 +312,16 @@ def arms_markdown(r: dict[str, Any]) -> str:
         lines.append("")
     if r["paths"]:
         lines += ["## Tool-use paths (per sample)", ""]
+        calls = {c["arm"]: c.get("tool_calls") for c in r["contrasts"]}
         for arm in r["paths"]:
-            lines += [f"**{md(arm['arm'])}** ({arm['n_samples']} samples)", ""]
+            n = calls.get(arm["arm"])
+            counted = (
+                f"; {n['answered'] + n['failed']} tool calls, {n['failed']} failed, "
+                f"{n['restarts']} server restarts"
+                if n
+                else ""
+            )
+            lines += [f"**{md(arm['arm'])}** ({arm['n_samples']} samples{counted})", ""]
             lines += _table(
                 ["path", "samples", "share", "accuracy"],
                 [

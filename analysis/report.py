@@ -66,6 +66,7 @@ def context(delta: dict[str, Any], arms: dict[str, Any]) -> dict[str, Any]:
         "delta": delta,
         "contrasts": arms.get("contrasts", []),
         "marginal": arms.get("marginal", []),
+        "unusable": arms.get("arms_unusable", []),
         "fmt": _fmt,
         "sfmt": _sfmt,
         "pfmt": _pfmt,

@@ -1,10 +1,12 @@
 """The batched tool loop of the +tools arms: generate, execute Hermes/Qwen tool calls, continue.
 
-    outcomes = run_tool_loop(engine, requests, decoding, tool_client, max_tool_calls)
+    outcomes = run_tool_loop(engine, requests, decoding, tool_client, max_tool_calls, on_outcome=save)
 
 `engine` follows contract.engine.Engine; `requests` are the round-0 GenRequests (one per item and
 sample, each with its own seed and max_tokens); `tool_client` has `.call(name, arguments) -> dict`
-(arms.tools.client.ToolClient). Returns one LoopOutcome per request, in request order.
+(arms.tools.client.ToolClient). Returns one LoopOutcome per request, in request order; `on_outcome`, if
+given, gets each LoopOutcome as soon as its sample finishes (in the round it finishes), so a caller can
+save it and count it before the slowest sample of the batch is done.
 
 Each round generates for every still-active sample in one engine call, with the request's own stop strings
 plus "</tool_call>". A round that ends in "</tool_call>" holds one call, `<tool_call>{"name": ...,
@@ -12,7 +14,8 @@ plus "</tool_call>". A round that ends in "</tool_call>" holds one call, `<tool_
 client, and contract.textformat.format_tool_response(result or {"error": ...}) is appended. The next round's
 prompt is the original prompt + everything generated so far + the responses, and its seed is
 contract.seeds.round_seed(seed, round). The engine must return text that includes the matched stop string
-(the GenResult contract); a round is a tool call exactly when its text ends with "</tool_call>".
+(the GenResult contract); a round is a tool call exactly when its text ends with "</tool_call>". Handing
+outcomes over early changes nothing of the rounds: every round's batch is the same as without on_outcome.
 
 Budget: a request's max_tokens covers the generated tokens of all its rounds together; each round may
 generate only what is left (max_tokens - generated so far), and a sample with nothing left stops with
@@ -24,17 +27,20 @@ further call is recorded with an error and not executed, and the sample stops wi
 because it keeps the rounds of every arm bounded by the protocol.
 
 Faults are recorded in LoopOutcome.tool_calls (contract.generations.ToolCallRecord) and answered in the
-transcript, never raised: a call that is not JSON or not an object with a string "name", an unknown tool,
-bad arguments, a tool that raises, a server that died (the client restarts it once). A "<tool_call>" left
-open when generation ends is recorded as an unexecuted malformed call. latency_s is the wall time of the
-client call; it is None for calls that never reached the server.
+transcript, never raised: a call that cannot be parsed (not JSON, nested deeper than MAX_CALL_DEPTH, not an
+object with a string "name"), an unknown tool, bad arguments, a tool that raises. A client that raises
+ToolCallFailed (the server could not answer this call) gives a record marked failed, answered with the
+error. Any other exception of the client (its restart budget is spent) ends the loop: the outcomes already
+handed to on_outcome stay the caller's. A "<tool_call>" left open when generation ends is recorded as an
+unexecuted malformed call. latency_s is the wall time of the client call; it is None for calls that never
+reached the server.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -45,13 +51,20 @@ from contract.textformat import TOOL_CALL_CLOSE, TOOL_CALL_OPEN, format_tool_res
 
 FINISH_TOOL_LIMIT = "tool_limit"
 FINISH_LENGTH = "length"
+# Real calls nest two or three levels; deeper ones cannot be stored (pydantic serializes about 250 levels,
+# json.loads about 1000) and are answered as malformed instead.
+MAX_CALL_DEPTH = 32
+
+
+class ToolCallFailed(RuntimeError):
+    """Raised by a tool client when the server could not answer this call; the loop records it as failed."""
 
 
 class ToolCaller(Protocol):
     """What the loop needs from a tool client."""
 
     def call(self, name: Any, arguments: Any) -> dict[str, Any]:
-        """Run one tool call; a result dict or {"error": ...}, never an exception."""
+        """One tool call: a result dict or {"error": ...}; ToolCallFailed if the server cannot answer."""
         ...
 
 
@@ -102,12 +115,33 @@ def parse_tool_call(segment: str) -> ParsedCall:
         call = json.loads(raw)
     except json.JSONDecodeError as e:
         return ParsedCall(raw=raw, error=f"malformed tool call: not JSON ({e})")
+    except RecursionError:
+        too_deep = True
+    else:
+        too_deep = _depth(call) > MAX_CALL_DEPTH
+    if too_deep:
+        return ParsedCall(raw=raw, error=f"malformed tool call: nested deeper than {MAX_CALL_DEPTH} levels")
     if not isinstance(call, dict) or not isinstance(call.get("name"), str):
         return ParsedCall(
             raw=raw,
             error='malformed tool call: expected {"name": "<tool>", "arguments": {...}} with a string name',
         )
     return ParsedCall(raw=raw, name=call["name"], arguments=call.get("arguments", {}))
+
+
+def _depth(value: Any) -> int:
+    """Nesting depth of a parsed JSON value (a scalar is 0), without recursion."""
+    deepest, stack = 0, [(value, 0)]
+    while stack:
+        v, d = stack.pop()
+        children = v.values() if isinstance(v, dict) else v if isinstance(v, list) else None
+        if children is None:
+            continue
+        deepest = max(deepest, d + 1)
+        if deepest > MAX_CALL_DEPTH:
+            return deepest
+        stack.extend((c, d + 1) for c in children)
+    return deepest
 
 
 def _execute(
@@ -118,10 +152,11 @@ def _execute(
         record = ToolCallRecord(raw=call.raw, error=call.error, round=round_index)
         return record, {"error": call.error}
     t0 = time.perf_counter()
+    failed = None
     try:
         payload = tool_client.call(call.name, call.arguments)
-    except Exception as e:  # noqa: BLE001 - a client that raises is one more recorded fault, not a crash
-        payload = {"error": f"tool client raised {type(e).__name__}: {e}"}
+    except ToolCallFailed as e:
+        payload, failed = {"error": str(e)}, True
     latency = time.perf_counter() - t0
     if not isinstance(payload, dict):
         payload = {"error": f"tool client returned {type(payload).__name__}, not a JSON object"}
@@ -133,6 +168,7 @@ def _execute(
             error=str(payload["error"]),
             latency_s=latency,
             round=round_index,
+            failed=failed,
         )
     else:
         record = ToolCallRecord(
@@ -156,12 +192,24 @@ def run_tool_loop(
     decoding: Decoding,
     tool_client: ToolCaller,
     max_tool_calls: int,
+    on_outcome: Callable[[LoopOutcome], None] | None = None,
 ) -> list[LoopOutcome]:
-    """Run every request through generate / call / continue rounds; one LoopOutcome per request, in order."""
+    """Run every request through generate / call / continue rounds; one LoopOutcome per request, in order.
+
+    on_outcome gets each sample's LoopOutcome as soon as the sample finishes.
+    """
     if max_tool_calls < 0:
         raise ValueError(f"max_tool_calls must be >= 0, got {max_tool_calls}")
     states = [_State(r) for r in requests]
-    active = list(states)
+    outcomes: dict[int, LoopOutcome] = {}
+
+    def finish(i: int, s: _State, reason: str) -> None:
+        s.finish_reason = reason
+        outcomes[i] = _outcome(s)
+        if on_outcome is not None:
+            on_outcome(outcomes[i])
+
+    active = list(enumerate(states))
     round_index = 0
     while active:
         batch = [
@@ -172,13 +220,13 @@ def run_tool_loop(
                 max_tokens=s.request.max_tokens - s.gen_tokens,
                 stop=_stops(s.request),
             )
-            for s in active
+            for _, s in active
         ]
         results = engine.generate(batch, decoding)
         if len(results) != len(batch):
             raise RuntimeError(f"engine returned {len(results)} results for {len(batch)} requests")
-        still: list[_State] = []
-        for s, res in zip(active, results, strict=True):
+        still: list[tuple[int, _State]] = []
+        for (i, s), res in zip(active, results, strict=True):
             if round_index == 0:
                 s.prompt_tokens = res.prompt_tokens
             s.text += res.text
@@ -195,7 +243,7 @@ def run_tool_loop(
                             round=round_index,
                         )
                     )
-                s.finish_reason = res.finish_reason
+                finish(i, s, res.finish_reason)
                 continue
             call = parse_tool_call(res.text)
             if s.executed >= max_tool_calls:
@@ -208,27 +256,28 @@ def run_tool_loop(
                         round=round_index,
                     )
                 )
-                s.finish_reason = FINISH_TOOL_LIMIT
+                finish(i, s, FINISH_TOOL_LIMIT)
                 continue
             record, payload = _execute(call, tool_client, round_index)
             s.tool_calls.append(record)
             s.executed += 1
             s.text += format_tool_response(payload)
             if s.gen_tokens >= s.request.max_tokens:
-                s.finish_reason = FINISH_LENGTH
+                finish(i, s, FINISH_LENGTH)
                 continue
-            still.append(s)
+            still.append((i, s))
         active = still
         round_index += 1
-    return [
-        LoopOutcome(
-            key=s.request.key,
-            text=s.text,
-            gen_tokens=s.gen_tokens,
-            prompt_tokens=s.prompt_tokens,
-            finish_reason=s.finish_reason or "stop",
-            rounds=s.rounds,
-            tool_calls=s.tool_calls,
-        )
-        for s in states
-    ]
+    return [outcomes[i] for i in range(len(states))]
+
+
+def _outcome(s: _State) -> LoopOutcome:
+    return LoopOutcome(
+        key=s.request.key,
+        text=s.text,
+        gen_tokens=s.gen_tokens,
+        prompt_tokens=s.prompt_tokens,
+        finish_reason=s.finish_reason or "stop",
+        rounds=s.rounds,
+        tool_calls=s.tool_calls,
+    )

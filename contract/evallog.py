@@ -3,7 +3,8 @@
 The minimal form (model_name, suite, suite_revision, n_samples, temperature, max_tokens, driver,
 measured_at, items[{item_id, scores}]) always validates, so a log made by hand or by another tool can be
 analysed. Everything else the scorer knows is optional: the format version, the arm, the pins, the
-engine, the scorer's name and version, and per item its prompt, passages and scored samples.
+engine, the scorer's name and version, per item its prompt, passages and scored samples, and for a tool
+arm the counts of its tool calls (answered, failed, server restarts; format 3).
 
     python -m contract.evallog --schema          # print the JSON Schema
     python -m contract.evallog check FILE...     # one line per problem, exit 1 if any
@@ -21,11 +22,19 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from contract.engine import EngineInfo
-from contract.generations import RetrievalSettings, RetrievedDoc, ToolCallRecord
+from contract.generations import (
+    RetrievalSettings,
+    RetrievedDoc,
+    ToolCallCounts,
+    ToolCallRecord,
+    check_tool_counts,
+    count_tool_calls,
+)
 from contract.protocol import Protocol
 from contract.validation import describe_error
 
-FORMAT_VERSION = 2
+# 3: tool arms carry tool_calls (answered, failed, restarts) and records mark failed calls.
+FORMAT_VERSION = 3
 
 
 class _Strict(BaseModel):
@@ -126,6 +135,7 @@ class EvalLog(_Strict):
     scorer: ScorerInfo | None = None
     started_at: str | None = None
     finished_at: str | None = None
+    tool_calls: ToolCallCounts | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> EvalLog:
@@ -145,6 +155,9 @@ class EvalLog(_Strict):
                     raise ValueError(
                         f"item {it.item_id!r}: {name}: has {len(got)} entries, n_samples is {self.n_samples}"
                     )
+        if self.tool_calls is not None and all(it.samples is not None for it in self.items):
+            records = (c for it in self.items for s in it.samples or [] for c in s.tool_calls or [])
+            check_tool_counts(self.tool_calls, count_tool_calls(records, self.tool_calls.restarts))
         return self
 
 

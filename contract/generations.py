@@ -4,6 +4,7 @@
         {"format_version": 1, "arm": {...}, "model": "...", "chat": false, "tools": [...],
          "protocol": {...}, "pins": {...}, "engine": {...}, "retrieval": {...} | absent,
          "inputs_sha256": "...",
+         "tool_calls": {"answered": ..., "failed": ..., "restarts": ...} | absent,
          "items": [{"item_id": "...", "prompt": "...", "prompt_sha256": "...", "retrieved": [...] | absent,
                     "samples": [{"index": 0, "seed": ..., "text": "...", "finish_reason": "stop",
                                  "prompt_tokens": ..., "gen_tokens": ..., "rounds": 1,
@@ -14,11 +15,16 @@ reader can check what the model was asked, and that a chat template or the tool 
 scorer (scoring/) turns this file and the suite into the EvalLog; nothing in it depends on answers. The
 runner writes no wall-clock time here (contract.provenance holds those), so a rerun reproduces the file
 byte for byte; `started_at` and `finished_at` are for generations made elsewhere that carry them.
+
+A tool arm's file counts its tool calls (`tool_calls`): a call the tool server could not answer (it died
+or hung twice, once after a restart) is marked `failed: true` in its record and counted as failed, so an
+arm whose tools broke down says so instead of passing for an arm whose model used them badly.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -49,7 +55,9 @@ class ToolCallRecord(_Strict):
     """One tool call of a sample: what the model asked for and what came back.
 
     latency_s is for records made elsewhere: the runner keeps latencies in the provenance record, since wall
-    time would change the generations on every rerun.
+    time would change the generations on every rerun. failed is true when the tool server could not answer
+    the call (the harness failed, not the model); it is absent otherwise, so records of answered calls stay
+    as they were.
     """
 
     name: str | None = None
@@ -59,6 +67,38 @@ class ToolCallRecord(_Strict):
     error: str | None = None
     latency_s: float | None = None
     round: int | None = None
+    failed: bool | None = None
+
+
+class ToolCallCounts(_Strict):
+    """How an arm's tool calls fared: answered by the harness, failed, and tool-server restarts.
+
+    answered: every recorded call the harness dealt with (a result, or an error about the call itself:
+    malformed, unknown tool, bad arguments, a tool's own error, over the cap); failed: calls the tool server
+    could not answer (marked failed in their records); restarts: tool-server restarts while generating the
+    arm (a server that died and was restarted before its call was retried leaves that call answered).
+    """
+
+    answered: int = Field(ge=0)
+    failed: int = Field(ge=0)
+    restarts: int = Field(ge=0)
+
+    @property
+    def failed_share(self) -> float:
+        """Failed calls as a share of all calls (0 when there were none)."""
+        total = self.answered + self.failed
+        return self.failed / total if total else 0.0
+
+
+def count_tool_calls(records: Iterable[ToolCallRecord], restarts: int) -> ToolCallCounts:
+    """The counts of an arm from its tool-call records and the server restarts of its run."""
+    answered = failed = 0
+    for r in records:
+        if r.failed:
+            failed += 1
+        else:
+            answered += 1
+    return ToolCallCounts(answered=answered, failed=failed, restarts=restarts)
 
 
 class RetrievalSettings(_Strict):
@@ -122,6 +162,7 @@ class Generations(_Strict):
     inputs_sha256: str | None = None
     started_at: str | None = None
     finished_at: str | None = None
+    tool_calls: ToolCallCounts | None = None
     items: list[GenItem]
 
     @model_validator(mode="after")
@@ -135,7 +176,20 @@ class Generations(_Strict):
                 raise ValueError(
                     f"item {it.item_id!r}: samples: has {len(it.samples)}, protocol.k is {self.protocol.k}"
                 )
+        if self.tool_calls is not None:
+            records = (c for it in self.items for s in it.samples for c in s.tool_calls or [])
+            check_tool_counts(self.tool_calls, count_tool_calls(records, self.tool_calls.restarts))
         return self
+
+
+def check_tool_counts(stated: ToolCallCounts, recorded: ToolCallCounts) -> None:
+    """Refuse counts that disagree with the records they count (a hand edit, or records dropped)."""
+    for name in ("answered", "failed"):
+        if getattr(stated, name) != getattr(recorded, name):
+            raise ValueError(
+                f"tool_calls.{name}: is {getattr(stated, name)}, the samples' tool-call records give "
+                f"{getattr(recorded, name)}"
+            )
 
 
 class GenerationsError(ValueError):

@@ -241,6 +241,30 @@ def load_arm(name: str, conf_dir: Path = CONF_DIR, composed: Mapping[str, Any] |
         raise ConfigError(f"{path}: {field_name}: {err['msg']}") from None
 
 
+class ToolServerSettings(BaseModel):
+    """conf/config.yaml tool_server: the restart budget and the tool timeout of the tool arms' MCP server."""
+
+    model_config = ConfigDict(extra="forbid")
+    max_restarts: int = Field(ge=0)
+    restart_window: int = Field(ge=1)
+    tool_timeout_s: float = Field(gt=0)
+
+
+def tool_server_settings(
+    node: Mapping[str, Any] | None = None, conf_dir: Path = CONF_DIR
+) -> ToolServerSettings:
+    """The tool_server settings: the composed Hydra node, else conf/config.yaml's; refusals name the field."""
+    path = conf_dir / "config.yaml"
+    if node is None:
+        node = (yaml.safe_load(path.read_text()) or {}).get("tool_server") or {}
+    try:
+        return ToolServerSettings.model_validate(dict(node))
+    except ValidationError as e:
+        err = e.errors()[0]
+        field_name = ".".join(str(x) for x in err["loc"])
+        raise ConfigError(f"{path}: tool_server.{field_name}: {err['msg']}") from None
+
+
 def engine_config(name: str = "vllm", conf_dir: Path = CONF_DIR, **overrides: Any) -> dict[str, Any]:
     """conf/engine/<name>.yaml as a dict, with overrides (for tests, benchmarks and scripts)."""
     path = conf_dir / "engine" / f"{name}.yaml"

@@ -8,6 +8,13 @@ fingerprint is refused unless fresh=true. The generations file is written atomic
 <out_dir>/<arm>.json (contract.generations), then its provenance record (when, where, how fast) beside it
 (contract.provenance); then the shard is removed. Nothing here judges an answer: that is the score
 stage's job.
+
+A tool arm holds one tool-server session for the run (open_tools). The tool loop hands over each sample as
+it finishes, so the shard and the progress bar move per sample. The server's restarts are recorded in the
+shard with the samples and when the run stops; the generations file counts the calls answered and failed
+and the restarts (contract.generations.ToolCallCounts). A server that dies more often than conf/config.yaml
+tool_server allows stops the run with one line and exit 2; the finished samples stay in the shard for the
+resume.
 """
 
 from __future__ import annotations
@@ -35,13 +42,23 @@ from contract.generations import (
     GenItem,
     GenSample,
     RetrievalSettings,
+    ToolCallCounts,
     ToolCallRecord,
+    count_tool_calls,
     dump_generations,
     load_generations,
     prompt_sha256,
 )
 from contract.provenance import Provenance, provenance_path
-from pipeline.config import CONF_DIR, ConfigError, Params, engine_config, load_arm, load_params
+from pipeline.config import (
+    CONF_DIR,
+    ConfigError,
+    Params,
+    engine_config,
+    load_arm,
+    load_params,
+    tool_server_settings,
+)
 from pipeline.engines import get_engine, is_running
 from pipeline.pins import PinError, check_pins
 from pipeline.plan import Plan, chunks, plan_run, requests_sha256
@@ -69,6 +86,7 @@ class RunSettings:
     progress: bool = True
     arm_node: dict[str, Any] | None = None
     conf_dir: Path = CONF_DIR
+    tool_server: dict[str, Any] | None = None  # None: conf/config.yaml tool_server
 
 
 @dataclass
@@ -94,18 +112,39 @@ class _Tally:
     t0: float = field(default_factory=time.perf_counter)
 
 
-@contextmanager
-def open_tools() -> Iterator[Any]:
-    """One MCP tool-server session for the whole run (arms.tools.client.ToolClient)."""
-    from arms.tools.client import ToolClient, ToolServerError
+# The shard's meta key of a tool arm's server restarts, summed over every run that wrote to the shard.
+RESTARTS_META = "tool_server_restarts"
+# The client waits this much longer than the server's own tool timeout before it counts the server as hung.
+_HUNG_AFTER_TIMEOUT_S = 20.0
 
+
+@contextmanager
+def open_tools(settings: RunSettings, arm: str) -> Iterator[Any]:
+    """One MCP tool-server session for the whole run (arms.tools.client.ToolClient), under the restart budget.
+
+    A server gone beyond the budget (ToolServerError out of the body) becomes the one-line RunnerError.
+    """
+    from arms.tools.client import DEFAULT_COMMAND, ToolClient, ToolServerError
+
+    cfg = tool_server_settings(settings.tool_server, settings.conf_dir)
     try:
-        client = ToolClient()
+        client = ToolClient(
+            (*DEFAULT_COMMAND, "--tool-timeout-s", str(cfg.tool_timeout_s)),
+            call_timeout_s=cfg.tool_timeout_s + _HUNG_AFTER_TIMEOUT_S,
+            max_restarts=cfg.max_restarts,
+            restart_window=cfg.restart_window,
+        )
         client.start()
     except ToolServerError as e:
         raise RunnerError(f"tool server (python -m arms.tools.server) did not start: {e}") from None
     try:
         yield client
+    except ToolServerError as e:
+        shard = settings.out_dir / ".partial" / f"{arm}.jsonl"
+        raise RunnerError(
+            f"tool server died {client.deaths} times; rerun `python -m pipeline.run_arm arm={arm}` to resume "
+            f"({e}; the finished samples are kept in {shard}; conf/config.yaml tool_server sets the budget)"
+        ) from None
     finally:
         client.close()
 
@@ -124,16 +163,18 @@ def generate_chunk(
     on_outcome: Callable[[GenRequest, Outcome], None],
 ) -> None:
     """Generate one chunk (one engine call, or the tool loop for tool arms); on_outcome gets each sample."""
-    if tools_client is not None:
-        from arms.loop import run_tool_loop
-
-        outs = run_tool_loop(engine, chunk, decoding, tools_client, max_tool_calls)
-        for r, o in zip(chunk, outs, strict=True):
-            on_outcome(
-                r, Outcome(o.text, o.finish_reason, o.prompt_tokens, o.gen_tokens, o.rounds, o.tool_calls)
-            )
-        return
     by_key = {r.key: r for r in chunk}
+    if tools_client is not None:
+        from arms.loop import LoopOutcome, run_tool_loop
+
+        def finished(o: LoopOutcome) -> None:
+            on_outcome(
+                by_key[o.key],
+                Outcome(o.text, o.finish_reason, o.prompt_tokens, o.gen_tokens, o.rounds, o.tool_calls),
+            )
+
+        run_tool_loop(engine, chunk, decoding, tools_client, max_tool_calls, on_outcome=finished)
+        return
 
     def handle(res: Any) -> None:
         on_outcome(
@@ -212,8 +253,9 @@ def assemble(
     pins: dict[str, str],
     engine_info: EngineInfo,
     inputs: str | None = None,
+    tool_calls: ToolCallCounts | None = None,
 ) -> Generations:
-    """The arm's generations from the shard's samples, in suite order."""
+    """The arm's generations from the shard's samples, in suite order (tool_calls: a tool arm's counts)."""
     k = params.protocol.k
     items = []
     for item in plan.items:
@@ -246,8 +288,15 @@ def assemble(
             else None
         ),
         inputs_sha256=inputs,
+        tool_calls=tool_calls,
         items=items,
     )
+
+
+def tool_counts(records: Mapping[tuple[str, int], dict[str, Any]], restarts: int) -> ToolCallCounts:
+    """A tool arm's counts: its samples' call records, and the restarts of every run that made them."""
+    calls = (ToolCallRecord.model_validate(c) for r in records.values() for c in r.get("tool_calls", []))
+    return count_tool_calls(calls, restarts)
 
 
 def inputs_sha256(arm: ArmSpec, params: Params, pins_dir: Path, engine: dict[str, Any]) -> str:
@@ -412,7 +461,7 @@ def _merge(
 ) -> Path:
     arm, params, pins, inputs, _ = state
     dest = settings.out_dir / f"{arm.name}.json"
-    tools_cm = open_tools() if arm.tools else nullcontext(None)
+    tools_cm = open_tools(settings, arm.name) if arm.tools else nullcontext(None)
     with tools_cm as tools_client:
         plan = plan_run(params, arm, tool_specs(tools_client) if tools_client is not None else [])
     records: dict[tuple[str, int], dict[str, Any]] = {}
@@ -444,7 +493,9 @@ def _merge(
             "on the same engine build and device kind"
         )
     info = EngineInfo.model_validate(parts[0].meta["engine"])
-    text = dump_generations(assemble(plan, records, params, arm, pins, info, inputs))
+    restarts = sum(int(p.meta.get(RESTARTS_META, 0)) for p in parts)
+    counts = tool_counts(records, restarts) if arm.tools else None
+    text = dump_generations(assemble(plan, records, params, arm, pins, info, inputs, counts))
     atomic_write(dest, text)
     runs = [p.meta.get("provenance", {}) for p in parts]
     wall = max(float(r.get("generate_s") or 0.0) for r in runs)
@@ -524,7 +575,7 @@ def _run(
     proto = params.protocol
     decoding = Decoding(temperature=proto.temperature, top_p=proto.top_p)
     engine_start_s: float | None = None
-    tools_cm = open_tools() if arm.tools else nullcontext(None)
+    tools_cm = open_tools(settings, arm.name) if arm.tools else nullcontext(None)
     with tools_cm as tools_client:
         specs = tool_specs(tools_client) if tools_client is not None else []
         plan = plan_run(params, arm, specs)
@@ -553,8 +604,16 @@ def _run(
 
         tally = _Tally(items=sum(finished(it.item_id) for it in plan.items))
         resumed = len(shard.records)
+        restarts_before = int(shard.meta.get(RESTARTS_META, 0))
+
+        def record_restarts() -> None:
+            # In the shard, so that a resumed run still counts the earlier runs' restarts.
+            restarts = restarts_before + (tools_client.restarts if tools_client is not None else 0)
+            if restarts != int(shard.meta.get(RESTARTS_META, 0)):
+                shard.set_meta(RESTARTS_META, restarts)
 
         def on_outcome(request: GenRequest, out: Outcome) -> None:
+            record_restarts()
             old = shard.records.get(request.key)
             if old is not None:
                 # A regenerated sample of an interrupted chunk: the one on disk stays.
@@ -578,12 +637,19 @@ def _run(
             # Closing syncs the shard, which fails again on a full disk: say so under the first error
             # instead of raising a second one over it.
             try:
+                record_restarts()
                 shard.close()
             except OSError as again:
                 e.add_note(f"closing {shard.path} failed too: {again}")
             raise
         bar.close()
+        record_restarts()
         shard.close()
+        if tools_client is not None and tools_client.dead_reason is not None:
+            from arms.tools.client import ToolServerError
+
+            # Never write the log of an arm whose tool server is gone, whatever swallowed its error.
+            raise ToolServerError(tools_client.dead_reason)
         if tally.differ:
             print(
                 f"run_arm: warning: {tally.differ} regenerated samples of an interrupted chunk differ from "
@@ -596,7 +662,16 @@ def _run(
     generate_s = time.perf_counter() - tally.t0
     if part is not None:
         return finish_part(shard, settings.out_dir, arm.name, part, engine_start_s, generate_s, tally.tokens)
-    gens = assemble(plan, shard.records, params, arm, pins, info, inputs)
+    counts = tool_counts(shard.records, int(shard.meta.get(RESTARTS_META, 0))) if arm.tools else None
+    if counts is not None and counts.failed:
+        print(
+            f"run_arm: warning: {counts.failed} of {counts.answered + counts.failed} tool calls of "
+            f"{arm.name} failed (the tool server did not answer them; {counts.restarts} restarts); they are "
+            "marked failed in the generations, and the arm comparison leaves the arm out above "
+            "params.yaml analysis.max_failed_tool_calls",
+            file=sys.stderr,
+        )
+    gens = assemble(plan, shard.records, params, arm, pins, info, inputs, counts)
     text = dump_generations(gens)
     atomic_write(dest, text)
     record = Provenance(

@@ -36,6 +36,7 @@ def settings_from(cfg: Any, arm_name: str) -> RunSettings:
         part=None if node.get("part") is None else str(node["part"]),
         progress=bool(node["progress"]),
         arm_node=dict(node["arm"]),
+        tool_server=dict(node["tool_server"]),
     )
 
 

@@ -5,7 +5,8 @@
 The scorer checks that the generations answer this suite (the same item ids, and the questions they were
 generated from, by their pinned sha256), then judges each sample with the item's verifier
 (scoring.verifiers) and, in tool arms, gives it a path verdict (scoring.paths). The log records the
-scorer's name, SCORER_VERSION and settings, so two logs scored differently are never taken for one.
+scorer's name, SCORER_VERSION and settings, so two logs scored differently are never taken for one. A tool
+arm's counts of answered and failed calls and server restarts are carried into the log as they are.
 """
 
 from __future__ import annotations
@@ -130,4 +131,5 @@ def score_generations(
         scorer=scorer_info(gens),
         started_at=gens.started_at,
         finished_at=gens.finished_at,
+        tool_calls=gens.tool_calls,
     )

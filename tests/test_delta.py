@@ -167,7 +167,7 @@ def test_cli_writes_the_report_and_reruns_byte_identical(pair, tmp_path):
     for field in REPORT_FIELDS:
         assert field in report, field
     assert report["settings"] == {"n_boot": 2000, "n_perm": 2000, "alpha": 0.05, "fdr": 0.05,
-                                  "min_effect": 0.01, "seed": 1234}  # fmt: skip
+                                  "min_effect": 0.01, "max_failed_tool_calls": 0.0, "seed": 1234}  # fmt: skip
     md = (outs[0] / "delta_report.md").read_text()
     assert md.index("Minimum detectable effect") < md.index("Claim:") < md.index("## Headline")
     assert "passk_curve.png" in md

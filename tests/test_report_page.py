@@ -104,3 +104,41 @@ def test_rerun_is_byte_identical(reports: Path) -> None:
 def test_missing_report_names_the_file(tmp_path: Path) -> None:
     with pytest.raises(SystemExit, match=r"delta_report\.json: not found"):
         report.write(tmp_path / "delta", tmp_path / "arms", tmp_path)
+
+
+def test_a_tool_arm_that_does_not_count_its_failed_calls_is_left_out_and_the_page_says_so(
+    tmp_path: Path,
+) -> None:
+    """A log of format 2 records its tool calls but not how many the server failed to answer: the arm
+    comparison leaves it out, naming the fix, and the page lists it where its claim would stand."""
+    logs = make_world(tmp_path / "evallogs", arms_=["base", "trained", "+tools"])
+    path = logs / "+tools.json"
+    log = json.loads(path.read_text())
+    log["format_version"] = 2
+    for it in log["items"]:
+        for s in it["samples"]:
+            s["tool_calls"] = [{"name": "orbital_period", "arguments": {"altitude_km": 400}, "error": "x"}]
+    path.write_text(json.dumps(log))
+    params = write_params(tmp_path / "params.yaml", n_boot=300, n_perm=300)
+    out = tmp_path / "reports"
+    done = run_cli(
+        "analysis.delta", "--pre", str(logs / "base.json"), "--post", str(logs / "trained.json"),
+        "--out", str(out / "delta"), "--params", str(params),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    done = run_cli("analysis.arms", "--logs", str(logs), "--out", str(out / "arms"), "--params", str(params))
+    assert done.returncode == 0, done.stderr
+    why = "its log records tool calls but not how many failed (format_version 2, older than 3"
+    assert f"arms: warning: +tools left out, not usable: {why}" in done.stderr
+    arms = json.loads((out / "arms" / "arm_comparison_report.json").read_text())
+    assert [c["arm"] for c in arms["contrasts"]] == ["trained"]
+    assert [u["arm"] for u in arms["arms_unusable"]] == ["+tools"] and "+tools" not in arms["arms_missing"]
+    assert arms["arms_unusable"][0]["reason"].endswith("regenerate and rescore it (dvc repro)")
+    assert (
+        "**Not usable, left out: +tools** (" + why in (out / "arms" / "arm_comparison_report.md").read_text()
+    )
+    report.main(["--delta", str(out / "delta"), "--arms", str(out / "arms"), "--out", str(out)])
+    page = (out / "index.md").read_text()
+    assert "| +tools vs base | **NOT USABLE, left out**: " + why in page
+    assert "NOT USABLE, left out: " + why in (out / "index.html").read_text()
+    assert list(json.loads((out / "metrics.json").read_text())["arms"]) == ["trained"]

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
-from contract.evallog import EvalLog, load
+from contract.evallog import FORMAT_VERSION, EvalLog, load
 from contract.generations import prompt_sha256
 from contract.suite import load_suite, questions_sha256
 from pipeline.score import score_file
@@ -144,7 +144,7 @@ def test_hand_written_generations_are_scored_the_same_by_every_form(tmp_path: Pa
     log = load(explicit)
     assert log == in_process
     assert (log.suite, log.suite_revision, log.n_samples, log.arm, log.format_version) == (
-        "hand-suite", "r1", 2, "+tools", 2,
+        "hand-suite", "r1", 2, "+tools", FORMAT_VERSION,
     )  # fmt: skip
     assert log.scorer is not None and (log.scorer.name, log.scorer.version) == (SCORER_NAME, SCORER_VERSION)
     by_id = {it.item_id: it for it in log.items}

@@ -5,14 +5,19 @@
         tools.call("orbital_period", {"altitude_km": 400})   # {"period_min": 92.56}
         tools.call("orbital_period", {"altitude_km": "x"})   # {"error": "argument 'altitude_km' must be ..."}
 
-`call` never raises for a tool fault: a bad argument, an unknown tool, a tool that raised, a server that
-died or hung all come back as {"error": "..."}. The async mcp client runs on a private event loop in a
+`call` never raises for a tool fault: a bad argument, an unknown tool, a tool that raised or ran past the
+server's timeout all come back as {"error": "..."}. The async mcp client runs on a private event loop in a
 background thread; one long-lived task owns the stdio transport and the session (anyio cancel scopes must be
 entered and left by the same task) and serves the calls handed to it through a queue.
 
-Restart policy: when the server dies (connection closed) or does not answer within call_timeout_s, that
-call returns an error and is not retried (the call may be what killed it). The next call starts a new server
-once; after `max_restarts` restarts, every remaining call returns an error without contacting anything.
+Restart policy: when the server dies (connection closed) or does not answer within call_timeout_s, a new
+server is started and the call is sent once more (the tools are pure functions, so a retried call answers
+what the first would have, and a run that lost a server gives the samples an undisturbed run gives). If the
+retry dies too, the call may be what kills the server: `call` raises arms.loop.ToolCallFailed, which the
+tool loop records as a failed call, and the next call starts a new server. Restarts are budgeted: at most
+`max_restarts` within any `restart_window` consecutive calls. A restart beyond the budget (a server that
+keeps dying) raises ToolServerError, and so does every later call: the run must stop, not carry on with
+tools that no longer answer. `restarts`, `deaths` and `calls` count what happened.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import logging
 import os
 import sys
 import threading
+from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -32,6 +38,9 @@ from typing import Any
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 from mcp_types.jsonrpc import CONNECTION_CLOSED, REQUEST_TIMEOUT
+
+from arms.loop import ToolCallFailed
+from arms.tools.server import EXIT_EVERY_ENV
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +52,7 @@ _Op = Callable[[ClientSession], Awaitable[Any]]
 
 
 class ToolServerError(RuntimeError):
-    """The tool server could not be started or is gone for good."""
+    """The tool server could not be started, or died more often than the restart budget allows."""
 
 
 class _ServerGone(Exception):
@@ -90,19 +99,33 @@ class ToolClient:
         env: dict[str, str] | None = None,
         call_timeout_s: float = 30.0,
         start_timeout_s: float = 60.0,
-        max_restarts: int = 1,
+        max_restarts: int = 3,
+        restart_window: int = 100,
     ):
+        if max_restarts < 0 or restart_window < 1:
+            raise ValueError(
+                f"max_restarts must be >= 0 and restart_window >= 1, got {max_restarts} and {restart_window}"
+            )
         self.command = list(command)
         self.cwd = Path(cwd)
         # The server must import this repository's packages whatever the caller's working directory.
         self.env = {
             "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))
         }
+        # The mcp SDK passes only a safe list of variables to the server; the fault hook of the tests is
+        # passed on explicitly.
+        if EXIT_EVERY_ENV in os.environ:
+            self.env[EXIT_EVERY_ENV] = os.environ[EXIT_EVERY_ENV]
         self.env.update(env or {})
         self.call_timeout_s = call_timeout_s
         self.start_timeout_s = start_timeout_s
         self.max_restarts = max_restarts
+        self.restart_window = restart_window
         self.restarts = 0
+        self.deaths = 0
+        self.calls = 0
+        # The call numbers of the last max_restarts restarts: enough to tell whether one more fits the window.
+        self._restart_calls: deque[int] = deque(maxlen=max_restarts)
         self.dead_reason: str | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -231,31 +254,34 @@ class ToolClient:
             conn.task.cancel()
             raise _ServerGone(f"no answer within {self.call_timeout_s + 30} s") from e
 
-    def _ensure_connected(self) -> str | None:
-        """None if a live connection is available (restarting a dead server once), else why not."""
+    def _ensure_connected(self) -> None:
+        """Make sure a live connection is there, restarting a dead server within the budget; else raise."""
         if self._loop is None:
-            return "tool client is not started (use `with ToolClient() as tools:`)"
+            raise ToolServerError("tool client is not started (use `with ToolClient() as tools:`)")
         if self.dead_reason is not None:
-            return self.dead_reason
+            raise ToolServerError(self.dead_reason)
         if self._conn is not None and self._conn.open.is_set():
-            return None
-        if self.restarts >= self.max_restarts:
-            self.dead_reason = f"tool server died and was already restarted {self.restarts} time(s)"
-            return self.dead_reason
-        self.restarts += 1
-        try:
-            self._connect()
-        except ToolServerError as e:
-            self.dead_reason = f"tool server restart failed: {e}"
-            return self.dead_reason
-        return None
+            return
+        recent = sum(1 for c in self._restart_calls if c > self.calls - self.restart_window)
+        if recent < self.max_restarts:
+            self.restarts += 1
+            self._restart_calls.append(self.calls)
+            try:
+                self._connect()
+            except ToolServerError as e:
+                self.dead_reason = f"tool server restart failed: {e}"
+                raise ToolServerError(self.dead_reason) from e
+            return
+        self.dead_reason = (
+            f"tool server died {self.deaths} times in {self.calls} calls, more than the restart budget of "
+            f"{self.max_restarts} restarts per {self.restart_window} calls"
+        )
+        raise ToolServerError(self.dead_reason)
 
     def list_tools(self) -> list[dict[str, Any]]:
         """The server's tools as dicts (name, description, input_schema, output_schema); raises if gone."""
         with self._lock:
-            why = self._ensure_connected()
-            if why is not None:
-                raise ToolServerError(why)
+            self._ensure_connected()
 
             async def op(session: ClientSession) -> Any:
                 return await session.list_tools()
@@ -263,6 +289,7 @@ class ToolClient:
             try:
                 listed = self._run(op)
             except _ServerGone as e:
+                self.deaths += 1
                 raise ToolServerError(f"tool server died while listing tools: {e}") from e
         return [
             {
@@ -275,25 +302,33 @@ class ToolClient:
         ]
 
     def call(self, name: Any, arguments: Any) -> dict[str, Any]:
-        """Call a tool: its result dict, or {"error": why} for any fault (never raises for a tool fault)."""
+        """Call a tool: its result dict, or {"error": why} for a tool fault.
+
+        Raises ToolCallFailed when the server died on the call and again on its retry (or the client itself
+        failed), and ToolServerError when the server is gone beyond the restart budget.
+        """
         if not isinstance(name, str) or not name:
             return {"error": f"tool name must be a non-empty string, got {name!r}"}
         if not isinstance(arguments, dict):
             return {"error": f"arguments of {name!r} must be a JSON object, got {type(arguments).__name__}"}
+
+        async def op(session: ClientSession) -> Any:
+            return await session.call_tool(name, arguments)
+
         with self._lock:
-            why = self._ensure_connected()
-            if why is not None:
-                return {"error": f"tool server unavailable: {why}"}
-
-            async def op(session: ClientSession) -> Any:
-                return await session.call_tool(name, arguments)
-
-            try:
-                result = self._run(op)
-            except _ServerGone as e:
-                return {"error": f"tool server died during the call: {e}"}
-            except MCPError as e:
-                return {"error": f"tool server refused the call: {e.message}"}
-            except Exception as e:  # noqa: BLE001 - any client-side failure is a recorded fault, not a crash
-                return {"error": f"tool call failed in the client: {type(e).__name__}: {e}"}
-        return _result_payload(result)
+            self.calls += 1
+            why = ""
+            for _attempt in range(2):
+                self._ensure_connected()
+                try:
+                    result = self._run(op)
+                except _ServerGone as e:
+                    self.deaths += 1
+                    why = str(e)
+                    continue
+                except MCPError as e:
+                    return {"error": f"tool server refused the call: {e.message}"}
+                except Exception as e:  # noqa: BLE001 - a client-side failure is a failed call, not a crash
+                    raise ToolCallFailed(f"tool call failed in the client: {type(e).__name__}: {e}") from e
+                return _result_payload(result)
+        raise ToolCallFailed(f"tool server died during the call, and again when it was retried: {why}")
