@@ -19,7 +19,9 @@ from contract.textformat import ANSWER_TAG
 
 # Plain prompts end in "Answer:"; a model that goes on to invent the next question is stopped there.
 PLAIN_STOP = ("\nQuestion:",)
-CHAT_INSTRUCTION = "Give the final answer as \\boxed{...}."
+# No placeholder inside the box: small instruct models copy "\boxed{...}" literally (the oracle reads a
+# placeholder as no answer and falls back, but a box to fill in is what it should read first).
+CHAT_INSTRUCTION = "Put your final answer within \\boxed{}."
 
 
 def is_chat_model(tokenizer: Any) -> bool:
