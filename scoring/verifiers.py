@@ -6,8 +6,9 @@ Reading the answer (read_answer, the one extraction helper):
 - Plain prompts end in `Answer:`, the format the model was taught: the last `Answer:` line is the answer.
 - Chat output (tool calls and tool responses left out): the last `\\boxed{}`, else the last `####` line, else
   the last "the answer is ...", else the last `Answer:` line, else the verifier's last resort: the last
-  number (numeric, math) or the last "(B)" (choice). A placeholder copied from the instruction (`...`,
-  `\\boxed{...}`, `<answer>`, an empty box) is no answer, and the next rule is tried.
+  number (numeric), the last `$...$` or `\\(...\\)` span then the last number (math), the last "(B)"
+  (choice). A placeholder copied from the instruction (`...`, `\\boxed{...}`, `<answer>`, an empty box) is
+  no answer, and the next rule is tried.
 
 Judging (check): `numeric` reads the first number of the answer (signs, decimals, exponents, thousands commas;
 units after it are ignored) and applies the tolerances; `exact` compares strings after collapsing whitespace
@@ -57,9 +58,10 @@ _TOOL_MARKUP = re.compile(
 )
 _HASHES = re.compile(r"####[ \t]*(.*)")
 # "The final answer is $28\%$. I hope it is correct." reads "$28\%$": the sentence ends at ". " or the line.
-_ANSWER_IS = re.compile(r"\b(?i:the\s+(?:final\s+)?answer\s+is)\b[ \t]*:?[ \t]*(.*?)(?:\.(?=\s)|$)", re.M)
+_ANSWER_IS = re.compile(r"\b(?i:the\s+(?:final\s+)?answer\s+is)\b[ \t]*:?[ \t]*(.*?)(?:\.(?=\s)|\.?$)", re.M)
 _ANSWER_LINE = re.compile(r"\b(?i:answer)\**[ \t]*:[ \t]*(.*)")
 _CHOICE_PAREN = re.compile(r"\(([A-E])\)")
+_MATH_SPAN = re.compile(r"\$\$(.+?)\$\$|\\\[(.+?)\\\]|\\\((.+?)\\\)|(?<!\\)\$(.+?)(?<!\\)\$", re.DOTALL)
 # What an instruction shows where the answer goes; a model that copies it has given no answer.
 _PLACEHOLDERS = frozenset(
     ["", "...", "\u2026", "\\ldots", "\\dots", "\\cdots", "<answer>", "[answer]", "answer", "your answer",
@@ -147,6 +149,11 @@ def _strip_thinking(text: str) -> tuple[str | None, str | None]:
 
 def _last_resort(text: str, verifier: Verifier | None) -> str | None:
     kind = "numeric" if verifier is None else verifier.type
+    if kind == "math":
+        spans = [next(g for g in m.groups() if g is not None) for m in _MATH_SPAN.finditer(text)]
+        real = _last_real(spans)
+        if real is not None:
+            return real
     if kind in ("numeric", "math"):
         numbers = written_numbers(text)
         return numbers[-1] if numbers else None
@@ -226,7 +233,8 @@ def _math_reference(reference: str) -> tuple[Any, ...]:
     from math_verify import parse
 
     parsed = parse(_math_input(reference))
-    if not parsed:
+    # Without a parse, math-verify keeps the raw string, and every sample would be compared as text.
+    if all(isinstance(x, str) for x in parsed):
         raise VerifierError(
             f"answer: math-verify cannot read the reference {reference!r}; write it as LaTeX (e.g. "
             "\\frac{1}{2}) or use the exact verifier"
