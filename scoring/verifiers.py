@@ -301,7 +301,13 @@ def _user_verdict(ref: str, answer: str, reference: str | float | int) -> bool:
 def describe(verifier: Verifier) -> tuple[str, str]:
     """What implements a verifier and its version ('math-verify', '0.9.0'), as the EvalLog records them."""
     if verifier.type == "math":
-        return "math-verify", importlib.metadata.version("math-verify")
+        try:
+            return "math-verify", importlib.metadata.version("math-verify")
+        except importlib.metadata.PackageNotFoundError:
+            raise VerifierError(
+                "verifier: math needs the math-verify package; install it with "
+                "pip install 'math-verify[antlr4_9_3]' (or bash scripts/setup.sh)"
+            ) from None
     if verifier.type == "python":
         user_function(verifier.function)
         module = importlib.import_module(verifier.function.partition(":")[0])
