@@ -50,6 +50,8 @@ class SampleRecord(_Strict):
     text: str | None = None
     transcript: list[dict[str, Any]] | None = None
     answer: str | None = None
+    # Why no answer was read (an unclosed <think>, only the instruction's placeholder, ...).
+    no_answer_reason: str | None = None
     finish_reason: str | None = None
     prompt_tokens: int | None = Field(default=None, ge=0)
     gen_tokens: int | None = Field(default=None, ge=0)
@@ -101,12 +103,21 @@ class ItemResult(_Strict):
         return self
 
 
+class VerifierInfo(_Strict):
+    """One verifier the suite uses: its suite type, what implements it, and that implementation's version."""
+
+    type: str
+    name: str
+    version: str
+
+
 class ScorerInfo(_Strict):
-    """The scorer that turned generations into this log: its name, version and settings."""
+    """The scorer that turned generations into this log: its name, version, settings and verifiers."""
 
     name: str
     version: str
     settings: dict[str, Any] = Field(default_factory=dict)
+    verifiers: list[VerifierInfo] | None = None
 
 
 class EvalLog(_Strict):

@@ -4,6 +4,15 @@
  "verifier": {"type": "numeric", "rel_tol": 0.01, "abs_tol": 0.0}, "tool": "orbital_period"}
 {"item_id": "catalog-007", "family": "catalog", "question": "...", "answer": "SDA-17",
  "verifier": {"type": "exact"}}
+{"item_id": "math-042", "family": "algebra", "question": "...", "answer": "\\frac{1}{2}",
+ "verifier": {"type": "math"}}
+{"item_id": "mcq-003", "family": "mcq", "question": "...", "answer": "B", "verifier": {"type": "choice"}}
+{"item_id": "own-001", "family": "own", "question": "...", "answer": "x", "verifier": {"type": "python",
+ "function": "my_checks:same_molecule"}}
+
+Verifier types: `numeric` (tolerances), `exact` (casefolded string), `math` (math-verify: LaTeX, fractions,
+intervals, sets), `choice` (a letter A-E) and `python` (a user's `module:function`, called with the
+extracted answer and the item's answer, returning True or False). scoring/verifiers.py judges them.
 
 `tool` (optional) names the tool a tool arm is expected to call for the item; the path evaluation then
 counts a sample as clean only when that tool's result reaches the answer. `metadata` (optional) holds
@@ -46,7 +55,33 @@ class ExactVerifier(BaseModel):
     type: Literal["exact"]
 
 
-Verifier = Annotated[NumericVerifier | ExactVerifier, Field(discriminator="type")]
+class MathVerifier(BaseModel):
+    """Right when math-verify finds the answer equal to the reference (LaTeX, fractions, sets, intervals)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    type: Literal["math"]
+
+
+class ChoiceVerifier(BaseModel):
+    """Right when the letter read from the answer ('(B)', 'B.', '\\boxed{B}') is the reference letter A-E."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    type: Literal["choice"]
+
+
+class PythonVerifier(BaseModel):
+    """Right when the user's function `module:function` returns True for (answer, reference)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    type: Literal["python"]
+    function: str = Field(pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
+
+
+Verifier = Annotated[
+    NumericVerifier | ExactVerifier | MathVerifier | ChoiceVerifier | PythonVerifier,
+    Field(discriminator="type"),
+]
+CHOICE_LETTERS = "ABCDE"
 
 
 class SuiteItem(BaseModel):
@@ -104,6 +139,11 @@ def load_suite(path: str | Path) -> list[SuiteItem]:
             raise SuiteError(
                 f"{p}:{n}: item {item.item_id!r}: answer: a numeric verifier needs a finite number, got "
                 f"{item.answer!r}"
+            )
+        if item.verifier.type == "choice" and str(item.answer) not in set(CHOICE_LETTERS):
+            raise SuiteError(
+                f"{p}:{n}: item {item.item_id!r}: answer: a choice verifier needs one letter of "
+                f"{CHOICE_LETTERS}, got {item.answer!r}"
             )
         if item.item_id in seen:
             raise SuiteError(f"{p}:{n}: item_id: {item.item_id!r} already used on line {seen[item.item_id]}")

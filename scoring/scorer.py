@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from contract.evallog import FORMAT_VERSION, EvalLog, ItemResult, SampleRecord, ScorerInfo
+from contract.evallog import FORMAT_VERSION, EvalLog, ItemResult, SampleRecord, ScorerInfo, VerifierInfo
 from contract.generations import Generations, GenItem, GenSample
 from contract.provenance import NOT_RECORDED
 from contract.suite import SuiteItem, questions_sha256
@@ -23,23 +23,41 @@ from scoring.paths import path_verdict
 SCORER_NAME = "reasoning-delta"
 # Bump whenever a verdict can change (answer extraction, a verifier, the path rules): the EvalLog records it,
 # and the score stages rerun because their code changed.
-SCORER_VERSION = "2.0"
+SCORER_VERSION = "2.1"
 
 
 class ScoringError(ValueError):
     """Generations that cannot be scored against this suite; the message names the files and the fix."""
 
 
-def scorer_info(gens: Generations) -> ScorerInfo:
-    """Name, version and settings of the scorer as it scores these generations."""
+def verifier_infos(items: Sequence[SuiteItem]) -> list[VerifierInfo]:
+    """Each verifier the suite uses, once, with its implementation and version (imports user functions)."""
+    seen: dict[tuple[str, str], VerifierInfo] = {}
+    for item in items:
+        try:
+            name, version = verifiers.describe(item.verifier)
+        except verifiers.VerifierError as e:
+            raise ScoringError(f"suite item {item.item_id!r}: {e}") from e
+        seen.setdefault(
+            (item.verifier.type, name), VerifierInfo(type=item.verifier.type, name=name, version=version)
+        )
+    return list(seen.values())
+
+
+def scorer_info(gens: Generations, items: Sequence[SuiteItem] = ()) -> ScorerInfo:
+    """Name, version, settings and verifiers of the scorer as it scores these generations."""
     return ScorerInfo(
         name=SCORER_NAME,
         version=SCORER_VERSION,
         settings={
-            "answer": "last \\boxed{} for chat prompts, else the last 'Answer:' line",
+            "answer": (
+                "thinking stripped; chat: last \\boxed{}, '####', 'the answer is', 'Answer:', then the "
+                "verifier's last resort, placeholders skipped; plain: the last 'Answer:' line"
+            ),
             "chat": gens.chat,
             "path_evaluation": gens.arm.tools,
         },
+        verifiers=verifier_infos(items) if items else None,
     )
 
 
@@ -53,7 +71,13 @@ def score_sample(
         expected = frozenset([item.tool]) if item.tool else None
         path = path_verdict(expected, sample.tool_calls or [], verdict.answer, verdict.score == 1.0)
     # Every generated field is carried over as it is; scoring adds only its verdicts.
-    return SampleRecord(**sample.model_dump(), score=verdict.score, answer=verdict.answer, path=path)
+    return SampleRecord(
+        **sample.model_dump(),
+        score=verdict.score,
+        answer=verdict.answer,
+        no_answer_reason=verdict.reason,
+        path=path,
+    )
 
 
 def _check_items(gens: Generations, items: Sequence[SuiteItem], where: str) -> None:
@@ -87,12 +111,16 @@ def score_generations(
 ) -> EvalLog:
     """The arm's EvalLog: every sample of gens judged against its suite item, items in suite order."""
     _check_items(gens, items, where)
+    info = scorer_info(gens, items)
     by_id = {g.item_id: g for g in gens.items}
     proto = gens.protocol
     results = []
     for item in items:
         gen = by_id[item.item_id]
-        samples = [score_sample(item, gen, s, gens.chat, gens.arm.tools) for s in gen.samples]
+        try:
+            samples = [score_sample(item, gen, s, gens.chat, gens.arm.tools) for s in gen.samples]
+        except verifiers.VerifierError as e:
+            raise ScoringError(f"{where}: suite {e}") from e
         results.append(
             ItemResult(
                 item_id=item.item_id,
@@ -128,7 +156,7 @@ def score_generations(
         engine=gens.engine,
         protocol=proto,
         retrieval=gens.retrieval,
-        scorer=scorer_info(gens),
+        scorer=info,
         started_at=gens.started_at,
         finished_at=gens.finished_at,
         tool_calls=gens.tool_calls,

@@ -1,47 +1,113 @@
 """The suite's verifiers (the project's one oracle): read the final answer of a text and judge it.
 
-Plain models end with an `Answer: ...` line (the last one counts); chat models put the final answer in
-`\\boxed{...}` (the last one counts; without one the last `Answer:` line is used). A numeric verifier reads
-the first number of the answer (signs, decimals, exponents and thousands commas; units after it are ignored);
-an exact verifier compares strings after collapsing whitespace and casefolding.
+Reading the answer (read_answer, the one extraction helper):
+- Thinking is stripped first: what follows the last `</think>` is read; a text whose last `<think>` is never
+  closed has no answer (its reason says so).
+- Plain prompts end in `Answer:`, the format the model was taught: the last `Answer:` line is the answer.
+- Chat output (tool calls and tool responses left out): the last `\\boxed{}`, else the last `####` line, else
+  the last "the answer is ...", else the last `Answer:` line, else the verifier's last resort: the last
+  number (numeric), the last `$...$` or `\\(...\\)` span then the last number (math), the last "(B)"
+  (choice). A placeholder copied from the instruction (`...`, `\\boxed{...}`, `<answer>`, an empty box) is
+  no answer, and the next rule is tried.
+
+Judging (check): `numeric` reads the first number of the answer (signs, decimals, exponents, thousands commas;
+units after it are ignored) and applies the tolerances; `exact` compares strings after collapsing whitespace
+and casefolding; `math` asks math-verify whether answer and reference are equal (LaTeX, fractions, decimals,
+intervals, sets; units stripped as math-verify does); `choice` reads a letter A-E ('(B)', 'B.', '\\boxed{B}');
+`python` calls the user's `module:function` with the answer and the reference.
 """
 
 from __future__ import annotations
 
+import functools
+import importlib
+import importlib.metadata
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
-from contract.suite import NumericVerifier, SuiteItem
-from contract.textformat import ANSWER_TAG
+from contract.digest import file_sha256
+from contract.suite import NumericVerifier, SuiteItem, Verifier
+from contract.textformat import (
+    ANSWER_TAG,
+    TOOL_CALL_CLOSE,
+    TOOL_CALL_OPEN,
+    TOOL_RESPONSE_CLOSE,
+    TOOL_RESPONSE_OPEN,
+)
+
+# Bump whenever a built-in verifier or the answer reading can give another verdict; the EvalLog records it
+# beside each verifier the suite uses.
+BUILTIN_NAME = "reasoning-delta"
+BUILTIN_VERSION = "2.1"
 
 _BOXED = "\\boxed{"
+_THINK_OPEN, _THINK_CLOSE = "<think>", "</think>"
 # Thousands groups must be exact (1,234,567) so that "3, 4" reads as 3, not 34.
 _NUMBER = re.compile(
     r"[-+\u2212]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d*)?(?:[eE][-+]?\d+)?|[-+\u2212]?\.\d+(?:[eE][-+]?\d+)?"
 )
+_TOOL_MARKUP = re.compile(
+    "|".join(
+        re.escape(a) + ".*?" + re.escape(b)
+        for a, b in ((TOOL_CALL_OPEN, TOOL_CALL_CLOSE), (TOOL_RESPONSE_OPEN, TOOL_RESPONSE_CLOSE))
+    ),
+    re.DOTALL,
+)
+_HASHES = re.compile(r"####[ \t]*(.*)")
+# "The final answer is $28\%$. I hope it is correct." reads "$28\%$": the sentence ends at ". " or the line.
+_ANSWER_IS = re.compile(r"\b(?i:the\s+(?:final\s+)?answer\s+is)\b[ \t]*:?[ \t]*(.*?)(?:\.(?=\s)|\.?$)", re.M)
+_ANSWER_LINE = re.compile(r"\b(?i:answer)\**[ \t]*:[ \t]*(.*)")
+_CHOICE_PAREN = re.compile(r"\(([A-E])\)")
+_MATH_SPAN = re.compile(r"\$\$(.+?)\$\$|\\\[(.+?)\\\]|\\\((.+?)\\\)|(?<!\\)\$(.+?)(?<!\\)\$", re.DOTALL)
+# What an instruction shows where the answer goes; a model that copies it has given no answer.
+_PLACEHOLDERS = frozenset(
+    ["", "...", "\u2026", "\\ldots", "\\dots", "\\cdots", "<answer>", "[answer]", "answer", "your answer",
+     "your final answer", "final answer", "<your answer>", "{...}"]
+)  # fmt: skip
+
+
+class VerifierError(ValueError):
+    """A verifier that cannot judge an item (an unparsable reference, a user function that fails)."""
+
+
+@dataclass(frozen=True)
+class Reading:
+    """The answer read from a text (None: none found) and, without one, why."""
+
+    answer: str | None
+    reason: str | None = None
 
 
 @dataclass(frozen=True)
 class Verdict:
-    """The score of one sample (0.0 or 1.0) and the answer string it was judged on (None: no answer found)."""
+    """The score of one sample (0.0 or 1.0), the answer it was judged on (None: none) and why none."""
 
     score: float
     answer: str | None
+    reason: str | None = None
 
 
-def last_boxed(text: str) -> str | None:
-    """Content of the last balanced \\boxed{...} in text, or None."""
-    start = text.rfind(_BOXED)
+def boxed_contents(text: str) -> list[str]:
+    """Contents of every balanced \\boxed{...} in text, in order, stripped."""
+    out, start = [], text.find(_BOXED)
     while start != -1:
         depth, i = 1, start + len(_BOXED)
         while i < len(text) and depth:
             depth += {"{": 1, "}": -1}.get(text[i], 0)
             i += 1
         if depth == 0:
-            return text[start + len(_BOXED) : i - 1].strip()
-        start = text.rfind(_BOXED, 0, start)
-    return None
+            out.append(text[start + len(_BOXED) : i - 1].strip())
+        start = text.find(_BOXED, start + len(_BOXED))
+    return out
+
+
+def last_boxed(text: str) -> str | None:
+    """Content of the last balanced \\boxed{...} in text, or None."""
+    boxes = boxed_contents(text)
+    return boxes[-1] if boxes else None
 
 
 def last_answer_line(text: str) -> str | None:
@@ -53,13 +119,79 @@ def last_answer_line(text: str) -> str | None:
     return rest or None
 
 
-def extract_answer(text: str, chat: bool = False) -> str | None:
-    """The final answer of scored text: \\boxed{} first for chat models, else the last Answer: line."""
-    if chat:
-        boxed = last_boxed(text)
-        if boxed:
-            return boxed
-    return last_answer_line(text)
+def is_placeholder(candidate: str) -> bool:
+    """Whether a candidate is only an instruction's placeholder ('...', '\\boxed{...}', '<answer>')."""
+    s = candidate.strip().strip("*$").strip().rstrip(".").strip()
+    boxes = boxed_contents(s)
+    if len(boxes) == 1 and s.startswith(_BOXED) and s.endswith("}"):
+        return is_placeholder(boxes[0])
+    return s.casefold() in _PLACEHOLDERS
+
+
+def _clean(candidate: str) -> str:
+    return candidate.strip().strip("*").strip()
+
+
+def _last_real(candidates: list[str]) -> str | None:
+    for c in reversed(candidates):
+        if not is_placeholder(c):
+            return _clean(c)
+    return None
+
+
+def _strip_thinking(text: str) -> tuple[str | None, str | None]:
+    """The text after the thinking, or (None, why) when the thinking never ended."""
+    opened, closed = text.rfind(_THINK_OPEN), text.rfind(_THINK_CLOSE)
+    if opened > closed:
+        return None, "the thinking (<think>) was never closed by </think>; no final answer was written"
+    return (text[closed + len(_THINK_CLOSE) :] if closed != -1 else text), None
+
+
+def _last_resort(text: str, verifier: Verifier | None) -> str | None:
+    kind = "numeric" if verifier is None else verifier.type
+    if kind == "math":
+        spans = [next(g for g in m.groups() if g is not None) for m in _MATH_SPAN.finditer(text)]
+        real = _last_real(spans)
+        if real is not None:
+            return real
+    if kind in ("numeric", "math"):
+        numbers = written_numbers(text)
+        return numbers[-1] if numbers else None
+    if kind == "choice":
+        letters = _CHOICE_PAREN.findall(text)
+        return f"({letters[-1]})" if letters else None
+    return None
+
+
+def read_answer(text: str, chat: bool = False, verifier: Verifier | None = None) -> Reading:
+    """The final answer of scored text by the rules of the module docstring, or why there is none."""
+    body, reason = _strip_thinking(text)
+    if body is None:
+        return Reading(None, reason)
+    if not chat:
+        line = last_answer_line(body)
+        if line is None or is_placeholder(line):
+            return Reading(None, "no 'Answer:' line with an answer")
+        return Reading(line)
+    body = _TOOL_MARKUP.sub("", body)
+    for found in (
+        boxed_contents(body),
+        _HASHES.findall(body),
+        _ANSWER_IS.findall(body),
+        _ANSWER_LINE.findall(body),
+    ):
+        answer = _last_real(found)
+        if answer is not None:
+            return Reading(answer)
+    answer = _last_resort(body, verifier)
+    if answer is not None:
+        return Reading(answer)
+    return Reading(None, "no \\boxed{}, '####', 'the answer is' or 'Answer:' with an answer, and no fallback")
+
+
+def extract_answer(text: str, chat: bool = False, verifier: Verifier | None = None) -> str | None:
+    """The final answer of scored text (read_answer without its reason)."""
+    return read_answer(text, chat, verifier).answer
 
 
 def written_numbers(text: str) -> list[str]:
@@ -83,6 +215,115 @@ def _normalise(s: str) -> str:
     return " ".join(s.split()).casefold().rstrip(".")
 
 
+_LATEX_WORDS = re.compile(r"\\[A-Za-z]+(?:\{[^{}]*\})?")
+_UNESCAPED_DOLLAR = re.compile(r"(?<!\\)\$")
+
+
+def _math_input(answer: str) -> str:
+    """The answer as math-verify should read it: LaTeX math in `$...$`, prose ('36 pencils') as text."""
+    if _UNESCAPED_DOLLAR.search(answer) or "\\(" in answer or "\\[" in answer:
+        return answer
+    if re.search(r"[A-Za-z]{2,}", _LATEX_WORDS.sub(" ", answer)):
+        return answer
+    return f"${answer}$"
+
+
+@functools.lru_cache(maxsize=4096)
+def _math_reference(reference: str) -> tuple[Any, ...]:
+    from math_verify import parse
+
+    parsed = parse(_math_input(reference))
+    # Without a parse, math-verify keeps the raw string, and every sample would be compared as text.
+    if all(isinstance(x, str) for x in parsed):
+        raise VerifierError(
+            f"answer: math-verify cannot read the reference {reference!r}; write it as LaTeX (e.g. "
+            "\\frac{1}{2}) or use the exact verifier"
+        )
+    return tuple(parsed)
+
+
+def math_equal(answer: str, reference: str) -> bool:
+    """Whether math-verify finds the answer equal to the reference (both read as LaTeX or text)."""
+    from math_verify import parse, verify
+
+    return bool(verify(list(_math_reference(reference)), parse(_math_input(answer))))
+
+
+_LATEX_TEXT = re.compile(r"\\(?:text|textbf|mathrm|mathbf)\{([^{}]*)\}")
+_CHOICE_START = re.compile(r"^\(?([A-E])\)?(?=[\s.,:;)]|$)")
+
+
+def choice_letter(answer: str) -> str | None:
+    """The option letter an answer names ('(B)', 'B', 'B. 42', '\\text{(B)}', 'option (C)'), or None."""
+    s = _LATEX_TEXT.sub(r"\1", answer).replace("$", "").replace("*", "").strip()
+    m = _CHOICE_START.match(s)
+    if m:
+        return m.group(1)
+    letters = _CHOICE_PAREN.findall(s)
+    return letters[-1] if letters else None
+
+
+@functools.cache
+def user_function(ref: str) -> Callable[..., Any]:
+    """The user's verifier function named `module:function`, imported."""
+    module_name, _, attr = ref.partition(":")
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except Exception as e:
+        raise VerifierError(
+            f"verifier.function: cannot import module {module_name!r} of {ref!r} ({e}); put it on "
+            "PYTHONPATH or fix the name"
+        ) from e
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise VerifierError(f"verifier.function: {ref!r}: {module_name} has no {attr!r}; fix the name")
+        obj = getattr(obj, part)
+    if not callable(obj):
+        raise VerifierError(f"verifier.function: {ref!r} is not a function; name a function")
+    return obj
+
+
+def _user_verdict(ref: str, answer: str, reference: str | float | int) -> bool:
+    try:
+        got = user_function(ref)(answer, reference)
+    except VerifierError:
+        raise
+    except Exception as e:
+        first = str(e).splitlines()[0] if str(e) else ""
+        raise VerifierError(
+            f"verifier {ref!r} raised {type(e).__name__}: {first} on the answer {answer!r}; fix the function"
+        ) from e
+    if not isinstance(got, bool):
+        raise VerifierError(f"verifier {ref!r} returned {got!r} for {answer!r}; it must return True or False")
+    return got
+
+
+def describe(verifier: Verifier) -> tuple[str, str]:
+    """What implements a verifier and its version ('math-verify', '0.9.0'), as the EvalLog records them."""
+    if verifier.type == "math":
+        try:
+            return "math-verify", importlib.metadata.version("math-verify")
+        except importlib.metadata.PackageNotFoundError:
+            raise VerifierError(
+                "verifier: math needs the math-verify package; install it with "
+                "pip install 'math-verify[antlr4_9_3]' (or bash scripts/setup.sh)"
+            ) from None
+    if verifier.type == "python":
+        user_function(verifier.function)
+        module = importlib.import_module(verifier.function.partition(":")[0])
+        version = getattr(module, "__version__", None)
+        if isinstance(version, str):
+            return verifier.function, version
+        path = getattr(module, "__file__", None)
+        if path is None:
+            raise VerifierError(
+                f"verifier.function: {verifier.function!r}: its module has neither __version__ nor a file; "
+                "give it a __version__"
+            )
+        return verifier.function, f"sha256:{file_sha256(path)}"
+    return BUILTIN_NAME, BUILTIN_VERSION
+
+
 def check(item: SuiteItem, answer: str | None) -> bool:
     """Whether an extracted answer is right for item under its verifier."""
     if answer is None:
@@ -94,13 +335,25 @@ def check(item: SuiteItem, answer: str | None) -> bool:
             return False
         truth = float(item.answer)
         return abs(got - truth) <= max(v.rel_tol * abs(truth), v.abs_tol)
+    if v.type == "math":
+        try:
+            return math_equal(answer, str(item.answer))
+        except VerifierError as e:
+            raise VerifierError(f"item {item.item_id!r}: {e}") from e
+    if v.type == "choice":
+        return choice_letter(answer) == str(item.answer)
+    if v.type == "python":
+        try:
+            return _user_verdict(v.function, answer, item.answer)
+        except VerifierError as e:
+            raise VerifierError(f"item {item.item_id!r}: {e}") from e
     return _normalise(answer) == _normalise(str(item.answer))
 
 
 def score(item: SuiteItem, text: str, chat: bool = False) -> Verdict:
-    """Extract the final answer from a sample's scored text and judge it against item."""
-    answer = extract_answer(text, chat=chat)
-    return Verdict(score=1.0 if check(item, answer) else 0.0, answer=answer)
+    """Read the final answer of a sample's scored text and judge it against item."""
+    reading = read_answer(text, chat=chat, verifier=item.verifier)
+    return Verdict(1.0 if check(item, reading.answer) else 0.0, reading.answer, reading.reason)
 
 
 def scored_text(prompt: str, generated: str) -> str:
