@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,6 +14,8 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from analysis import evalstats as es
+
+ROOT = Path(__file__).resolve().parents[1]
 
 # Benjamini & Hochberg (1995), section 4: the fifteen p-values of the myocardial-infarction example.
 BH_1995 = [0.0001, 0.0004, 0.0019, 0.0095, 0.0201, 0.0278, 0.0298, 0.0344, 0.0459, 0.3240, 0.4262, 0.5719,
@@ -87,6 +92,14 @@ def test_mcnemar_chi2_matches_r_documentation_example():
     assert r.exact_p == pytest.approx(stats.binomtest(150, 236).pvalue)
 
 
+def test_mcnemar_equals_scipy_binomtest_and_chi2_for_every_split():
+    for n in range(1, 121):
+        for b in range(n + 1):
+            r = es.mcnemar(b, n - b)
+            assert r.exact_p == pytest.approx(stats.binomtest(b, n, 0.5).pvalue, rel=1e-13, abs=1e-300)
+            assert r.chi2_p == stats.chi2.sf(r.chi2, 1)
+
+
 def test_mcnemar_without_discordant_pairs_is_p_one():
     r = es.mcnemar(0, 0)
     assert (r.exact_p, r.chi2_p, r.chi2) == (1.0, 1.0, 0.0)
@@ -118,6 +131,27 @@ def test_bh_qvalues_are_the_step_up_adjustment():
     expected[order] = np.minimum(adjusted, 1)
     assert es.bh_qvalues(p) == pytest.approx(expected)
     assert es.bh_qvalues([]).size == 0
+
+
+@given(
+    st.lists(st.sampled_from([0.0, 1e-4, 0.01, 0.02, 0.5, 1.0]) | st.floats(0, 1), min_size=0, max_size=30)
+)
+def test_bh_qvalues_equal_scipy_false_discovery_control(p):
+    want = stats.false_discovery_control(p, method="bh") if len(p) > 1 else np.asarray(p, dtype=float)
+    assert np.array_equal(es.bh_qvalues(p), want)
+
+
+def test_bh_qvalues_refuse_a_p_value_outside_the_unit_interval():
+    with pytest.raises(ValueError, match="p-values must lie in"):
+        es.bh_qvalues([0.2, 1.5])
+
+
+def test_the_analyses_do_not_import_scipy_stats():
+    # scipy.stats costs about a second to import, half of a whole delta report; evalstats uses the
+    # scipy.special kernels it would call, which the tests above check against scipy.stats.
+    code = "import sys, analysis.delta, analysis.arms; print('scipy.stats' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert out.stdout.strip() == "False"
 
 
 # ----------------------------------------------------------------------------------------- sign flip
