@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import subprocess
 import sys
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
+from scipy.special import comb
 
 from analysis import evalstats as es
 
@@ -42,6 +44,79 @@ def test_pass_at_k_table_equals_the_binomial_definition():
                 exact = 1 - math.comb(n - c, k) / math.comb(n, k)
                 assert table[c] == pytest.approx(exact, abs=1e-12)
                 assert es.pass_at_k(n, c, k) == pytest.approx(exact, abs=1e-12)
+
+
+def exact_pass_at_k(n: int, c: int, k: int) -> Fraction:
+    """1 - C(n-c, k) / C(n, k) in exact rational arithmetic (scipy.special.comb with exact=True)."""
+    return 1 - Fraction(int(comb(n - c, k, exact=True)), int(comb(n, k, exact=True)))
+
+
+@pytest.mark.parametrize("n", [256, 1024])
+def test_pass_at_k_at_the_scale_of_rlvr_studies_equals_exact_fractions(n):
+    rng = np.random.default_rng(n)
+    for k in es.k_grid(n):
+        table = es.pass_at_k_table(n, k)
+        edges = {0, 1, 2, 3, n // 2, max(n - k - 1, 0), n - k, min(n - k + 1, n), n - 1, n}
+        for c in sorted(edges | set(rng.integers(0, n + 1, 12).tolist())):
+            exact = exact_pass_at_k(n, c, k)
+            # Absolute error at the 1e-16 level, and relative where pass@k is small (c/n at k = 1).
+            assert table[c] == pytest.approx(float(exact), rel=1e-12, abs=1e-15), (n, k, c)
+            assert es.pass_at_k(n, c, k) == pytest.approx(float(exact), rel=1e-12, abs=1e-15), (n, k, c)
+
+
+def test_pass_at_k_items_at_k_1024_equals_exact_fractions():
+    n, counts = 1024, [0, 1, 7, 100, 512, 1000, 1023, 1024]
+    scores = np.zeros((len(counts), n))
+    rng = np.random.default_rng(5)
+    for i, c in enumerate(counts):
+        scores[i, rng.permutation(n)[:c]] = rng.uniform(0.5, 1.0, c)  # correct means score >= 0.5
+        scores[i, scores[i] == 0] = rng.uniform(0.0, 0.49, n - c)
+    ks = es.k_grid(n)
+    got = es.pass_at_k_items(scores, ks)
+    for i, c in enumerate(counts):
+        assert got[i] == pytest.approx([float(exact_pass_at_k(n, c, k)) for k in ks], rel=1e-12, abs=1e-15)
+
+
+@pytest.mark.parametrize("compress", [True, False])
+def test_pass_at_k_bootstrap_at_k_1024_equals_a_direct_resampling(compress):
+    # 0/1 scores at k = 1,024 with few distinct correct counts (the multinomial path) or item by item.
+    rng = np.random.default_rng(21)
+    n_items, n, n_boot = 400, 1024, 300
+    levels = np.array([0, 1, 3, 40, 300, 900, 1021, 1024])
+    c_pre = rng.choice(levels, n_items)
+    c_post = np.minimum(c_pre + rng.choice([0, 0, 1, 50], n_items), n)
+    pre = (np.arange(n) < c_pre[:, None]).astype(float)[:, rng.permutation(n)]
+    post = (np.arange(n) < c_post[:, None]).astype(float)[:, rng.permutation(n)]
+    ks = es.k_grid(n)
+    r = es.pass_at_k_bootstrap(pre, post, n_boot, np.random.default_rng(4), ks=ks, compress=compress)
+    exact = {c: [float(exact_pass_at_k(n, int(c), k)) for k in ks] for c in {*c_pre, *c_post}}
+    item_pre = np.array([exact[c] for c in c_pre])
+    item_post = np.array([exact[c] for c in c_post])
+    assert r.ks == ks and ks[-1] == 1024
+    assert r.pre == pytest.approx(item_pre.mean(axis=0), rel=1e-12, abs=1e-15)
+    assert r.post == pytest.approx(item_post.mean(axis=0), rel=1e-12, abs=1e-15)
+    # The same resamples drawn here: item weights over whole items (each with all 1,024 of its samples).
+    draw = np.random.default_rng(4)
+    if compress:
+        rows = np.hstack([item_pre, item_post, (c_post - c_pre)[:, None] / n])
+        distinct, counts = es._distinct_rows(rows)
+        assert 8 * len(distinct) <= n_items  # the grouped path is the one exercised
+        weights = draw.multinomial(n_items, counts / n_items, size=n_boot)
+        keys = [tuple(row) for row in rows]
+        groups = [[i for i, key in enumerate(keys) if key == tuple(row)] for row in distinct]
+        w = np.zeros((n_boot, n_items))
+        for g, members in enumerate(groups):
+            w[:, members[0]] = weights[:, g]  # one member carries the group's weight: same means
+    else:
+        idx = draw.integers(0, n_items, (n_boot, n_items))
+        w = np.stack([np.bincount(row, minlength=n_items) for row in idx]).astype(float)
+    boot_pre, boot_post = w @ item_pre / n_items, w @ item_post / n_items
+    for j in range(len(ks)):
+        for got, dist in ((r.pre_ci[j], boot_pre[:, j]), (r.post_ci[j], boot_post[:, j]),
+                          (r.delta_ci[j], boot_post[:, j] - boot_pre[:, j])):  # fmt: skip
+            lo, hi = np.quantile(dist, [0.025, 0.975])
+            assert (got.lo, got.hi) == (pytest.approx(lo, abs=1e-12), pytest.approx(hi, abs=1e-12))
+    assert r.delta_ci[-1].lo > 0  # pass@1024 moves only where an item without a correct sample gains one
 
 
 def test_pass_at_k_rejects_impossible_arguments():
