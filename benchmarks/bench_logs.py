@@ -10,16 +10,19 @@ contract's types (EvalLog, ItemResult, SampleRecord) and written as the scorer w
      500 items x k = 1,024  (pass@k curves up to k = 1,024)                target: process <= 10 s
 
 each with 0/1 scores and with fractional scores (no two items alike, so no grouping shortcut). For each it
-prints the log size, the time to validate and load one log (contract.evallog.load, in this process), and
-the wall time of the whole `python -m analysis.delta` process (interpreter start, imports, both logs
-loaded and validated, every statistic, markdown and figure written), the minimum and median of --repeats
-runs (other jobs on a shared machine only ever add time), with the load average before and after.
+prints the log size; the CPU time to validate one log in this process with the analyses' reader
+(contract.logreader.read_log, samples checked then dropped) and with contract.evallog.load (every sample a
+pydantic object); and the whole `python -m analysis.delta` process (interpreter start, imports, both logs
+read and validated, every statistic, markdown and figure written): its wall time, minimum and median of
+--repeats runs (other jobs on a shared machine only ever add time), and its CPU time (user + system), with
+the load average before and after.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -34,6 +37,7 @@ sys.path.insert(0, str(ROOT))
 
 from contract.atomic import atomic_write  # noqa: E402  (needs the repository root on sys.path)
 from contract.evallog import FORMAT_VERSION, EvalLog, ItemResult, SampleRecord, ScorerInfo, load  # noqa: E402
+from contract.logreader import read_log  # noqa: E402
 from contract.protocol import Protocol  # noqa: E402
 
 SIZES = {  # name -> (items, k, process target in seconds)
@@ -41,7 +45,8 @@ SIZES = {  # name -> (items, k, process target in seconds)
     "500x1024": (500, 1024, 10.0),
 }
 FAMILIES = ["lookup", "compute", "raise", "compound"]
-WORDS = "the orbit period radius altitude velocity so we get then which gives answer km s".split()
+WORDS = ["the", "orbit", "period", "radius", "altitude", "velocity", "so", "we", "get", "then", "which",
+         "gives", "answer", "km", "s"]  # fmt: skip
 
 
 def _texts(rng: np.random.Generator, n: int) -> list[str]:
@@ -122,10 +127,24 @@ def write_pair(folder: Path, n_items: int, k: int, fractional: bool) -> tuple[Pa
     return paths[0], paths[1]
 
 
-def time_process(argv: list[str], repeats: int) -> list[float]:
-    """Wall times of repeats runs of `python -m analysis.delta argv` in fresh interpreters."""
-    walls = []
+def cpu_seconds(read: object, path: Path) -> float:
+    """CPU time of read(path) in this process (user + system)."""
+    t0 = time.process_time()
+    read(path)  # type: ignore[operator]
+    return time.process_time() - t0
+
+
+def children_cpu() -> float:
+    """User + system time of the finished child processes so far."""
+    use = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return use.ru_utime + use.ru_stime
+
+
+def time_process(argv: list[str], repeats: int) -> tuple[list[float], list[float]]:
+    """Wall and CPU times of repeats runs of `python -m analysis.delta argv` in fresh interpreters."""
+    walls, cpus = [], []
     for _ in range(repeats):
+        c0 = children_cpu()
         t0 = time.perf_counter()
         proc = subprocess.run(
             [sys.executable, "-m", "analysis.delta", *argv],
@@ -136,9 +155,10 @@ def time_process(argv: list[str], repeats: int) -> list[float]:
             check=False,
         )
         walls.append(time.perf_counter() - t0)
+        cpus.append(children_cpu() - c0)
         if proc.returncode != 0:
             raise SystemExit(f"analysis.delta {' '.join(argv)} exited {proc.returncode}:\n{proc.stderr}")
-    return walls
+    return walls, cpus
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -148,15 +168,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--n-boot", type=int, default=10_000)
     ap.add_argument("--n-perm", type=int, default=10_000)
     ap.add_argument("--only", choices=sorted(SIZES), help="one size only")
-    ap.add_argument("--keep", type=Path, help="write the logs into this folder and keep them")
+    ap.add_argument(
+        "--keep", type=Path, help="write the logs into this folder and keep them (reused when there)"
+    )
     args = ap.parse_args(argv)
     print(
         f"machine: {os.cpu_count()} CPUs, load average {', '.join(f'{x:.2f}' for x in os.getloadavg())}, "
         f"python {sys.version.split()[0]}, numpy {np.__version__}; n_boot={args.n_boot}, n_perm={args.n_perm}"
     )
     header = (
-        f"{'size':<10} {'scores':<10} {'log MB':>7} {'load 1 log s':>12} {'process s min':>13} "
-        f"{'median':>7} {'target':>6}  ok"
+        f"{'size':<10} {'scores':<10} {'log MB':>6} {'read_log':>8} {'load':>6} {'process':>7} "
+        f"{'median':>6} {'cpu':>5} {'target':>6}  met"
+    )
+    units = (
+        f"{'':<10} {'':<10} {'':>6} {'cpu s':>8} {'cpu s':>6} {'wall s':>7} {'wall s':>6} {'s':>5} "
+        f"{'wall s':>6}"
     )
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -173,20 +199,21 @@ def main(argv: list[str] | None = None) -> int:
             for kind, fractional in (("0/1", False), ("fractional", True)):
                 folder = root / f"{size}-{'frac' if fractional else 'binary'}"
                 folder.mkdir(parents=True, exist_ok=True)
-                pre, post = write_pair(folder, n_items, k, fractional)
+                pre, post = folder / "base.json", folder / "trained.json"
+                if not (args.keep and pre.is_file() and post.is_file()):
+                    pre, post = write_pair(folder, n_items, k, fractional)
                 mb = pre.stat().st_size / 1e6
-                t0 = time.perf_counter()
-                load(pre)
-                load_s = time.perf_counter() - t0
+                reader_s, load_s = cpu_seconds(read_log, pre), cpu_seconds(load, pre)
                 cli = ["--pre", str(pre), "--post", str(post), "--out", str(folder / "delta")]
-                walls = time_process([*cli, "--params", str(params)], args.repeats)
+                walls, cpus = time_process([*cli, "--params", str(params)], args.repeats)
                 best, median = min(walls), statistics.median(walls)
                 rows.append(
-                    f"{size:<10} {kind:<10} {mb:7.1f} {load_s:12.2f} {best:13.2f} {median:7.2f} "
-                    f"{target:6.1f}  {'yes' if best <= target else 'NO'}"
+                    f"{size:<10} {kind:<10} {mb:6.1f} {reader_s:8.2f} {load_s:6.2f} {best:7.2f} "
+                    f"{median:6.2f} {min(cpus):5.2f} {target:6.1f}  {'yes' if best <= target else 'NO'}"
                 )
                 print(f"  {size} {kind}: done", file=sys.stderr, flush=True)
     print(header)
+    print(units)
     print("\n".join(rows))
     print(f"load average after: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
     return 0
