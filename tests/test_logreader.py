@@ -85,17 +85,26 @@ def outcome(read, path: Path) -> tuple[str, Any]:
     return "ok", log.model_dump()
 
 
+def reachable(parent: Any, key: Any) -> bool:
+    """Whether parent[key] exists (an earlier edit may have replaced a container by a number)."""
+    if isinstance(parent, dict):
+        return key in parent
+    return isinstance(parent, list) and isinstance(key, int) and key < len(parent)
+
+
 def edit(doc: dict[str, Any], data: st.DataObject) -> None:
     """One random edit: a value replaced, a key or element removed or added, two elements swapped."""
     where = data.draw(st.sampled_from(PATHS))
-    parent = doc
-    for key in where[:-1]:
-        parent = parent[key]
+    parent: Any = doc
+    for step in where[:-1]:
+        if not reachable(parent, step):
+            return  # an earlier edit replaced or removed it
+        parent = parent[step]
     key = where[-1]
-    if key not in parent if isinstance(parent, dict) else key >= len(parent):
-        return  # an earlier edit removed it
-    op = data.draw(st.sampled_from(["replace", "replace", "nudge", "delete", "extra", "duplicate", "swap"]))
+    if not reachable(parent, key):
+        return
     node = parent[key]
+    op = data.draw(st.sampled_from(["replace", "replace", "nudge", "delete", "extra", "duplicate", "swap"]))
     if op == "replace":
         parent[key] = copy.deepcopy(data.draw(st.sampled_from(VALUES)))
     elif op == "nudge" and isinstance(node, int | float) and not isinstance(node, bool):
