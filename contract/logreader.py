@@ -128,8 +128,8 @@ def _after_validators(model: type[BaseModel]) -> list[Any]:
     return found
 
 
-def _plan() -> tuple[msgspec.json.Decoder, list[Any], list[Any]] | None:
-    """The decoder of a whole log and the validators to replay with samples; None where not possible."""
+def _plan() -> tuple[msgspec.json.Decoder, list[Any], list[Any]] | str:
+    """The decoder of a whole log and the validators to replay with samples, or why there is none."""
     try:
         sample = _mirror_struct(SampleRecord, {})
         for model, field in ((ItemResult, "samples"), (EvalLog, "items")):
@@ -137,8 +137,8 @@ def _plan() -> tuple[msgspec.json.Decoder, list[Any], list[Any]] | None:
                 if field in d.info.fields or "*" in d.info.fields:
                     raise _Unsupported(f"{model.__name__} validates {field} itself")
         item_validators, log_validators = _after_validators(ItemResult), _after_validators(EvalLog)
-    except _Unsupported:
-        return None
+    except _Unsupported as e:
+        return str(e)
     # Only samples are typed here; every other field is validated by pydantic on the way to EvalLog.
     item = msgspec.defstruct(
         "_Item",
@@ -155,13 +155,18 @@ def _plan() -> tuple[msgspec.json.Decoder, list[Any], list[Any]] | None:
     return msgspec.json.Decoder(log), item_validators, log_validators
 
 
-_PLAN = _plan()
+_PLANNED = _plan()
+_PLAN = None if isinstance(_PLANNED, str) else _PLANNED
 _ITEMS = TypeAdapter(list[ItemResult])
 
 
-def fast_path_available() -> bool:
-    """Whether the EvalLog models can be mirrored (else read_log reads through contract.evallog.load)."""
-    return _PLAN is not None
+def why_no_fast_path() -> str | None:
+    """None when read_log decodes samples itself, else the part of the models it cannot mirror.
+
+    Without the fast path every log is read by contract.evallog.load (correct, at that speed); extend
+    _mirror_type or the validator replay to bring it back.
+    """
+    return _PLANNED if isinstance(_PLANNED, str) else None
 
 
 def _view(model: BaseModel, **fields: Any) -> types.SimpleNamespace:
