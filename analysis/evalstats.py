@@ -84,6 +84,12 @@ def _distinct_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return rows[first[order]], counts[order]
 
 
+def _groups(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """Distinct rows and how many items have each, when few enough (at most n/8) to be drawn grouped."""
+    distinct, counts = _distinct_rows(rows)
+    return (distinct, counts) if 8 * len(distinct) <= rows.shape[0] else None
+
+
 def bootstrap_distribution(
     rows: np.ndarray,
     statistic: Statistic,
@@ -104,16 +110,15 @@ def bootstrap_distribution(
     n = rows.shape[0]
     if n == 0:
         raise ValueError("bootstrap of an empty sample")
-    if compress:
-        distinct, counts = _distinct_rows(rows)
-        if 8 * len(distinct) <= n:
-            p = counts / n
-            step = batch or max(1, min(n_boot, _BATCH_ELEMENTS // len(distinct)))
-            parts = [
-                statistic(rng.multinomial(n, p, size=min(step, n_boot - s)).astype(np.float64), distinct)
-                for s in range(0, n_boot, step)
-            ]
-            return np.concatenate(parts, axis=0)
+    if compress and (grouped := _groups(rows)) is not None:
+        distinct, counts = grouped
+        p = counts / n
+        step = batch or max(1, min(n_boot, _BATCH_ELEMENTS // len(distinct)))
+        parts = [
+            statistic(rng.multinomial(n, p, size=min(step, n_boot - s)).astype(np.float64), distinct)
+            for s in range(0, n_boot, step)
+        ]
+        return np.concatenate(parts, axis=0)
     step = batch or max(1, min(n_boot, _BATCH_ELEMENTS // n))
     parts = []
     for s in range(0, n_boot, step):
@@ -431,19 +436,31 @@ def pass_at_k_bootstrap(
     ks: Sequence[int] | None = None,
     compress: bool = True,
 ) -> PassAtK:
-    """pass@k of both arms for every k, and the mean score, resampling items with their k samples."""
-    pre_scores, post_scores = np.asarray(pre_scores), np.asarray(post_scores)
+    """pass@k of both arms for every k, and the mean score, resampling items with their k samples.
+
+    Each drawn item brings all its k samples, so its summary (pass@k of each arm for each k, the mean score
+    difference) is computed once (Field & Welsh 2007, as cluster_bootstrap). The pass@k summaries are
+    functions of the correct counts and fall into few groups; with fractional scores the mean difference
+    is distinct for every item, and drawn with them it would force an item-by-item draw on all columns.
+    The intervals are per column and every pass@k delta comes from the pass@k columns, so then the pass@k
+    part is resampled grouped and the mean difference on its own (same Generator, drawn after).
+    """
+    pre_scores, post_scores = np.asarray(pre_scores, np.float64), np.asarray(post_scores, np.float64)
     n = pre_scores.shape[1]
     ks = list(ks or k_grid(n))
-    clusters = np.stack([pre_scores, post_scores], axis=-1)
-
-    def per_item(cl: np.ndarray) -> np.ndarray:
-        pre, post = cl[..., 0], cl[..., 1]
-        return np.hstack(
-            [pass_at_k_items(pre, ks), pass_at_k_items(post, ks), (post - pre).mean(axis=1)[:, None]]
+    passk = np.hstack([pass_at_k_items(pre_scores, ks), pass_at_k_items(post_scores, ks)])
+    mean_d = (post_scores - pre_scores).mean(axis=1)[:, None]
+    summaries = np.hstack([passk, mean_d])
+    est = summaries.mean(axis=0)
+    if compress and _groups(summaries) is None and _groups(passk) is not None:
+        theta_b = np.hstack(
+            [
+                bootstrap_distribution(passk, weighted_means, n_boot, rng),
+                bootstrap_distribution(mean_d, weighted_means, n_boot, rng),
+            ]
         )
-
-    est, theta_b = cluster_bootstrap(clusters, per_item, n_boot, rng, compress=compress)
+    else:
+        theta_b = bootstrap_distribution(summaries, weighted_means, n_boot, rng, compress=compress)
     m = len(ks)
     theta_b = np.hstack([theta_b[:, : 2 * m], theta_b[:, m : 2 * m] - theta_b[:, :m], theta_b[:, 2 * m :]])
     lo, hi = percentile_interval(theta_b, alpha)

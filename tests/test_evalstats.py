@@ -387,6 +387,32 @@ def test_cluster_bootstrap_equals_scipy_resampling_whole_items():
     assert est == pytest.approx(es.pass_at_k_items(scores, ks).mean(axis=0))
 
 
+def test_pass_at_k_bootstrap_of_fractional_scores_draws_the_pass_at_k_part_grouped():
+    # Fractional scores: every item's mean difference is distinct, its correct counts are not. The pass@k
+    # part is drawn grouped and the mean difference apart; both agree with the item-by-item draw.
+    rng = np.random.default_rng(8)
+    n_items, k, n_boot = 3000, 8, 4000
+    p = rng.beta(1.0, 1.5, n_items)[:, None]
+    pre = np.clip(p + rng.normal(0, 0.25, (n_items, k)), 0, 1).round(6)
+    post = np.clip(p + 0.05 + rng.normal(0, 0.25, (n_items, k)), 0, 1).round(6)
+    passk = np.hstack([es.pass_at_k_items(pre, es.k_grid(k)), es.pass_at_k_items(post, es.k_grid(k))])
+    assert es._groups(passk) is not None
+    assert es._groups(np.hstack([passk, (post - pre).mean(axis=1)[:, None]])) is None
+    split = es.pass_at_k_bootstrap(pre, post, n_boot, np.random.default_rng(1))
+    plain = es.pass_at_k_bootstrap(pre, post, n_boot, np.random.default_rng(2), compress=False)
+    assert split.pre == pytest.approx(plain.pre) and split.mean_delta == pytest.approx(plain.mean_delta)
+    draw = np.random.default_rng(1)  # the same two draws, one after the other
+    theta = es.bootstrap_distribution(passk, es.weighted_means, n_boot, draw)
+    mean_d = es.bootstrap_distribution((post - pre).mean(axis=1), es.weighted_means, n_boot, draw)
+    assert split.post_ci[-1].lo == pytest.approx(np.quantile(theta[:, -1], 0.025), abs=1e-12)
+    assert split.mean_delta_ci.hi == pytest.approx(np.quantile(mean_d[:, 0], 0.975), abs=1e-12)
+    mine = [*split.pre_ci, *split.post_ci, *split.delta_ci, split.mean_delta_ci]
+    theirs = [*plain.pre_ci, *plain.post_ci, *plain.delta_ci, plain.mean_delta_ci]
+    for a, b in zip(mine, theirs, strict=True):
+        width = b.hi - b.lo
+        assert abs(a.lo - b.lo) < 0.08 * width and abs(a.hi - b.hi) < 0.08 * width
+
+
 def test_pass_at_k_bootstrap_of_identical_arms_is_zero():
     scores = (np.random.default_rng(0).random((40, 8)) < 0.4).astype(float)
     r = es.pass_at_k_bootstrap(scores, scores, 500, np.random.default_rng(0))
