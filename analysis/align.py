@@ -21,6 +21,7 @@ from omegaconf import OmegaConf
 
 from contract.atomic import atomic_write
 from contract.evallog import EvalLog, EvalLogError, load
+from contract.logreader import read_log
 from contract.protocol import MATCHED_LOG_FIELDS, PARAMS_SECTIONS
 from contract.provenance import NOT_RECORDED
 
@@ -144,10 +145,10 @@ def settings_dict(s: Settings) -> dict[str, Any]:
     return asdict(s)
 
 
-def load_log(path: str | Path) -> EvalLog:
-    """Load and validate one EvalLog; a bad file is a Refusal naming file, item and field."""
+def load_log(path: str | Path, samples: bool = True) -> EvalLog:
+    """Load and validate one EvalLog (samples=False: checked, then dropped); a bad file is a Refusal."""
     try:
-        return load(path)
+        return load(path) if samples else read_log(path)
     except EvalLogError as e:
         raise Refusal(str(e)) from e
 

@@ -230,7 +230,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     try:
         settings = read_settings(args.params)
-        pre, post = load_log(args.pre), load_log(args.post)
+        # The report reads scores, budgets and families: the samples are validated, then dropped.
+        pre, post = load_log(args.pre, samples=False), load_log(args.post, samples=False)
         report = build(args.pre, pre, args.post, post, settings)
     except Refusal as e:
         print(f"refused: {e}", file=sys.stderr)

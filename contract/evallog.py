@@ -13,9 +13,12 @@ arm the counts of its tool calls (answered, failed, server restarts; format 3).
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import math
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -193,12 +196,35 @@ def problems(path: str | Path) -> list[str]:
 
 
 def load(path: str | Path) -> EvalLog:
-    """Read and validate one EvalLog; raise EvalLogError naming the file, item and field."""
+    """Read and validate one EvalLog; raise EvalLogError naming the file, item and field.
+
+    The loaded log is moved to the garbage collector's permanent generation (gc.freeze): it holds no
+    reference cycles and is still freed when released, but the collector no longer traverses it.
+    """
     try:
-        return EvalLog.model_validate_json(Path(path).read_text())
+        with _outside_the_collector():
+            return EvalLog.model_validate_json(Path(path).read_bytes())
     except (OSError, ValidationError):
         # Validate once on the fast path; only a failing file is parsed again to word its problems.
         raise EvalLogError("; ".join(problems(path))) from None
+
+
+@contextmanager
+def _outside_the_collector() -> Iterator[None]:
+    """Build objects with the cyclic collector paused, then freeze them (only if the build succeeded).
+
+    A log with samples is a million small objects that live as long as the analysis: every collection
+    while they are built would traverse all built so far, and every later one all of them again (more
+    than doubling the load time of a 60 MB log).
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+        gc.freeze()
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -6,6 +6,7 @@ import json
 import math
 import subprocess
 import sys
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -240,6 +241,33 @@ def test_report_numbers_agree_with_direct_computation(pair):
     assert [row["k"] for row in r["pass_at_k"]] == [1, 2, 4, 8]
     assert r["mde"]["n_items"] == 120 and r["mde"]["k"] == 8 and r["mde"]["mde"] > 0
     assert r["matched_protocol"]["fields_checked"][-2:] == ["items", "model_name"]
+
+
+def test_pass_at_k_curve_up_to_k_1024_from_the_cli_equals_exact_fractions(tmp_path):
+    # 500 items x 1,024 samples, the scale of published pass@k curves: every k of the curve, from the real
+    # CLI on real files, against 1 - C(n-c, k) / C(n, k) in exact rational arithmetic.
+    rng = np.random.default_rng(3)
+    n_items, n = 500, 1024
+    c_pre = rng.binomial(n, rng.beta(0.4, 2.0, n_items))
+    c_post = np.minimum(c_pre + rng.binomial(n, 0.02, n_items), n)
+    scores = [(np.arange(n) < c[:, None]).astype(float) for c in (c_pre, c_post)]
+    a = write_log(tmp_path / "base.json", scores[0], protocol={"k": n}, n_samples=n)
+    b = write_log(tmp_path / "trained.json", scores[1], protocol={"k": n}, n_samples=n, model_name="m1")
+    out = tmp_path / "out"
+    proc = run_cli("analysis.delta", "--pre", str(a), "--post", str(b), "--out", str(out),
+                   "--params", str(write_params(tmp_path / "params.yaml")))  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    r = json.loads((out / "delta_report.json").read_text())
+    ks = [2**i for i in range(11)]
+    assert [row["k"] for row in r["pass_at_k"]] == ks
+    for row in r["pass_at_k"]:
+        k = row["k"]
+        for key, counts in (("pre", c_pre), ("post", c_post)):
+            exact = sum(1 - Fraction(math.comb(n - int(c), k), math.comb(n, k)) for c in counts) / n_items
+            assert row[key] == pytest.approx(float(exact), rel=1e-9, abs=1e-12), (key, k)
+            lo, hi = row[f"{key}_ci95"]
+            assert lo <= row[key] <= hi
+        assert row["delta_ci95"][0] <= row["delta"] <= row["delta_ci95"][1]
 
 
 def test_family_breakdown_reports_each_family(tmp_path):

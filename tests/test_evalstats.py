@@ -3,14 +3,21 @@
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
+from fractions import Fraction
+from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
+from scipy.special import comb
 
 from analysis import evalstats as es
+
+ROOT = Path(__file__).resolve().parents[1]
 
 # Benjamini & Hochberg (1995), section 4: the fifteen p-values of the myocardial-infarction example.
 BH_1995 = [0.0001, 0.0004, 0.0019, 0.0095, 0.0201, 0.0278, 0.0298, 0.0344, 0.0459, 0.3240, 0.4262, 0.5719,
@@ -37,6 +44,79 @@ def test_pass_at_k_table_equals_the_binomial_definition():
                 exact = 1 - math.comb(n - c, k) / math.comb(n, k)
                 assert table[c] == pytest.approx(exact, abs=1e-12)
                 assert es.pass_at_k(n, c, k) == pytest.approx(exact, abs=1e-12)
+
+
+def exact_pass_at_k(n: int, c: int, k: int) -> Fraction:
+    """1 - C(n-c, k) / C(n, k) in exact rational arithmetic (scipy.special.comb with exact=True)."""
+    return 1 - Fraction(int(comb(n - c, k, exact=True)), int(comb(n, k, exact=True)))
+
+
+@pytest.mark.parametrize("n", [256, 1024])
+def test_pass_at_k_at_the_scale_of_rlvr_studies_equals_exact_fractions(n):
+    rng = np.random.default_rng(n)
+    for k in es.k_grid(n):
+        table = es.pass_at_k_table(n, k)
+        edges = {0, 1, 2, 3, n // 2, max(n - k - 1, 0), n - k, min(n - k + 1, n), n - 1, n}
+        for c in sorted(edges | set(rng.integers(0, n + 1, 12).tolist())):
+            exact = exact_pass_at_k(n, c, k)
+            # Absolute error at the 1e-16 level, and relative where pass@k is small (c/n at k = 1).
+            assert table[c] == pytest.approx(float(exact), rel=1e-12, abs=1e-15), (n, k, c)
+            assert es.pass_at_k(n, c, k) == pytest.approx(float(exact), rel=1e-12, abs=1e-15), (n, k, c)
+
+
+def test_pass_at_k_items_at_k_1024_equals_exact_fractions():
+    n, counts = 1024, [0, 1, 7, 100, 512, 1000, 1023, 1024]
+    scores = np.zeros((len(counts), n))
+    rng = np.random.default_rng(5)
+    for i, c in enumerate(counts):
+        scores[i, rng.permutation(n)[:c]] = rng.uniform(0.5, 1.0, c)  # correct means score >= 0.5
+        scores[i, scores[i] == 0] = rng.uniform(0.0, 0.49, n - c)
+    ks = es.k_grid(n)
+    got = es.pass_at_k_items(scores, ks)
+    for i, c in enumerate(counts):
+        assert got[i] == pytest.approx([float(exact_pass_at_k(n, c, k)) for k in ks], rel=1e-12, abs=1e-15)
+
+
+@pytest.mark.parametrize("compress", [True, False])
+def test_pass_at_k_bootstrap_at_k_1024_equals_a_direct_resampling(compress):
+    # 0/1 scores at k = 1,024 with few distinct correct counts (the multinomial path) or item by item.
+    rng = np.random.default_rng(21)
+    n_items, n, n_boot = 400, 1024, 300
+    levels = np.array([0, 1, 3, 40, 300, 900, 1021, 1024])
+    c_pre = rng.choice(levels, n_items)
+    c_post = np.minimum(c_pre + rng.choice([0, 0, 1, 50], n_items), n)
+    pre = (np.arange(n) < c_pre[:, None]).astype(float)[:, rng.permutation(n)]
+    post = (np.arange(n) < c_post[:, None]).astype(float)[:, rng.permutation(n)]
+    ks = es.k_grid(n)
+    r = es.pass_at_k_bootstrap(pre, post, n_boot, np.random.default_rng(4), ks=ks, compress=compress)
+    exact = {c: [float(exact_pass_at_k(n, int(c), k)) for k in ks] for c in {*c_pre, *c_post}}
+    item_pre = np.array([exact[c] for c in c_pre])
+    item_post = np.array([exact[c] for c in c_post])
+    assert r.ks == ks and ks[-1] == 1024
+    assert r.pre == pytest.approx(item_pre.mean(axis=0), rel=1e-12, abs=1e-15)
+    assert r.post == pytest.approx(item_post.mean(axis=0), rel=1e-12, abs=1e-15)
+    # The same resamples drawn here: item weights over whole items (each with all 1,024 of its samples).
+    draw = np.random.default_rng(4)
+    if compress:
+        rows = np.hstack([item_pre, item_post, (c_post - c_pre)[:, None] / n])
+        distinct, counts = es._distinct_rows(rows)
+        assert 8 * len(distinct) <= n_items  # the grouped path is the one exercised
+        weights = draw.multinomial(n_items, counts / n_items, size=n_boot)
+        keys = [tuple(row) for row in rows]
+        groups = [[i for i, key in enumerate(keys) if key == tuple(row)] for row in distinct]
+        w = np.zeros((n_boot, n_items))
+        for g, members in enumerate(groups):
+            w[:, members[0]] = weights[:, g]  # one member carries the group's weight: same means
+    else:
+        idx = draw.integers(0, n_items, (n_boot, n_items))
+        w = np.stack([np.bincount(row, minlength=n_items) for row in idx]).astype(float)
+    boot_pre, boot_post = w @ item_pre / n_items, w @ item_post / n_items
+    for j in range(len(ks)):
+        for got, dist in ((r.pre_ci[j], boot_pre[:, j]), (r.post_ci[j], boot_post[:, j]),
+                          (r.delta_ci[j], boot_post[:, j] - boot_pre[:, j])):  # fmt: skip
+            lo, hi = np.quantile(dist, [0.025, 0.975])
+            assert (got.lo, got.hi) == (pytest.approx(lo, abs=1e-12), pytest.approx(hi, abs=1e-12))
+    assert r.delta_ci[-1].lo > 0  # pass@1024 moves only where an item without a correct sample gains one
 
 
 def test_pass_at_k_rejects_impossible_arguments():
@@ -87,6 +167,14 @@ def test_mcnemar_chi2_matches_r_documentation_example():
     assert r.exact_p == pytest.approx(stats.binomtest(150, 236).pvalue)
 
 
+def test_mcnemar_equals_scipy_binomtest_and_chi2_for_every_split():
+    for n in range(1, 121):
+        for b in range(n + 1):
+            r = es.mcnemar(b, n - b)
+            assert r.exact_p == pytest.approx(stats.binomtest(b, n, 0.5).pvalue, rel=1e-13, abs=1e-300)
+            assert r.chi2_p == stats.chi2.sf(r.chi2, 1)
+
+
 def test_mcnemar_without_discordant_pairs_is_p_one():
     r = es.mcnemar(0, 0)
     assert (r.exact_p, r.chi2_p, r.chi2) == (1.0, 1.0, 0.0)
@@ -118,6 +206,27 @@ def test_bh_qvalues_are_the_step_up_adjustment():
     expected[order] = np.minimum(adjusted, 1)
     assert es.bh_qvalues(p) == pytest.approx(expected)
     assert es.bh_qvalues([]).size == 0
+
+
+@given(
+    st.lists(st.sampled_from([0.0, 1e-4, 0.01, 0.02, 0.5, 1.0]) | st.floats(0, 1), min_size=0, max_size=30)
+)
+def test_bh_qvalues_equal_scipy_false_discovery_control(p):
+    want = stats.false_discovery_control(p, method="bh") if len(p) > 1 else np.asarray(p, dtype=float)
+    assert np.array_equal(es.bh_qvalues(p), want)
+
+
+def test_bh_qvalues_refuse_a_p_value_outside_the_unit_interval():
+    with pytest.raises(ValueError, match="p-values must lie in"):
+        es.bh_qvalues([0.2, 1.5])
+
+
+def test_the_analyses_do_not_import_scipy_stats():
+    # scipy.stats costs about a second to import, half of a whole delta report; evalstats uses the
+    # scipy.special kernels it would call, which the tests above check against scipy.stats.
+    code = "import sys, analysis.delta, analysis.arms; print('scipy.stats' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert out.stdout.strip() == "False"
 
 
 # ----------------------------------------------------------------------------------------- sign flip
@@ -276,6 +385,32 @@ def test_cluster_bootstrap_equals_scipy_resampling_whole_items():
     assert lo == pytest.approx(ref.confidence_interval.low, abs=1e-12)
     assert hi == pytest.approx(ref.confidence_interval.high, abs=1e-12)
     assert est == pytest.approx(es.pass_at_k_items(scores, ks).mean(axis=0))
+
+
+def test_pass_at_k_bootstrap_of_fractional_scores_draws_the_pass_at_k_part_grouped():
+    # Fractional scores: every item's mean difference is distinct, its correct counts are not. The pass@k
+    # part is drawn grouped and the mean difference apart; both agree with the item-by-item draw.
+    rng = np.random.default_rng(8)
+    n_items, k, n_boot = 3000, 8, 4000
+    p = rng.beta(1.0, 1.5, n_items)[:, None]
+    pre = np.clip(p + rng.normal(0, 0.25, (n_items, k)), 0, 1).round(6)
+    post = np.clip(p + 0.05 + rng.normal(0, 0.25, (n_items, k)), 0, 1).round(6)
+    passk = np.hstack([es.pass_at_k_items(pre, es.k_grid(k)), es.pass_at_k_items(post, es.k_grid(k))])
+    assert es._groups(passk) is not None
+    assert es._groups(np.hstack([passk, (post - pre).mean(axis=1)[:, None]])) is None
+    split = es.pass_at_k_bootstrap(pre, post, n_boot, np.random.default_rng(1))
+    plain = es.pass_at_k_bootstrap(pre, post, n_boot, np.random.default_rng(2), compress=False)
+    assert split.pre == pytest.approx(plain.pre) and split.mean_delta == pytest.approx(plain.mean_delta)
+    draw = np.random.default_rng(1)  # the same two draws, one after the other
+    theta = es.bootstrap_distribution(passk, es.weighted_means, n_boot, draw)
+    mean_d = es.bootstrap_distribution((post - pre).mean(axis=1), es.weighted_means, n_boot, draw)
+    assert split.post_ci[-1].lo == pytest.approx(np.quantile(theta[:, -1], 0.025), abs=1e-12)
+    assert split.mean_delta_ci.hi == pytest.approx(np.quantile(mean_d[:, 0], 0.975), abs=1e-12)
+    mine = [*split.pre_ci, *split.post_ci, *split.delta_ci, split.mean_delta_ci]
+    theirs = [*plain.pre_ci, *plain.post_ci, *plain.delta_ci, plain.mean_delta_ci]
+    for a, b in zip(mine, theirs, strict=True):
+        width = b.hi - b.lo
+        assert abs(a.lo - b.lo) < 0.08 * width and abs(a.hi - b.hi) < 0.08 * width
 
 
 def test_pass_at_k_bootstrap_of_identical_arms_is_zero():

@@ -1,0 +1,224 @@
+"""The analyses' reader of EvalLogs: every sample validated as contract.evallog.load validates it, none kept.
+
+An analysis reads an item's scores, budgets and family; the samples (most of a log's bytes) are there to be
+checked against them. Building a pydantic object for each of them is most of the time contract.evallog.load
+takes, so this reader decodes the samples with msgspec into types generated from the EvalLog's own pydantic
+models (same fields, types, bounds and unknown-field refusal), runs the real validators of ItemResult and
+EvalLog on them, and returns the log with each item's samples dropped (None). Everything else is validated
+by pydantic itself.
+
+msgspec is stricter than pydantic's lax mode (it refuses 5.0 for an int, for one): whatever it refuses, or any
+validator refuses, is read again by contract.evallog.load, which either words the problem (EvalLogError)
+or accepts the log. Where the models hold something this reader cannot mirror (a validator of a sample, a
+before-validator, a field type it does not know) it always reads through contract.evallog.load.
+"""
+
+from __future__ import annotations
+
+import types
+from pathlib import Path
+from typing import Annotated, Any, Union, get_args, get_origin
+
+import annotated_types
+import msgspec
+from pydantic import BaseModel, TypeAdapter
+
+from contract.evallog import EvalLog, ItemResult, SampleRecord, load
+
+
+class _Unsupported(Exception):
+    """A part of the models the generated msgspec types cannot reproduce exactly."""
+
+
+_BOUNDS = {
+    annotated_types.Ge: "ge",
+    annotated_types.Gt: "gt",
+    annotated_types.Le: "le",
+    annotated_types.Lt: "lt",
+    annotated_types.MinLen: "min_length",
+    annotated_types.MaxLen: "max_length",
+}
+
+
+def _bounded(tp: Any, metadata: list[Any]) -> Any:
+    """tp with pydantic's field constraints as a msgspec.Meta."""
+    if not metadata:
+        return tp
+    meta = {}
+    for m in metadata:
+        name = _BOUNDS.get(type(m))
+        if name is None:
+            raise _Unsupported(f"constraint {m!r}")
+        meta[name] = getattr(m, name)
+    return Annotated[tp, msgspec.Meta(**meta)]
+
+
+def _mirror_type(tp: Any, metadata: list[Any], structs: dict[type, Any]) -> Any:
+    """The msgspec type that accepts what pydantic accepts for tp (or refuses more, never less)."""
+    origin = get_origin(tp)
+    if tp is Any:
+        if metadata:
+            raise _Unsupported("a constraint on Any")
+        return Any
+    if tp in (int, float, str, bool):
+        return _bounded(tp, metadata)
+    if origin in (Union, types.UnionType):
+        args = get_args(tp)
+        others = [a for a in args if a is not type(None)]
+        if len(others) != 1 or len(args) != 2:
+            raise _Unsupported(f"union {tp!r}")
+        return _mirror_type(others[0], metadata, structs) | None
+    if origin is list and not metadata:
+        return list[_mirror_type(get_args(tp)[0], [], structs)]
+    if origin is dict and not metadata:
+        key, value = get_args(tp)
+        return dict[_mirror_type(key, [], structs), _mirror_type(value, [], structs)]
+    if isinstance(tp, type) and issubclass(tp, BaseModel) and not metadata:
+        return _mirror_struct(tp, structs)
+    raise _Unsupported(f"type {tp!r}")
+
+
+def _no_validators(model: type[BaseModel]) -> None:
+    """Refuse a model whose instances pydantic would check beyond their fields' types and bounds."""
+    decorators = model.__pydantic_decorators__
+    if any(
+        getattr(decorators, kind)
+        for kind in ("validators", "field_validators", "root_validators", "model_validators")
+    ):
+        raise _Unsupported(f"{model.__name__} has validators")
+
+
+def _mirror_struct(model: type[BaseModel], structs: dict[type, Any]) -> Any:
+    """A msgspec Struct with the model's fields, required fields and refusal of unknown fields."""
+    if model in structs:
+        return structs[model]
+    _no_validators(model)
+    extra = model.model_config.get("extra") or "ignore"
+    if extra == "allow":
+        raise _Unsupported(f"{model.__name__} allows extra fields")
+    fields = []
+    for name, info in model.model_fields.items():
+        if info.alias not in (None, name) or info.validation_alias is not None:
+            raise _Unsupported(f"{model.__name__}.{name} has an alias")
+        tp = _mirror_type(info.annotation, list(info.metadata), structs)
+        if info.is_required():
+            fields.append((name, tp))
+        elif info.default_factory is not None:
+            fields.append((name, tp, msgspec.field(default_factory=info.default_factory)))
+        else:
+            fields.append((name, tp, info.default))
+    # Samples hold no reference cycles: the collector need not track them (gc=False).
+    struct = msgspec.defstruct(
+        f"_{model.__name__}", fields, forbid_unknown_fields=extra == "forbid", gc=False
+    )
+    structs[model] = struct
+    return struct
+
+
+def _after_validators(model: type[BaseModel]) -> list[Any]:
+    """The model's validators that see the built instance; any other kind cannot be replayed here."""
+    decorators = model.__pydantic_decorators__
+    if decorators.validators or decorators.root_validators:
+        raise _Unsupported(f"{model.__name__} has old-style validators")
+    found = []
+    for d in decorators.model_validators.values():
+        if d.info.mode != "after":
+            raise _Unsupported(f"{model.__name__} has a {d.info.mode} model validator")
+        found.append(d.func)
+    return found
+
+
+def _plan() -> tuple[msgspec.json.Decoder, list[Any], list[Any]] | str:
+    """The decoder of a whole log and the validators to replay with samples, or why there is none."""
+    try:
+        sample = _mirror_struct(SampleRecord, {})
+        for model, field in ((ItemResult, "samples"), (EvalLog, "items")):
+            for d in model.__pydantic_decorators__.field_validators.values():
+                if field in d.info.fields or "*" in d.info.fields:
+                    raise _Unsupported(f"{model.__name__} validates {field} itself")
+        item_validators, log_validators = _after_validators(ItemResult), _after_validators(EvalLog)
+    except _Unsupported as e:
+        return str(e)
+    # Only samples are typed here; every other field is validated by pydantic on the way to EvalLog.
+    item = msgspec.defstruct(
+        "_Item",
+        [("samples", list[sample] | None, msgspec.UNSET)]
+        + [(name, Any, msgspec.UNSET) for name in ItemResult.model_fields if name != "samples"],
+        forbid_unknown_fields=True,
+    )
+    log = msgspec.defstruct(
+        "_Log",
+        [("items", list[item], msgspec.UNSET)]
+        + [(name, Any, msgspec.UNSET) for name in EvalLog.model_fields if name != "items"],
+        forbid_unknown_fields=True,
+    )
+    return msgspec.json.Decoder(log), item_validators, log_validators
+
+
+_PLANNED = _plan()
+_PLAN = None if isinstance(_PLANNED, str) else _PLANNED
+_ITEMS = TypeAdapter(list[ItemResult])
+
+
+def why_no_fast_path() -> str | None:
+    """None when read_log decodes samples itself, else the part of the models it cannot mirror.
+
+    Without the fast path every log is read by contract.evallog.load (correct, at that speed); extend
+    _mirror_type or the validator replay to bring it back.
+    """
+    return _PLANNED if isinstance(_PLANNED, str) else None
+
+
+def _view(model: BaseModel, **fields: Any) -> types.SimpleNamespace:
+    """A validated model's field values, some replaced (the decoded samples, or items with theirs)."""
+    return types.SimpleNamespace(**{**model.__dict__, **fields})
+
+
+def _present(struct: Any, names: Any) -> dict[str, Any]:
+    return {n: v for n in names if (v := getattr(struct, n)) is not msgspec.UNSET}
+
+
+def _read(data: bytes) -> EvalLog:
+    """The log without samples, or ValueError / msgspec.ValidationError for a log to read in full."""
+    assert _PLAN is not None
+    decoder, item_validators, log_validators = _PLAN
+    raw = decoder.decode(data)
+    header = _present(raw, [n for n in EvalLog.model_fields if n != "items"])
+    views = []
+    if raw.items is not msgspec.UNSET:
+        names = [n for n in ItemResult.model_fields if n != "samples"]
+        header["items"] = _ITEMS.validate_python([_present(it, names) for it in raw.items])
+        for result, it in zip(header["items"], raw.items, strict=True):
+            if it.samples is msgspec.UNSET or it.samples is None:
+                views.append(result)
+                continue
+            view = _view(result, samples=it.samples)
+            for check in item_validators:
+                check(view)
+            views.append(view)
+    log = EvalLog.model_validate(header)
+    seen = _view(log, items=views)
+    for check in log_validators:
+        check(seen)
+    return log
+
+
+def read_log(path: str | Path) -> EvalLog:
+    """Read and validate one EvalLog in full (as contract.evallog.load) and return it without its samples.
+
+    A log that does not validate raises EvalLogError naming the file, item and field, worded as load words it.
+    """
+    if _PLAN is None or not Path(path).is_file():
+        return _without_samples(load(path))
+    try:
+        return _read(Path(path).read_bytes())
+    except (msgspec.ValidationError, msgspec.DecodeError, ValueError):
+        # Refused here (msgspec refuses more than pydantic's lax mode): load words the problem, or reads
+        # a log that only msgspec refused.
+        return _without_samples(load(path))
+
+
+def _without_samples(log: EvalLog) -> EvalLog:
+    for it in log.items:
+        it.samples = None
+    return log
