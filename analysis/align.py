@@ -205,17 +205,20 @@ def check_matched(
             if a != b:
                 raise refuse(f"pins.{name}", a, b, "score and generate both arms from the same suite file")
             checked.append(f"pins.{name}")
-    seeds = {it.item_id: [s.seed for s in it.samples] for it in ref.items if it.samples is not None}
-    both = [it for it in other.items if it.samples is not None and it.item_id in seeds] if seeds else []
+    # From the samples, or the seeds the fast reader kept when it dropped them.
+    seeds = {it.item_id: mine for it in ref.items if (mine := it.sample_seeds()) is not None}
+    both = [
+        (it.item_id, theirs) for it in other.items if (theirs := it.sample_seeds()) and it.item_id in seeds
+    ]
     if both:
-        for it in both:
-            mine = seeds[it.item_id]
-            for j, s in enumerate(it.samples or []):
-                if s.seed != mine[j]:
+        for item_id, theirs in both:
+            mine = seeds[item_id]
+            for j, seed in enumerate(theirs):
+                if j < len(mine) and seed != mine[j]:
                     raise refuse(
-                        f"item {it.item_id!r}: samples[{j}].seed",
+                        f"item {item_id!r}: samples[{j}].seed",
                         mine[j],
-                        s.seed,
+                        seed,
                         "generate both arms with the same protocol.seed and the same seed derivation",
                     )
         checked.append("samples.seed")

@@ -22,7 +22,15 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from contract.engine import EngineInfo
 from contract.generations import (
@@ -73,6 +81,15 @@ class ItemResult(_Strict):
     prompt: str | None = None
     retrieved: list[RetrievedDoc] | None = None
     samples: list[SampleRecord] | None = None
+    # The per-sample seeds of a log read without its samples (contract.logreader), so that two logs can
+    # still be checked for the same seeds; a log with samples reads them from the samples.
+    _seeds: tuple[int | None, ...] | None = PrivateAttr(default=None)
+
+    def sample_seeds(self) -> tuple[int | None, ...] | None:
+        """The seed of each sample, from the samples or kept when they were dropped; None if unknown."""
+        if self.samples is not None:
+            return tuple(s.seed for s in self.samples)
+        return self._seeds
 
     @field_validator("scores")
     @classmethod

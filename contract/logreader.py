@@ -192,6 +192,7 @@ def _read(data: bytes) -> EvalLog:
             if it.samples is msgspec.UNSET or it.samples is None:
                 views.append(result)
                 continue
+            result._seeds = tuple(getattr(s, "seed", None) for s in it.samples)
             view = _view(result, samples=it.samples)
             for check in item_validators:
                 check(view)
@@ -220,5 +221,6 @@ def read_log(path: str | Path) -> EvalLog:
 
 def _without_samples(log: EvalLog) -> EvalLog:
     for it in log.items:
+        it._seeds = it.sample_seeds()
         it.samples = None
     return log
