@@ -41,7 +41,7 @@ from analysis.align import (
     write_outputs,
 )
 from analysis.delta import family_groups, mean_contrast
-from contract.evallog import EvalLog
+from contract.evallog import EvalLog, collector_paused
 
 CANONICAL_ARMS = ["base", "trained", "+rag", "+tools", "trained+rag", "trained+tools", "trained+rag+tools"]
 DEFAULT_ATTRIBUTION = {
@@ -380,6 +380,8 @@ def build(logs_dir: str, settings: Settings, arms: list[str] | None = None) -> d
     }
 
 
+# The logs live until the report is written and the run makes little cyclic garbage: no collection.
+@collector_paused()
 def main(argv: list[str] | None = None) -> int:
     """Command line entry: build, render and write the arm comparison."""
     ap = argparse.ArgumentParser(prog="python -m analysis.arms", description=__doc__.split("\n\n")[0])

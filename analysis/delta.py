@@ -33,7 +33,7 @@ from analysis.align import (
     settings_dict,
     write_outputs,
 )
-from contract.evallog import EvalLog
+from contract.evallog import EvalLog, collector_paused
 
 NO_FAMILY = "(none)"
 
@@ -218,6 +218,8 @@ def build(pre_path: str, pre: EvalLog, post_path: str, post: EvalLog, settings: 
     }
 
 
+# The logs live until the report is written and the run makes little cyclic garbage: no collection.
+@collector_paused()
 def main(argv: list[str] | None = None) -> int:
     """Command line entry: build, render and write the delta report."""
     ap = argparse.ArgumentParser(prog="python -m analysis.delta", description=__doc__.split("\n\n")[0])

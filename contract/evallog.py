@@ -213,13 +213,9 @@ def problems(path: str | Path) -> list[str]:
 
 
 def load(path: str | Path) -> EvalLog:
-    """Read and validate one EvalLog; raise EvalLogError naming the file, item and field.
-
-    The loaded log is moved to the garbage collector's permanent generation (gc.freeze): it holds no
-    reference cycles and is still freed when released, but the collector no longer traverses it.
-    """
+    """Read and validate one EvalLog; raise EvalLogError naming the file, item and field."""
     try:
-        with _outside_the_collector():
+        with collector_paused():
             return EvalLog.model_validate_json(Path(path).read_bytes())
     except (OSError, ValidationError):
         # Validate once on the fast path; only a failing file is parsed again to word its problems.
@@ -227,18 +223,17 @@ def load(path: str | Path) -> EvalLog:
 
 
 @contextmanager
-def _outside_the_collector() -> Iterator[None]:
-    """Build objects with the cyclic collector paused, then freeze them (only if the build succeeded).
+def collector_paused() -> Iterator[None]:
+    """No cyclic garbage collection inside the block; the collector is left as it was found.
 
-    A log with samples is a million small objects that live as long as the analysis: every collection
-    while they are built would traverse all built so far, and every later one all of them again (more
-    than doubling the load time of a 60 MB log).
+    A log with samples is a million small objects: every collection while they are built traverses all
+    built so far (more than doubling the load of a 60 MB log), and every later one all of them again. An
+    analysis holds its logs until it ends and makes little cyclic garbage, so it runs inside one.
     """
     enabled = gc.isenabled()
     gc.disable()
     try:
         yield
-        gc.freeze()
     finally:
         if enabled:
             gc.enable()
