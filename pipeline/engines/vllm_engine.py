@@ -130,7 +130,7 @@ class VllmEngine:
         gpu_memory_utilization: float = 0.9,
         tensor_parallel_size: int = 1,
         cpu_kvcache_space_gib: float = 1,
-        save_every: int = 2048,
+        save_every: int = 4096,
         batch_invariant: bool = False,
         llm_kwargs: dict[str, Any] | None = None,
         log_level: str = "error",
