@@ -12,6 +12,9 @@ time it adds outside them (planning, pins, shard writes, the generations file), 
 call's time. Total times are printed too (minimum and median: other jobs on a shared machine only ever
 add time), with the load average. Target: <= 10%.
 The model is demo/models/base when it exists, else the tests' tiny checkpoint (built once, ~1-3 min).
+--save-every 256,1024,... runs the runner once per value of the engine's save_every (requests per
+`LLM.generate` call) in every round: smaller calls take more engine steps, so for them the figure that
+counts is the total-time (throughput) cost against the one bare call over all requests (target <= 10%).
 """
 
 from __future__ import annotations
@@ -65,6 +68,11 @@ def main(argv: list[str] | None = None) -> int:
         "--chunk-size", type=int, default=None, help="runner chunk size (default conf/engine/vllm.yaml)"
     )
     ap.add_argument(
+        "--save-every",
+        default=None,
+        help="comma-separated engine save_every values, a runner variant each (default: conf/engine)",
+    )
+    ap.add_argument(
         "--repeats", type=int, default=5, help="interleaved rounds of bare and runner (default 5)"
     )
     args = ap.parse_args(argv)
@@ -86,6 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     world = make_world(
         tmp / "w", {"base": model}, items, k=args.k, max_tokens=args.max_tokens, temperature=1.0
     )
+    variants = [int(v) for v in args.save_every.split(",")] if args.save_every else [cfg["save_every"]]
     requests = plan_run(load_params(world.params), load_arm("base"), []).requests
 
     t0 = time.perf_counter()
@@ -107,8 +116,9 @@ def main(argv: list[str] | None = None) -> int:
     prompts = [r.prompt for r in requests]
     llm.generate(prompts[:16], params[:16], use_tqdm=False)  # warm-up: first-call compilation and allocation
 
-    # Time spent inside vLLM's engine steps is the same work in both (same requests, same batch, same step
-    # count); the runner's cost is what it adds outside them. Both are recorded per round.
+    # With save_every >= the request count, time inside vLLM's engine steps is the same work in both (same
+    # requests, same batch, same step count); the runner's cost is what it adds outside them. Smaller
+    # save_every takes more, emptier steps: its cost shows in the total time. Both are recorded per round.
     core = llm.llm_engine
     step_clock = {"s": 0.0, "n": 0}
     inner_step = core.step
@@ -123,27 +133,36 @@ def main(argv: list[str] | None = None) -> int:
 
     core.step = timed_step
     load_before = os.getloadavg()[0]
-    rounds: dict[str, list[tuple[float, float, float, int]]] = {"bare": [], "runner": []}
+    names = ["bare"] + [f"runner save_every={v}" for v in variants]
+    rounds: dict[str, list[tuple[float, float, float, int]]] = {n: [] for n in names}
     tokens, texts = {}, {}
     for rep in range(args.repeats):
-        for which in ("bare", "runner"):
+        for which in names:
             llm.reset_prefix_cache()
             step_clock.update(s=0.0, n=0)
             t0, c0 = time.perf_counter(), time.process_time()
             if which == "bare":
                 outs = llm.generate(prompts, params, use_tqdm=False)
             else:
-                path = run(
-                    world.settings("base", engine=cfg, out_dir=tmp / f"logs-{rep}", progress=False), engine
+                every = variants[names.index(which) - 1]
+                engine.save_every = every
+                settings = world.settings(
+                    "base",
+                    engine={**cfg, "save_every": every},
+                    out_dir=tmp / f"logs-{rep}-{every}",
+                    progress=False,
                 )
+                path = run(settings, engine)
             wall, cpu = time.perf_counter() - t0, time.process_time() - c0
             rounds[which].append((wall, cpu, step_clock["s"], step_clock["n"]))
-        tokens["bare"] = sum(len(o.outputs[0].token_ids) for o in outs)
-        texts["bare"] = [o.outputs[0].text for o in outs]
-        gens = load_generations(path)
-        tokens["runner"] = sum(s.gen_tokens for it in gens.items for s in it.samples)
-        by_key = {(it.item_id, s.index): s.text for it in gens.items for s in it.samples}
-        texts["runner"] = [by_key[r.key] for r in requests]
+            if which == "bare":
+                tokens[which] = sum(len(o.outputs[0].token_ids) for o in outs)
+                texts[which] = [o.outputs[0].text for o in outs]
+                continue
+            gens = load_generations(path)
+            tokens[which] = sum(s.gen_tokens for it in gens.items for s in it.samples)
+            by_key = {(it.item_id, s.index): s.text for it in gens.items for s in it.samples}
+            texts[which] = [by_key[r.key] for r in requests]
     core.step = inner_step
 
     print(f"model                {model} ({engine.info.version}, {engine.info.device}, {engine.info.dtype})")
@@ -151,31 +170,33 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"requests             {len(requests)} ({shape}), max_tokens {args.max_tokens}, {args.repeats} rounds"
     )
-    print(f"runner chunk_size    {cfg['chunk_size']}")
+    print(f"runner chunk_size    {cfg['chunk_size']}, engine save_every {', '.join(map(str, variants))}")
     print(f"engine start         {start_s:.1f} s (excluded)")
     summary = {}
-    for which, label in (("bare", "bare LLM.generate"), ("runner", "runner run()")):
+    for which in names:
         rs = rounds[which]
         wall = min(r[0] for r in rs)
         outside = min(r[0] - r[2] for r in rs)
         summary[which] = (wall, outside)
         print(
-            f"{label:<20} wall min {wall:6.2f} s (median {statistics.median(r[0] for r in rs):6.2f})"
+            f"{which:<27} wall min {wall:6.2f} s (median {statistics.median(r[0] for r in rs):6.2f})"
             f"  CPU min {min(r[1] for r in rs):6.2f} s  engine steps {rs[0][3]}"
             f"  outside steps min {outside:5.2f} s  {tokens[which] / wall:6.0f} tok/s"
             f"  {len(requests) / wall:6.1f} samples/s"
         )
-    added = summary["runner"][1] - summary["bare"][1]
     bare_wall = summary["bare"][0]
-    share = added / bare_wall * 100
-    print(f"runner overhead      {added:+.2f} s outside engine steps = {share:+.1f}% of bare (target <= 10%)")
-    total = (summary["runner"][0] - bare_wall) / bare_wall * 100
-    print(f"total-time overhead  {total:+.1f}% (min vs min; load-sensitive)")
+    for which in names[1:]:
+        added = summary[which][1] - summary["bare"][1]
+        total = (summary[which][0] - bare_wall) / bare_wall * 100
+        differ = sum(a != b for a, b in zip(texts["bare"], texts[which], strict=True))
+        print(
+            f"{which:<27} outside steps {added:+.2f} s = {added / bare_wall * 100:+.1f}% of bare;"
+            f" total time {total:+.1f}% (min vs min, target <= 10%);"
+            f" tokens {tokens[which]} (bare {tokens['bare']}); texts unlike bare {differ}/{len(requests)}"
+        )
     load_after = os.getloadavg()[0]
-    walls = ", ".join(f"{b[0]:.1f}/{r[0]:.1f}" for b, r in zip(rounds["bare"], rounds["runner"], strict=True))
-    print(f"wall rounds (s)      bare/runner: {walls}; load average {load_before:.1f} -> {load_after:.1f}")
-    same = texts["bare"] == texts["runner"]
-    print(f"generated tokens     bare {tokens['bare']}, runner {tokens['runner']}; same texts: {same}")
+    walls = "; ".join(f"{n} " + ", ".join(f"{r[0]:.1f}" for r in rounds[n]) for n in names)
+    print(f"wall rounds (s)             {walls}; load average {load_before:.1f} -> {load_after:.1f}")
     return 0
 
 

