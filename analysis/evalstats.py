@@ -311,7 +311,9 @@ def mcnemar(b: int, c: int) -> McNemar:
     n = b + c
     if n == 0:
         return McNemar(b, c, 0.0, 1.0, 1.0)
-    chi2 = (abs(b - c) - 1) ** 2 / n
+    # R applies the continuity correction only when |b - c| >= 1, so b = c gives chi2 = 0 and p = 1.
+    correction = 1 if abs(b - c) >= 1 else 0
+    chi2 = max(abs(b - c) - correction, 0) ** 2 / n
     # Binomial(n, 1/2) is symmetric, so the outcomes at most as likely as b are the two tails beyond
     # min(b, c): p = 2 P(X >= max(b, c)), and P(X >= m) is the regularized beta I_1/2(m, n - m + 1).
     exact = 1.0 if b == c else min(1.0, 2.0 * float(betainc(max(b, c), min(b, c) + 1, 0.5)))
@@ -336,14 +338,16 @@ class EffectSize:
 def cohens_dz(d: np.ndarray, alpha: float = 0.05) -> EffectSize | None:
     """Paired standardized effect mean(d)/sd(d) with an exact CI by inverting the noncentral t.
 
-    None when it is undefined (fewer than two items, or every difference equal).
+    None when it is undefined (fewer than two items, or every difference equal up to rounding).
     """
     d = np.asarray(d, dtype=np.float64)
     n = d.size
     if n < 2:
         return None
     sd = float(d.std(ddof=1))
-    if not sd > 0:
+    # Differences equal in exact arithmetic (0.3 - 0.1 and 0.2 - 0.0) differ in their last bits; an exact
+    # sd > 0 test would divide by that rounding noise and report an effect of 1e15.
+    if not sd > 1e-9 * float(np.abs(d).max()):
         return None
     dz = float(d.mean()) / sd
     t, df, root = dz * math.sqrt(n), n - 1, math.sqrt(n)

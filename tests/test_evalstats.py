@@ -180,6 +180,14 @@ def test_mcnemar_without_discordant_pairs_is_p_one():
     assert (r.exact_p, r.chi2_p, r.chi2) == (1.0, 1.0, 0.0)
 
 
+def test_mcnemar_chi2_is_zero_as_r_when_the_discordant_counts_are_equal_or_one_apart():
+    # R's mcnemar.test drops the continuity correction when |b - c| < 1: b = c gives 0 and p = 1.
+    for b, c in ((1, 1), (5, 5), (40, 40)):
+        r = es.mcnemar(b, c)
+        assert (r.chi2, r.chi2_p) == (0.0, 1.0)
+    assert es.mcnemar(3, 2).chi2 == 0.0
+
+
 def test_mcnemar_from_verdicts_counts_flips():
     pre = np.array([0, 0, 1, 1, 0], bool)
     post = np.array([1, 1, 0, 1, 0], bool)
@@ -451,6 +459,14 @@ def test_cohens_dz_ci_approaches_the_large_sample_normal_interval():
     se = math.sqrt(1 / d.size + r.dz**2 / (2 * d.size))  # Hedges & Olkin's asymptotic variance
     assert r.lo == pytest.approx(r.dz - 1.959964 * se, abs=1e-3)
     assert r.hi == pytest.approx(r.dz + 1.959964 * se, abs=1e-3)
+
+
+def test_cohens_dz_undefined_for_differences_constant_up_to_rounding():
+    # 0.3 - 0.1 and 0.2 - 0.0 are both 0.2 but differ in the last bit: sd ~ 1e-17, not an effect of 1e16.
+    pre, post = np.array([0.1, 0.0] * 5), np.array([0.3, 0.2] * 5)
+    d = post - pre
+    assert d.std(ddof=1) > 0
+    assert es.cohens_dz(d) is None
 
 
 def test_cohens_dz_undefined_for_constant_differences():
