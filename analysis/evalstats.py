@@ -294,6 +294,13 @@ def sign_flip_test(d: np.ndarray, n_perm: int, rng: np.random.Generator) -> Sign
     return SignFlip(np.clip(2 * np.minimum(less, greater), 0.0, 1.0), exact, int(size))
 
 
+def sign_flip_min_p(n_items: int, n_perm: int) -> float:
+    """The smallest p sign_flip_test can return for n items: 2 / 2^n exact, 2 / (n_perm + 1) Monte Carlo."""
+    if n_items < 63 and 2**n_items <= n_perm:
+        return min(1.0, 2.0 ** (1 - n_items))
+    return min(1.0, 2.0 / (n_perm + 1))
+
+
 @dataclass(frozen=True)
 class McNemar:
     """McNemar's test on discordant pairs: b = wrong->right, c = right->wrong."""

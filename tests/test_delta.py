@@ -377,7 +377,7 @@ def test_identical_scores_are_no_shift(tmp_path, rows):
     r = build(a, b)
     assert r["delta_mean"] == 0.0
     assert r["perm_p"] == 1.0
-    assert r["claim"] == "no material shift"
+    assert r["claim"] == ("no material shift" if len(rows) >= 6 else "TOO FEW ITEMS")
     assert r["delta_ci95"] == [0.0, 0.0] and r["delta_ci95_cluster"] == [0.0, 0.0]
     assert r["flips_wrong_to_right"] == r["flips_right_to_wrong"] == 0 and r["mcnemar_p"] == 1.0
     json.dumps(r, allow_nan=False)
@@ -566,3 +566,65 @@ def test_defaults_without_params(tmp_path, monkeypatch):
     assert read_settings(None) == Settings(
         n_boot=10_000, n_perm=10_000, alpha=0.05, fdr=0.05, min_effect=0.01, seed=0
     )
+
+
+# ------------------------------------------------------------------------------ what the report may claim
+
+
+@pytest.mark.parametrize("n_items", [1, 3, 5])
+def test_too_few_items_to_reach_alpha_make_no_claim(tmp_path, n_items):
+    pre, post = np.zeros((n_items, 8)), np.zeros((n_items, 8))
+    post[:, :6] = 1  # every item rises: the largest effect these few items can show
+    r = build(write_log(tmp_path / "a.json", pre), write_log(tmp_path / "b.json", post))
+    assert r["claim"] == "TOO FEW ITEMS", r["claim_detail"]
+    assert f"{n_items} paired items cannot reach p < 0.05 with a sign-flip test" in r["claim_detail"]
+
+
+def test_six_items_can_reach_alpha_and_are_claimed(tmp_path):
+    pre, post = np.zeros((6, 8)), np.zeros((6, 8))
+    post[:, :6] = 1
+    r = build(write_log(tmp_path / "a.json", pre), write_log(tmp_path / "b.json", post))
+    assert r["claim"] != "TOO FEW ITEMS"
+
+
+def test_sharpening_reads_an_unmoved_pass_at_n_as_not_detected(tmp_path):
+    pre = np.zeros((80, 8))
+    pre[:60, :2] = 1
+    post = np.zeros((80, 8))
+    post[:60, :7] = 1
+    r = build(write_log(tmp_path / "a.json", pre), write_log(tmp_path / "b.json", post))
+    assert r["claim"] == "SHARPENING"
+    assert "not detected" in r["claim_detail"] and "not capability expansion" not in r["claim_detail"]
+
+
+def test_one_interval_per_number_with_its_method_named(pair):
+    r = build(*pair)
+    row1 = r["pass_at_k"][0]
+    # With 0/1 scores pass@1 is the mean score: its delta carries the headline interval, not a second one.
+    assert row1["delta"] == pytest.approx(r["delta_mean"])
+    assert row1["delta_ci95"] == r["delta_ci95"] and r["delta_ci95_method"] in row1["delta_ci95_method"]
+    from analysis import render
+
+    tables, _ = markdown_view(render.delta_markdown(r))
+    headline = next(t for t in tables if t[0] == ["quantity", "value"])
+    ci_rows = [row for row in headline if "CI" in row[0] and "d_z" not in row[0]]
+    assert len(ci_rows) == 1 and "bootstrap" in ci_rows[0][0] and r["delta_ci95_method"] in ci_rows[0][0]
+    assert f"{r['delta_ci95'][0]:+.4f}" in r["claim_detail"]
+
+
+def test_p_at_the_permutation_floor_is_printed_as_a_bound(pair):
+    from analysis import render
+
+    r = build(*pair)
+    assert not r["perm_exact"] and r["perm_p"] == pytest.approx(2 / 401)
+    text = render.delta_markdown(r)
+    assert "<= 0.005 (floor of 400 permutations)" in text
+    assert "| 0.004988 |" not in text
+
+
+def test_interval_labels_follow_alpha(pair):
+    from analysis import render
+
+    r = build(*pair, Settings(n_boot=400, n_perm=400, seed=7, alpha=0.1))
+    text = render.delta_markdown(r)
+    assert "90% CI" in text and "95%" not in text
