@@ -199,6 +199,7 @@ def build(pre_path: str, pre: EvalLog, post_path: str, post: EvalLog, settings: 
             "between_item_var": mde.between_item_var,
             "within_item_var": mde.within_item_var,
             "by_k": {str(k): v for k, v in mde.by_k.items()},
+            "reason": mde.reason,
         },
         "claim": verdict,
         "claim_detail": detail,

@@ -68,13 +68,18 @@ def delta_markdown(r: dict[str, Any]) -> str:
     within = mde["within_item_var"]
     s = r["settings"]
     pct = ci_percent(s["alpha"])
-    lines = [
-        "# Reasoning delta report",
-        "",
+    sensitivity = (
         f"**Minimum detectable effect: {_num(mde['mde'])}** ({mde['power']:.0%} power, two-sided alpha "
         f"{mde['alpha']}, {mde['n_items']} items x {mde['k']} samples; between-item variance of the "
         f"differences {_num(mde['between_item_var'], '.3g')}, within-item variance "
-        f"{_num(within, '.3g')} / k). A smaller true delta is not reliably visible at this suite size.",
+        f"{_num(within, '.3g')} / k). A smaller true delta is not reliably visible at this suite size."
+        if mde["mde"] is not None
+        else f"**Minimum detectable effect: not estimable**: {md(mde.get('reason'))}."
+    )
+    lines = [
+        "# Reasoning delta report",
+        "",
+        sensitivity,
         "",
         f"**Claim: {md(r['claim'])}.** {md(r['claim_detail'])}",
         "",

@@ -628,3 +628,33 @@ def test_interval_labels_follow_alpha(pair):
     r = build(*pair, Settings(n_boot=400, n_perm=400, seed=7, alpha=0.1))
     text = render.delta_markdown(r)
     assert "90% CI" in text and "95%" not in text
+
+
+def test_identical_logs_print_no_zero_mde(tmp_path):
+    from analysis import render
+
+    rows = np.array([[1, 0, 1], [0, 0, 0]] * 5, float)
+    r = build(write_log(tmp_path / "a.json", rows), write_log(tmp_path / "b.json", rows))
+    assert r["mde"]["mde"] is None and "no variance" in r["mde"]["reason"]
+    text = render.delta_markdown(r)
+    assert "Minimum detectable effect: 0.0000" not in text and "not estimable" in text
+
+
+def test_power_cli_plans_from_a_pilot_pair_and_refuses_identical_logs(tmp_path):
+    from analysis import evalstats as es
+
+    rng = np.random.default_rng(5)
+    pre, logit = synthetic_scores(rng, 60, 4)
+    post, _ = synthetic_scores(rng, 60, 4, lift=0.5, base=logit)
+    a = write_log(tmp_path / "a.json", pre)
+    b = write_log(tmp_path / "b.json", post)
+    out = run_cli("analysis.power", "--pilot", str(a), "--post", str(b), "--mde", "0.02")
+    assert out.returncode == 0, out.stderr
+    plan = es.power_plan(pre, post, 0.02)
+    row = next(line for line in out.stdout.splitlines() if line.endswith("<- the pilot's k"))
+    assert f"| {plan.items_by_k[4]:>12,} |" in row and "assumed" not in out.stdout
+    same = run_cli("analysis.power", "--pilot", str(a), "--post", str(a), "--mde", "0.02")
+    assert same.returncode == 2 and "no variance" in same.stderr and "0.0000" not in same.stdout
+    bare = run_cli("analysis.power", "--mde", "0.02")
+    assert bare.returncode == 0 and "assumed (not measured): no pilot" in bare.stdout
+    assert "4,906" in bare.stdout

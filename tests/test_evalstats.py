@@ -607,3 +607,47 @@ def test_budget_adjustment_of_several_contrasts_matches_one_at_a_time():
     joint = es.budget_adjusted_deltas(contrasts, 100, np.random.default_rng(0))
     for c, j in zip(contrasts, joint, strict=True):
         assert j.delta == pytest.approx(loop_budget_adjusted_delta(*c), abs=1e-12)
+
+
+# ---------------------------------------------------------------------------------------- power planning
+
+Z_POWER = 1.959963984540054 + 0.8416212335729143  # z_{0.975} + z_{0.8}, from a normal table
+
+
+def test_power_plan_without_a_pilot_is_the_textbook_paired_binary_formula():
+    plan = es.power_plan(None, None, 0.02)
+    # Var(d) = 2 p (1 - p) (1 - rho) = 2 * 0.25 * 0.5 = 0.25 per sample.
+    assert plan.items_by_k[1] == math.ceil(Z_POWER**2 * 0.25 / 0.02**2) == 4906
+    assert plan.items_by_k[8] == math.ceil(Z_POWER**2 * 0.25 / 8 / 0.02**2)
+    assert "p = 0.5" in plan.assumed and "rho = 0.5" in plan.assumed
+
+
+def test_power_plan_from_a_pilot_pair_by_hand():
+    pilot = np.array([[1, 0], [1, 1], [0, 0], [0, 1]], float)
+    post = np.array([[1, 1], [1, 1], [0, 1], [0, 0]], float)
+    # d = [[0, 1], [0, 0], [0, 1], [0, -1]]: within = mean(1/2, 0, 1/2, 1/2) = 3/8; item means (1/2, 0, 1/2,
+    # -1/2) have variance 11/48; between = 11/48 - (3/8) / 2 = 1/24.
+    plan = es.power_plan(pilot, post, 0.1, ks=(1, 2))
+    assert plan.within_item_var == pytest.approx(3 / 8) and plan.between_item_var == pytest.approx(1 / 24)
+    assert plan.items_by_k == {
+        1: math.ceil(Z_POWER**2 * (1 / 24 + 3 / 8) / 0.01),
+        2: math.ceil(Z_POWER**2 * (1 / 24 + 3 / 16) / 0.01),
+    }
+    assert plan.assumed is None
+
+
+def test_power_plan_from_a_pilot_alone_assumes_the_correlation():
+    pilot = np.array([[1, 0], [1, 1], [0, 0], [0, 1]], float)
+    # One arm: item means (1/2, 1, 0, 1/2), variance 1/6; within mean(1/2, 0, 0, 1/2) = 1/4; between 1/24.
+    plan = es.power_plan(pilot, None, 0.1, ks=(2,))
+    assert plan.between_item_var == pytest.approx(2 * (1 / 6 - 1 / 8) * 0.5)
+    assert plan.within_item_var == pytest.approx(2 * 1 / 4)
+    assert "rho = 0.5" in plan.assumed
+
+
+def test_no_variance_gives_no_plan_and_no_zero_mde():
+    scores = np.array([[1, 0], [0, 0], [1, 1]], float)
+    with pytest.raises(ValueError, match="no variance"):
+        es.power_plan(scores, scores.copy(), 0.02)
+    mde = es.mde_paired(scores, scores.copy())
+    assert mde.mde is None and "no variance" in mde.reason
