@@ -164,6 +164,7 @@ def build(pre_path: str, pre: EvalLog, post_path: str, post: EvalLog, settings: 
         # the headline's, and the claim line quotes that same interval.
         passk = dataclasses.replace(passk, delta_ci=[headline, *passk.delta_ci[1:]])
         delta_methods[0] = f"{headline.method}, item-level (the headline interval)"
+    noise = es.aa_noise_floor(a.scores, settings.n_boot, es.rng_for(seed, "noise"), alpha=alpha)
     rho = None
     if a.item_mean.std() > 0 and b.item_mean.std() > 0:
         rho = float(np.corrcoef(a.item_mean, b.item_mean)[0, 1])
@@ -212,6 +213,18 @@ def build(pre_path: str, pre: EvalLog, post_path: str, post: EvalLog, settings: 
         "delta_ci95_percentile": [float(pct_lo[0]), float(pct_hi[0])],
         "delta_ci95_cluster": passk.mean_delta_ci.as_list(),
         "delta_ci95_cluster_method": "percentile, cluster bootstrap (items resampled with their k samples)",
+        "noise_floor": None
+        if noise is None
+        else {
+            "arm": "pre",
+            "delta": noise.delta,
+            "ci95": noise.ci.as_list(),
+            "ci95_method": noise.ci.method,
+            "half": noise.half,
+            "flip_share": noise.flip_share,
+            "false_positive_rate": noise.false_positive_rate,
+            "n_splits": noise.n_splits,
+        },
         "perm_p": float(flip.p[0]),
         "perm_exact": flip.exact,
         "perm_n": flip.n_perm,

@@ -645,6 +645,62 @@ def power_plan(
 
 
 # ---------------------------------------------------------------------------------------------------------
+# Noise floor: A/A comparisons of one arm with itself, from the k samples it already has
+
+
+@dataclass(frozen=True)
+class NoiseFloor:
+    """One arm against itself: half of each item's samples against the other half (no new generation)."""
+
+    delta: float  # one seeded split: mean of half B minus mean of half A
+    ci: Interval  # the report's own interval of that delta
+    flip_share: float  # items whose majority verdict (half mean >= 0.5) differs between the halves
+    false_positive_rate: float  # share of random splits whose interval excludes 0 (near alpha if honest)
+    n_splits: int
+    half: int  # samples per item in each half
+    alpha: float
+
+
+def split_halves(k: int, n_items: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Per item, two disjoint halves of its sample indices (k // 2 each), drawn by a seeded shuffle."""
+    order = rng.permuted(np.tile(np.arange(k), (n_items, 1)), axis=1)
+    return order[:, : k // 2], order[:, k // 2 : 2 * (k // 2)]
+
+
+def aa_noise_floor(
+    scores: np.ndarray,
+    n_boot: int,
+    rng: np.random.Generator,
+    *,
+    alpha: float = 0.05,
+    n_splits: int = 200,
+) -> NoiseFloor | None:
+    """The A/A delta of one arm with its CI, the verdict flips, and the interval's rate of false alarms.
+
+    Every split's delta is a difference of two halves of the same model's samples, so its true value is 0:
+    the share of splits whose interval (item-level paired BCa, as the headline) excludes 0 estimates the
+    interval's false-positive rate. The splits share one draw of bootstrap weights. None when k < 2.
+    """
+    scores = np.asarray(scores, dtype=np.float64)
+    n, k = scores.shape
+    if k < 2:
+        return None
+    rows = np.arange(n)[:, None]
+    deltas = np.empty((n, n_splits + 1))
+    for j in range(n_splits + 1):
+        a, b = split_halves(k, n, rng)
+        half_a, half_b = scores[rows, a].mean(axis=1), scores[rows, b].mean(axis=1)
+        if j == 0:
+            flip_share = float(np.mean((half_a >= 0.5) != (half_b >= 0.5)))
+        deltas[:, j] = half_b - half_a
+    cis = bootstrap_mean_ci(deltas, n_boot, rng, alpha=alpha)
+    false_alarms = sum(ci.excludes_zero() for ci in cis[1:])
+    return NoiseFloor(
+        float(deltas[:, 0].mean()), cis[0], flip_share, false_alarms / n_splits, n_splits, k // 2, alpha
+    )
+
+
+# ---------------------------------------------------------------------------------------------------------
 # Calibration
 
 

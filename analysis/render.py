@@ -62,6 +62,23 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
 # Delta report
 
 
+def _noise_rows(nf: dict[str, Any] | None, pct: str) -> list[list[str]]:
+    if nf is None:
+        return [["noise floor (A/A)", "n/a: one sample per item, no halves to compare"]]
+    return [
+        [
+            f"noise floor: pre against itself, {nf['half']} vs {nf['half']} of its samples per item "
+            f"(A/A delta, {pct} CI)",
+            f"{_num(nf['delta'], '+.4f')} {_ci(nf['ci95'])}",
+        ],
+        [
+            f"A/A: items whose verdict flips between halves; false-positive rate of the {pct} CI over "
+            f"{nf['n_splits']} random splits (expected near alpha)",
+            f"{_num(nf['flip_share'], '.3f')}; {_num(nf['false_positive_rate'], '.3f')}",
+        ],
+    ]
+
+
 def delta_markdown(r: dict[str, Any]) -> str:
     """The delta report as markdown: sensitivity first, then claim, protocol, headline, flips, pass@k."""
     mde = r["mde"]
@@ -113,6 +130,7 @@ def delta_markdown(r: dict[str, Any]) -> str:
                     f"{pct} CI of the delta (item-level paired bootstrap, {md(r['delta_ci95_method'])})",
                     _ci(r["delta_ci95"]),
                 ],
+                *_noise_rows(r.get("noise_floor"), pct),
                 [
                     f"sign-flip permutation p ({'exact' if r['perm_exact'] else 'Monte Carlo'}, "
                     f"{r['perm_n']} sign vectors)",

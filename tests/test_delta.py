@@ -607,7 +607,7 @@ def test_one_interval_per_number_with_its_method_named(pair):
 
     tables, _ = markdown_view(render.delta_markdown(r))
     headline = next(t for t in tables if t[0] == ["quantity", "value"])
-    ci_rows = [row for row in headline if "CI" in row[0] and "d_z" not in row[0]]
+    ci_rows = [row for row in headline if "CI of the delta" in row[0] or "bootstrap" in row[0]]
     assert len(ci_rows) == 1 and "bootstrap" in ci_rows[0][0] and r["delta_ci95_method"] in ci_rows[0][0]
     assert f"{r['delta_ci95'][0]:+.4f}" in r["claim_detail"]
 
@@ -658,3 +658,19 @@ def test_power_cli_plans_from_a_pilot_pair_and_refuses_identical_logs(tmp_path):
     bare = run_cli("analysis.power", "--mde", "0.02")
     assert bare.returncode == 0 and "assumed (not measured): no pilot" in bare.stdout
     assert "4,906" in bare.stdout
+
+
+def test_the_noise_floor_stands_beside_the_headline_delta(pair, tmp_path):
+    from analysis import render
+
+    r = build(*pair)
+    nf = r["noise_floor"]
+    assert nf["half"] == 4 and nf["n_splits"] == 200 and 0 <= nf["false_positive_rate"] <= 1
+    tables, _ = markdown_view(render.delta_markdown(r))
+    headline = [row[0] for row in next(t for t in tables if t[0] == ["quantity", "value"])]
+    at = headline.index(next(h for h in headline if h.startswith("95% CI of the delta")))
+    assert headline[at + 1].startswith("noise floor: pre against itself, 4 vs 4")
+    one = build(
+        write_log(tmp_path / "a.json", np.zeros((10, 1))), write_log(tmp_path / "b.json", np.ones((10, 1)))
+    )
+    assert one["noise_floor"] is None and "no halves" in render.delta_markdown(one)

@@ -651,3 +651,31 @@ def test_no_variance_gives_no_plan_and_no_zero_mde():
         es.power_plan(scores, scores.copy(), 0.02)
     mde = es.mde_paired(scores, scores.copy())
     assert mde.mde is None and "no variance" in mde.reason
+
+
+# ------------------------------------------------------------------------------------------- noise floor
+
+
+def test_aa_noise_floor_first_split_is_the_seeded_halves_by_hand():
+    rng = np.random.default_rng(11)
+    scores = (rng.random((50, 6)) < 0.4).astype(float)
+    nf = es.aa_noise_floor(scores, 300, np.random.default_rng(3), n_splits=20)
+    a, b = es.split_halves(6, 50, np.random.default_rng(3))
+    assert all(sorted([*a[i], *b[i]]) == list(range(6)) for i in range(50))
+    rows = np.arange(50)[:, None]
+    half_a, half_b = scores[rows, a].mean(axis=1), scores[rows, b].mean(axis=1)
+    assert nf.delta == pytest.approx((half_b - half_a).mean(), abs=1e-15)
+    assert nf.flip_share == np.mean((half_a >= 0.5) != (half_b >= 0.5))
+    assert nf.ci.lo <= nf.delta <= nf.ci.hi and nf.half == 3 and nf.n_splits == 20
+
+
+def test_aa_false_positive_rate_of_the_interval_is_near_alpha():
+    rng = np.random.default_rng(12)
+    p = rng.beta(0.7, 1.5, 300)
+    scores = (rng.random((300, 8)) < p[:, None]).astype(float)
+    nf = es.aa_noise_floor(scores, 1000, np.random.default_rng(4), alpha=0.1, n_splits=300)
+    assert 0.05 <= nf.false_positive_rate <= 0.15
+
+
+def test_aa_noise_floor_needs_two_samples_per_item():
+    assert es.aa_noise_floor(np.ones((10, 1)), 100, np.random.default_rng(0)) is None
