@@ -78,6 +78,14 @@ def family_rows(ref: ArmData, arm: ArmData, settings: Settings) -> list[dict[str
     return rows
 
 
+def sample_tokens(log: EvalLog, order: list[str]) -> np.ndarray | None:
+    """(n_items, k) generated tokens of each sample in the given item order; None when an item lacks them."""
+    by_id = {it.item_id: it for it in log.items}
+    if any(by_id[i].gen_tokens is None for i in order):
+        return None
+    return np.array([by_id[i].gen_tokens for i in order], dtype=np.float64).reshape(len(order), -1)
+
+
 def too_few_items(n_items: int, settings: Settings) -> str | None:
     """Why no claim may be made from this many items (no sign-flip p can reach alpha), or None."""
     floor = es.sign_flip_min_p(n_items, settings.n_perm)
@@ -165,6 +173,21 @@ def build(pre_path: str, pre: EvalLog, post_path: str, post: EvalLog, settings: 
         passk = dataclasses.replace(passk, delta_ci=[headline, *passk.delta_ci[1:]])
         delta_methods[0] = f"{headline.method}, item-level (the headline interval)"
     noise = es.aa_noise_floor(a.scores, settings.n_boot, es.rng_for(seed, "noise"), alpha=alpha)
+    tokens_a, tokens_b = sample_tokens(pre, order), sample_tokens(post, order)
+    curve = []
+    if tokens_a is not None and tokens_b is not None:
+        points = es.budget_curve(
+            a.scores, b.scores, tokens_a, tokens_b, es.budget_grid(pre.max_tokens), settings.n_boot,
+            es.rng_for(seed, "budget-curve"), alpha=alpha,
+        )  # fmt: skip
+        longest = max(tokens_a.max(), tokens_b.max())
+        # Once every sample finishes within B the row is the headline delta: it carries the headline interval.
+        curve = []
+        for p in points:
+            ci = headline if p.budget >= longest else p.ci
+            method = f"{ci.method} (the headline interval)" if ci is headline else ci.method
+            curve.append({"budget": p.budget, "pre": p.ref, "post": p.arm, "delta": p.delta,
+                          "ci95": ci.as_list(), "ci95_method": method})  # fmt: skip
     rho = None
     if a.item_mean.std() > 0 and b.item_mean.std() > 0:
         rho = float(np.corrcoef(a.item_mean, b.item_mean)[0, 1])
@@ -251,6 +274,7 @@ def build(pre_path: str, pre: EvalLog, post_path: str, post: EvalLog, settings: 
             }
             for i, k in enumerate(ks)
         ],
+        "budget_curve": curve,
         "families": families,
         "settings": settings_dict(settings),
         "notes": notes,

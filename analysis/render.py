@@ -176,6 +176,29 @@ def delta_markdown(r: dict[str, Any]) -> str:
         "![pass@k](passk_curve.png)",
         "",
     ]
+    if r.get("budget_curve"):
+        lines += [
+            "## Token budget curve",
+            "",
+            "Accuracy when every sample that did not finish within B generated tokens counts as wrong "
+            f"(what a run capped at B would score); delta post - pre with its {pct} CI (item-level paired "
+            "bootstrap).",
+            "",
+            *_table(
+                ["budget B", "pre", "post", "delta", f"{pct} CI"],
+                [
+                    [
+                        str(p["budget"]),
+                        _num(p["pre"]),
+                        _num(p["post"]),
+                        _num(p["delta"], "+.4f"),
+                        _ci(p["ci95"]),
+                    ]
+                    for p in r["budget_curve"]
+                ],
+            ),
+            "",
+        ]
     if r["families"]:
         lines += ["## By item family", ""]
         lines += _table(
@@ -382,7 +405,9 @@ def arms_markdown(r: dict[str, Any]) -> str:
         f"{r.get('n_family_tests', len(r['families']))} per-family contrasts; "
         + SIGNIFICANT.format(pct=pct)
         + f" (fdr {s['fdr']}); negligible: significant but |delta| < {s['min_effect']}. CIs: item-level "
-        f"paired bootstrap; adjusted: budget-stratified, descriptive. Settings: {s['n_boot']} resamples, "
+        "paired bootstrap; adjusted: budget-stratified, descriptive only (it conditions on generated tokens, "
+        "which the arm itself changes; the delta report's budget curve is the causal view). Settings: "
+        f"{s['n_boot']} resamples, "
         f"{s['n_perm']} permutations, alpha {s['alpha']}, seed {s['seed']}.",
         "",
     ]

@@ -360,3 +360,8 @@ def test_a_row_whose_ci_excludes_zero_but_is_not_significant_says_why(world):
     text = render.arms_markdown(report)
     assert f"no (q {row['q_value']:.3g} > fdr 0.001)" in text
     assert "significant means q <= fdr and the" in text
+
+
+def test_the_budget_adjustment_is_labelled_descriptive(world):
+    text = render.arms_markdown(arms.build(str(world), FAST))
+    assert "descriptive only (it conditions on generated tokens" in text

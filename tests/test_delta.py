@@ -674,3 +674,21 @@ def test_the_noise_floor_stands_beside_the_headline_delta(pair, tmp_path):
         write_log(tmp_path / "a.json", np.zeros((10, 1))), write_log(tmp_path / "b.json", np.ones((10, 1)))
     )
     assert one["noise_floor"] is None and "no halves" in render.delta_markdown(one)
+
+
+def test_budget_curve_shows_a_gain_that_needs_long_generations(tmp_path):
+    from analysis import render
+
+    rng = np.random.default_rng(8)
+    pre = (rng.random((60, 4)) < 0.3).astype(float)
+    post = np.maximum(pre, (rng.random((60, 4)) < 0.5).astype(float))
+    pre_tok = np.full((60, 4), 10)
+    post_tok = np.where(post > pre, 60, 10)  # the newly solved samples need 60 tokens
+    a = write_log(tmp_path / "a.json", pre, gen_tokens=pre_tok)
+    b = write_log(tmp_path / "b.json", post, gen_tokens=post_tok)
+    r = build(a, b)
+    curve = {p["budget"]: p for p in r["budget_curve"]}
+    assert curve[16]["delta"] == 0.0 and curve[64]["delta"] == pytest.approx(r["delta_mean"])
+    assert curve[64]["ci95"] == r["delta_ci95"] and "headline" in curve[64]["ci95_method"]
+    assert curve[64]["ci95"][0] > 0
+    assert "## Token budget curve" in render.delta_markdown(r)

@@ -679,3 +679,21 @@ def test_aa_false_positive_rate_of_the_interval_is_near_alpha():
 
 def test_aa_noise_floor_needs_two_samples_per_item():
     assert es.aa_noise_floor(np.ones((10, 1)), 100, np.random.default_rng(0)) is None
+
+
+# ----------------------------------------------------------------------------------------- budget curves
+
+
+def test_budget_curve_counts_unfinished_samples_as_wrong_by_hand():
+    ref = np.array([[1, 0], [1, 1], [0, 1]], float)
+    arm = np.array([[1, 1], [1, 1], [1, 1]], float)
+    ref_tok = np.array([[5, 9], [20, 5], [5, 30]], float)
+    arm_tok = np.array([[40, 40], [5, 40], [10, 10]], float)
+    pts = es.budget_curve(ref, arm, ref_tok, arm_tok, [4, 10, 40], 200, np.random.default_rng(0))
+    assert [p.budget for p in pts] == [4, 10, 40]
+    assert (pts[0].ref, pts[0].arm) == (0.0, 0.0)
+    # B = 10: ref keeps (1, 0), (0, 1) of (1, 1), (0, 0): 2/6; arm keeps (0, 0), (1, 0), (1, 1): 3/6.
+    assert (pts[1].ref, pts[1].arm) == (pytest.approx(2 / 6), pytest.approx(3 / 6))
+    assert pts[2].delta == pytest.approx(arm.mean() - ref.mean())
+    assert all(p.ci.lo <= p.delta <= p.ci.hi for p in pts)
+    assert es.budget_grid(64, 4) == [16, 32, 48, 64]
