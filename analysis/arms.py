@@ -40,7 +40,7 @@ from analysis.align import (
     settings_dict,
     write_outputs,
 )
-from analysis.delta import family_groups, mean_contrast
+from analysis.delta import family_groups, mean_contrast, too_few_items
 from contract.evallog import EvalLog, collector_paused
 
 CANONICAL_ARMS = ["base", "trained", "+rag", "+tools", "trained+rag", "trained+tools", "trained+rag+tools"]
@@ -124,28 +124,32 @@ def discover(logs_dir: str | Path, arms: list[str] | None = None) -> dict[str, t
     return dict(sorted(found.items(), key=lambda kv: (rank.get(kv[0], len(rank)), kv[0])))
 
 
-def _claim(attribution: str, row: dict[str, Any], augmentation: str | None = None) -> str:
-    lo, hi = row["ci95"]
+def _claim(attribution: str, row: dict[str, Any], settings: Settings, augmentation: str | None = None) -> str:
     if attribution == "ceiling":
         return "CEILING only; three interventions at once, NOT attributable."
+    if (why := too_few_items(row["n_items"], settings)) is not None:
+        return why
+    # A claim needs what the significant column needs (q <= fdr and the CI excludes 0), so the two agree.
+    gain = row["significant"] and row["naive_delta"] > 0
+    loss = row["significant"] and row["naive_delta"] < 0
     if attribution == "marginal":
-        if lo > 0:
+        if gain:
             return f"training adds a gain on top of {augmentation} (complements)."
-        if hi < 0:
+        if loss:
             return f"training costs accuracy on top of {augmentation}."
         return (
             f"no marginal gain from training on top of {augmentation} detected (substitutes, or too small)."
         )
-    effect = "gain" if lo > 0 else ("loss" if hi < 0 else "no detectable change")
+    effect = "gain" if gain else ("loss" if loss else "no detectable change")
     if attribution == "parametric":
         adj = row["adjusted_ci95"]
-        if adj is not None and adj[0] > 0:
+        if gain and adj is not None and adj[0] > 0:
             return "parametric reasoning gain SURVIVES matched budget (no RAG, no tools)."
-        if adj is None and lo > 0:
+        if gain and adj is None:
             return "parametric gain (budget adjustment unavailable: no gen_tokens in the logs)."
-        if lo > 0:
+        if gain:
             return "parametric gain does NOT survive adjustment."
-        return "training lowered the score (parametric loss)." if hi < 0 else "no parametric gain detected."
+        return "training lowered the score (parametric loss)." if loss else "no parametric gain detected."
     if attribution == "lookup":
         return f"{effect}: retrieval/lookup grounding, NOT reasoning."
     if attribution == "tool_access":
@@ -183,6 +187,7 @@ def _contrast(
         "mcnemar_chi2": flips.chi2,
         "p_value": base["p_value"],
         "perm_exact": base["perm_exact"],
+        "perm_n": base["perm_n"],
         "mde": es.mde_paired(r.scores, a.scores, settings.alpha).mde,
     }
 
@@ -322,13 +327,15 @@ def build(logs_dir: str, settings: Settings, arms: list[str] | None = None) -> d
             )
             families.append({"arm": c["arm"], "reference": c["reference"], "family": name, **row})
 
-    tests = [*all_rows, *families]
-    for row, q in zip(tests, es.bh_qvalues([t["p_value"] for t in tests]), strict=True):
-        lo, hi = row["ci95"]
-        row["q_value"] = float(q)
-        row["significant"] = bool(q <= settings.fdr and (lo > 0 or hi < 0))
-        delta = row.get("naive_delta", row.get("delta"))
-        row["negligible"] = bool(row["significant"] and abs(delta) < settings.min_effect)
+    # Two FDR families: the arm contrasts answer the report's question, the per-family rows break them
+    # down; pooling them would let the many family rows dilute (or inflate) the headline q-values.
+    for tests in (all_rows, families):
+        for row, q in zip(tests, es.bh_qvalues([t["p_value"] for t in tests]), strict=True):
+            lo, hi = row["ci95"]
+            row["q_value"] = float(q)
+            row["significant"] = bool(q <= settings.fdr and (lo > 0 or hi < 0))
+            delta = row.get("naive_delta", row.get("delta"))
+            row["negligible"] = bool(row["significant"] and abs(delta) < settings.min_effect)
 
     marginal_delta = {m["arm"]: m["naive_delta"] for m in marginal}
     for c in contrasts:
@@ -338,11 +345,11 @@ def build(logs_dir: str, settings: Settings, arms: list[str] | None = None) -> d
         if attr in ("parametric", "lookup", "tool_access") or (attr == "mixed" and c["significant"]):
             share = parametric_share(attr, c["naive_delta"], marginal_delta.get(c["arm"]))
         c["parametric_share"] = share
-        c["claim"] = _claim(attr, c)
+        c["claim"] = _claim(attr, c, settings)
     for m in marginal:
         m["ceiling"] = False
         m["parametric_share"] = None
-        m["claim"] = _claim("marginal", m, augmentation=m["reference"])
+        m["claim"] = _claim("marginal", m, settings, augmentation=m["reference"])
 
     paths = [t for arm, (_, log) in found.items() if (t := path_table(arm, log)) is not None]
     base_data = data["base"]
@@ -374,7 +381,8 @@ def build(logs_dir: str, settings: Settings, arms: list[str] | None = None) -> d
         "marginal": marginal,
         "families": families,
         "paths": paths,
-        "n_tests": len(tests),
+        "n_tests": len(all_rows),
+        "n_family_tests": len(families),
         "settings": settings_dict(settings),
         "notes": notes,
     }

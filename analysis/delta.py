@@ -11,6 +11,7 @@ writing. Every statistic comes from analysis.evalstats; this module aligns, call
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,7 @@ from analysis.align import (
     settings_dict,
     write_outputs,
 )
+from analysis.mdtext import p_text
 from contract.evallog import EvalLog, collector_paused
 
 NO_FAMILY = "(none)"
@@ -54,6 +56,7 @@ def mean_contrast(ref: np.ndarray, arm: np.ndarray, settings: Settings, key: str
         "ci95_method": ci.method,
         "p_value": float(flip.p[0]),
         "perm_exact": flip.exact,
+        "perm_n": flip.n_perm,
     }
 
 
@@ -75,12 +78,34 @@ def family_rows(ref: ArmData, arm: ArmData, settings: Settings) -> list[dict[str
     return rows
 
 
-def claim(passk: es.PassAtK) -> tuple[str, str]:
-    """EXPANSION / SHARPENING / REGRESSION / no material shift, decided by the cluster-bootstrap intervals.
+def sample_tokens(log: EvalLog, order: list[str]) -> np.ndarray | None:
+    """(n_items, k) generated tokens of each sample in the given item order; None when an item lacks them."""
+    by_id = {it.item_id: it for it in log.items}
+    if any(by_id[i].gen_tokens is None for i in order):
+        return None
+    return np.array([by_id[i].gen_tokens for i in order], dtype=np.float64).reshape(len(order), -1)
+
+
+def too_few_items(n_items: int, settings: Settings) -> str | None:
+    """Why no claim may be made from this many items (no sign-flip p can reach alpha), or None."""
+    floor = es.sign_flip_min_p(n_items, settings.n_perm)
+    if floor <= settings.alpha:
+        return None
+    return (
+        f"too few items: {n_items} paired items cannot reach p < {settings.alpha} with a sign-flip test "
+        f"(its smallest p is {floor:.3g}); no claim is made, whatever the intervals show."
+    )
+
+
+def claim(passk: es.PassAtK, n_items: int, settings: Settings) -> tuple[str, str]:
+    """EXPANSION / SHARPENING / REGRESSION / no material shift, decided by the pass@k intervals.
 
     With one sample per item pass@1 is the only evidence, which cannot separate sharpening from
-    expansion: a shift beyond its interval is then UNDETERMINED rather than either.
+    expansion: a shift beyond its interval is then UNDETERMINED rather than either. With too few items
+    to reach alpha the bootstrap intervals shrink to points and prove nothing: TOO FEW ITEMS.
     """
+    if (why := too_few_items(n_items, settings)) is not None:
+        return "TOO FEW ITEMS", why
     k_max = passk.ks[-1]
     top, one = passk.delta_ci[-1], passk.delta_ci[0]
     d_top, d_one = passk.delta[-1], passk.delta[0]
@@ -92,7 +117,7 @@ def claim(passk: es.PassAtK) -> tuple[str, str]:
             )
         return (
             "no material shift",
-            f"pass@1 delta {d_one:+.4f}, CI [{one.lo:+.4f}, {one.hi:+.4f}] includes 0.",
+            f"no shift detected: pass@1 delta {d_one:+.4f}, CI [{one.lo:+.4f}, {one.hi:+.4f}] includes 0.",
         )
     if top.lo > 0:
         return "EXPANSION", (
@@ -101,9 +126,9 @@ def claim(passk: es.PassAtK) -> tuple[str, str]:
         )
     if one.lo > 0:
         return "SHARPENING", (
-            f"pass@1 rose by {d_one:+.4f} (CI [{one.lo:+.4f}, {one.hi:+.4f}]) while pass@{k_max} did not "
-            f"({d_top:+.4f}, CI [{top.lo:+.4f}, {top.hi:+.4f}]): more reliable on items it could already "
-            "solve, not capability expansion."
+            f"pass@1 rose by {d_one:+.4f} (CI [{one.lo:+.4f}, {one.hi:+.4f}]) while no change of "
+            f"pass@{k_max} was detected ({d_top:+.4f}, CI [{top.lo:+.4f}, {top.hi:+.4f}] includes 0): more "
+            "reliable on items it could already solve; capability expansion not detected at this suite size."
         )
     if one.hi < 0:
         return "REGRESSION", (
@@ -111,8 +136,8 @@ def claim(passk: es.PassAtK) -> tuple[str, str]:
             "did not rise."
         )
     return "no material shift", (
-        f"neither pass@1 ({d_one:+.4f}, CI [{one.lo:+.4f}, {one.hi:+.4f}]) nor pass@{k_max} "
-        f"({d_top:+.4f}, CI [{top.lo:+.4f}, {top.hi:+.4f}]) moved beyond its interval."
+        f"no shift detected: neither pass@1 ({d_one:+.4f}, CI [{one.lo:+.4f}, {one.hi:+.4f}]) nor "
+        f"pass@{k_max} ({d_top:+.4f}, CI [{top.lo:+.4f}, {top.hi:+.4f}]) moved beyond its interval."
     )
 
 
@@ -140,6 +165,29 @@ def build(pre_path: str, pre: EvalLog, post_path: str, post: EvalLog, settings: 
     passk = es.pass_at_k_bootstrap(
         a.scores, b.scores, settings.n_boot, es.rng_for(seed, "cluster"), alpha=alpha, ks=ks
     )
+    headline = es.Interval(float(bca_lo[0]), float(bca_hi[0]), bca_method[0])
+    delta_methods = ["percentile (cluster)"] * len(ks)
+    if np.isin(a.scores, (0.0, 1.0)).all() and np.isin(b.scores, (0.0, 1.0)).all():
+        # With 0/1 scores pass@1 of an item is its mean score: one number, so it carries one interval,
+        # the headline's, and the claim line quotes that same interval.
+        passk = dataclasses.replace(passk, delta_ci=[headline, *passk.delta_ci[1:]])
+        delta_methods[0] = f"{headline.method}, item-level (the headline interval)"
+    noise = es.aa_noise_floor(a.scores, settings.n_boot, es.rng_for(seed, "noise"), alpha=alpha)
+    tokens_a, tokens_b = sample_tokens(pre, order), sample_tokens(post, order)
+    curve = []
+    if tokens_a is not None and tokens_b is not None:
+        points = es.budget_curve(
+            a.scores, b.scores, tokens_a, tokens_b, es.budget_grid(pre.max_tokens), settings.n_boot,
+            es.rng_for(seed, "budget-curve"), alpha=alpha,
+        )  # fmt: skip
+        longest = max(tokens_a.max(), tokens_b.max())
+        # Once every sample finishes within B the row is the headline delta: it carries the headline interval.
+        curve = []
+        for p in points:
+            ci = headline if p.budget >= longest else p.ci
+            method = f"{ci.method} (the headline interval)" if ci is headline else ci.method
+            curve.append({"budget": p.budget, "pre": p.ref, "post": p.arm, "delta": p.delta,
+                          "ci95": ci.as_list(), "ci95_method": method})  # fmt: skip
     rho = None
     if a.item_mean.std() > 0 and b.item_mean.std() > 0:
         rho = float(np.corrcoef(a.item_mean, b.item_mean)[0, 1])
@@ -151,7 +199,7 @@ def build(pre_path: str, pre: EvalLog, post_path: str, post: EvalLog, settings: 
     notes = []
     if any(f is not None for f in a.families) and a.families != b.families:
         notes.append("family labels differ between the logs; families are taken from the pre log")
-    verdict, detail = claim(passk)
+    verdict, detail = claim(passk, len(order), settings)
     return {
         "report": "delta",
         "suite": pre.suite,
@@ -175,6 +223,7 @@ def build(pre_path: str, pre: EvalLog, post_path: str, post: EvalLog, settings: 
             "between_item_var": mde.between_item_var,
             "within_item_var": mde.within_item_var,
             "by_k": {str(k): v for k, v in mde.by_k.items()},
+            "reason": mde.reason,
         },
         "claim": verdict,
         "claim_detail": detail,
@@ -187,6 +236,18 @@ def build(pre_path: str, pre: EvalLog, post_path: str, post: EvalLog, settings: 
         "delta_ci95_percentile": [float(pct_lo[0]), float(pct_hi[0])],
         "delta_ci95_cluster": passk.mean_delta_ci.as_list(),
         "delta_ci95_cluster_method": "percentile, cluster bootstrap (items resampled with their k samples)",
+        "noise_floor": None
+        if noise is None
+        else {
+            "arm": "pre",
+            "delta": noise.delta,
+            "ci95": noise.ci.as_list(),
+            "ci95_method": noise.ci.method,
+            "half": noise.half,
+            "flip_share": noise.flip_share,
+            "false_positive_rate": noise.false_positive_rate,
+            "n_splits": noise.n_splits,
+        },
         "perm_p": float(flip.p[0]),
         "perm_exact": flip.exact,
         "perm_n": flip.n_perm,
@@ -209,9 +270,11 @@ def build(pre_path: str, pre: EvalLog, post_path: str, post: EvalLog, settings: 
                 "pre_ci95": _interval(passk.pre_ci[i]),
                 "post_ci95": _interval(passk.post_ci[i]),
                 "delta_ci95": _interval(passk.delta_ci[i]),
+                "delta_ci95_method": delta_methods[i],
             }
             for i, k in enumerate(ks)
         ],
+        "budget_curve": curve,
         "families": families,
         "settings": settings_dict(settings),
         "notes": notes,
@@ -250,7 +313,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(
         f"{report['claim']}: delta {report['delta_mean']:+.4f} CI {report['delta_ci95']} "
-        f"perm p {report['perm_p']:.4g} -> {args.out}"
+        f"perm p {p_text(report['perm_p'], report['perm_n'], report['perm_exact'])} -> {args.out}"
     )
     return 0
 

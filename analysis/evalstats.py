@@ -294,6 +294,13 @@ def sign_flip_test(d: np.ndarray, n_perm: int, rng: np.random.Generator) -> Sign
     return SignFlip(np.clip(2 * np.minimum(less, greater), 0.0, 1.0), exact, int(size))
 
 
+def sign_flip_min_p(n_items: int, n_perm: int) -> float:
+    """The smallest p sign_flip_test can return for n items: 2 / 2^n exact, 2 / (n_perm + 1) Monte Carlo."""
+    if n_items < 63 and 2**n_items <= n_perm:
+        return min(1.0, 2.0 ** (1 - n_items))
+    return min(1.0, 2.0 / (n_perm + 1))
+
+
 @dataclass(frozen=True)
 class McNemar:
     """McNemar's test on discordant pairs: b = wrong->right, c = right->wrong."""
@@ -311,7 +318,9 @@ def mcnemar(b: int, c: int) -> McNemar:
     n = b + c
     if n == 0:
         return McNemar(b, c, 0.0, 1.0, 1.0)
-    chi2 = (abs(b - c) - 1) ** 2 / n
+    # R applies the continuity correction only when |b - c| >= 1, so b = c gives chi2 = 0 and p = 1.
+    correction = 1 if abs(b - c) >= 1 else 0
+    chi2 = max(abs(b - c) - correction, 0) ** 2 / n
     # Binomial(n, 1/2) is symmetric, so the outcomes at most as likely as b are the two tails beyond
     # min(b, c): p = 2 P(X >= max(b, c)), and P(X >= m) is the regularized beta I_1/2(m, n - m + 1).
     exact = 1.0 if b == c else min(1.0, 2.0 * float(betainc(max(b, c), min(b, c) + 1, 0.5)))
@@ -336,14 +345,16 @@ class EffectSize:
 def cohens_dz(d: np.ndarray, alpha: float = 0.05) -> EffectSize | None:
     """Paired standardized effect mean(d)/sd(d) with an exact CI by inverting the noncentral t.
 
-    None when it is undefined (fewer than two items, or every difference equal).
+    None when it is undefined (fewer than two items, or every difference equal up to rounding).
     """
     d = np.asarray(d, dtype=np.float64)
     n = d.size
     if n < 2:
         return None
     sd = float(d.std(ddof=1))
-    if not sd > 0:
+    # Differences equal in exact arithmetic (0.3 - 0.1 and 0.2 - 0.0) differ in their last bits; an exact
+    # sd > 0 test would divide by that rounding noise and report an effect of 1e15.
+    if not sd > 1e-9 * float(np.abs(d).max()):
         return None
     dz = float(d.mean()) / sd
     t, df, root = dz * math.sqrt(n), n - 1, math.sqrt(n)
@@ -500,11 +511,20 @@ def bh_qvalues(p_values: Sequence[float]) -> np.ndarray:
     return np.clip(out, 0.0, 1.0)
 
 
+NO_VARIANCE = (
+    "the paired differences have no variance (every sample scores the same in both logs), so no "
+    "detectable effect or sample size can be estimated from them"
+)
+
+
 @dataclass(frozen=True)
 class MDE:
-    """Minimum detectable effect of a paired design with k samples per item (Miller 2024)."""
+    """Minimum detectable effect of a paired design with k samples per item (Miller 2024).
 
-    mde: float
+    mde is None, with reason, when the differences have no variance: 0 would claim any effect is visible.
+    """
+
+    mde: float | None
     n_items: int
     k: int
     alpha: float
@@ -512,6 +532,7 @@ class MDE:
     between_item_var: float
     within_item_var: float | None
     by_k: dict[int, float]
+    reason: str | None = None
 
 
 def mde_paired(
@@ -538,8 +559,195 @@ def mde_paired(
     def at(kk: int) -> float:
         return z * math.sqrt((between + (within or 0.0) / kk) / n)
 
+    if between + (within or 0.0) <= 0:
+        return MDE(None, n, k, alpha, power, between, within, {}, NO_VARIANCE)
     by_k = {kk: at(kk) for kk in sorted({1, k, 2 * k, 4 * k})} if within is not None else {k: at(k)}
     return MDE(at(k), n, k, alpha, power, between, within, by_k)
+
+
+@dataclass(frozen=True)
+class PowerPlan:
+    """Items needed for a paired comparison to detect mde, for each number of samples per item."""
+
+    mde: float
+    alpha: float
+    power: float
+    between_item_var: float  # of the true per-item differences
+    within_item_var: float  # of one sample's paired difference
+    rho: float | None  # correlation of the two arms' item means
+    assumed: str | None  # what was assumed instead of measured
+    items_by_k: dict[int, int]
+
+
+def paired_items_needed(between: float, within: float, k: int, mde: float, alpha: float, power: float) -> int:
+    """n = (z_{1-alpha/2} + z_power)^2 (between + within / k) / mde^2, rounded up (the paired z formula)."""
+    from scipy import stats  # here, not at module level: scipy.stats costs a second on every report
+
+    z = float(stats.norm.ppf(1 - alpha / 2) + stats.norm.ppf(power))
+    return max(2, math.ceil(z * z * (between + within / k) / (mde * mde) - 1e-9))
+
+
+def item_variances(scores: np.ndarray) -> tuple[float, float]:
+    """(between-item variance of the true item means, mean within-item variance of one sample) of one arm."""
+    scores = np.asarray(scores, dtype=np.float64)
+    n, k = scores.shape
+    within = float(scores.var(axis=1, ddof=1).mean()) if k > 1 else 0.0
+    observed = float(scores.mean(axis=1).var(ddof=1)) if n > 1 else 0.0
+    return max(observed - within / k, 0.0), within
+
+
+def power_plan(
+    pilot: np.ndarray | None,
+    post: np.ndarray | None,
+    mde: float,
+    *,
+    alpha: float = 0.05,
+    power: float = 0.8,
+    ks: Sequence[int] = (1, 2, 4, 8, 16, 32),
+    assumed_p: float = 0.5,
+    assumed_rho: float = 0.5,
+) -> PowerPlan:
+    """Items needed per k for power at alpha, from a pilot arm (and its paired post arm) or assumptions.
+
+    With a pilot and a post log the variances are those of the measured paired differences (their
+    correlation is in them); with a pilot alone each arm is taken to have the pilot's variances and the
+    two arms' item means correlation assumed_rho; with neither, every score p = assumed_p and the two
+    arms' scores correlated assumed_rho. A ValueError when the differences have no variance.
+    """
+    if not mde > 0:
+        raise ValueError(f"the minimum detectable effect must be > 0, got {mde}")
+    rho: float | None = assumed_rho
+    if pilot is None:
+        # The textbook paired binary case: Var(d) = 2 p (1 - p) (1 - rho) per sample, all of it within items.
+        between, within = 0.0, 2 * assumed_p * (1 - assumed_p) * (1 - assumed_rho)
+        assumed: str | None = (
+            f"no pilot: assumed score p = {assumed_p} and correlation rho = {assumed_rho} of the two "
+            "arms' scores"
+        )
+    elif post is None:
+        between_arm, within_arm = item_variances(pilot)
+        between = 2 * between_arm * (1 - assumed_rho)
+        # The two arms' samples are drawn independently: within variances add, the correlation is of items.
+        within = 2 * within_arm
+        assumed = f"no post log: assumed correlation rho = {assumed_rho} of the two arms' item means"
+    else:
+        pilot, post = np.asarray(pilot, np.float64), np.asarray(post, np.float64)
+        if pilot.shape != post.shape:
+            raise ValueError(f"pilot and post scores differ in shape: {pilot.shape} and {post.shape}")
+        between, within = item_variances(post - pilot)
+        a, b = pilot.mean(axis=1), post.mean(axis=1)
+        rho = float(np.corrcoef(a, b)[0, 1]) if a.std() > 0 and b.std() > 0 else None
+        assumed = None
+    if between + within <= 0:
+        raise ValueError(NO_VARIANCE)
+    items = {int(k): paired_items_needed(between, within, int(k), mde, alpha, power) for k in ks}
+    return PowerPlan(mde, alpha, power, between, within, rho, assumed, items)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Noise floor: A/A comparisons of one arm with itself, from the k samples it already has
+
+
+@dataclass(frozen=True)
+class NoiseFloor:
+    """One arm against itself: half of each item's samples against the other half (no new generation)."""
+
+    delta: float  # one seeded split: mean of half B minus mean of half A
+    ci: Interval  # the report's own interval of that delta
+    flip_share: float  # items whose majority verdict (half mean >= 0.5) differs between the halves
+    false_positive_rate: float  # share of random splits whose interval excludes 0 (near alpha if honest)
+    n_splits: int
+    half: int  # samples per item in each half
+    alpha: float
+
+
+def split_halves(k: int, n_items: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Per item, two disjoint halves of its sample indices (k // 2 each), drawn by a seeded shuffle."""
+    order = rng.permuted(np.tile(np.arange(k), (n_items, 1)), axis=1)
+    return order[:, : k // 2], order[:, k // 2 : 2 * (k // 2)]
+
+
+def aa_noise_floor(
+    scores: np.ndarray,
+    n_boot: int,
+    rng: np.random.Generator,
+    *,
+    alpha: float = 0.05,
+    n_splits: int = 200,
+) -> NoiseFloor | None:
+    """The A/A delta of one arm with its CI, the verdict flips, and the interval's rate of false alarms.
+
+    Every split's delta is a difference of two halves of the same model's samples, so its true value is 0:
+    the share of splits whose interval (item-level paired BCa, as the headline) excludes 0 estimates the
+    interval's false-positive rate. The splits share one draw of bootstrap weights. None when k < 2.
+    """
+    scores = np.asarray(scores, dtype=np.float64)
+    n, k = scores.shape
+    if k < 2:
+        return None
+    rows = np.arange(n)[:, None]
+    deltas = np.empty((n, n_splits + 1))
+    for j in range(n_splits + 1):
+        a, b = split_halves(k, n, rng)
+        half_a, half_b = scores[rows, a].mean(axis=1), scores[rows, b].mean(axis=1)
+        if j == 0:
+            flip_share = float(np.mean((half_a >= 0.5) != (half_b >= 0.5)))
+        deltas[:, j] = half_b - half_a
+    cis = bootstrap_mean_ci(deltas, n_boot, rng, alpha=alpha)
+    false_alarms = sum(ci.excludes_zero() for ci in cis[1:])
+    return NoiseFloor(
+        float(deltas[:, 0].mean()), cis[0], flip_share, false_alarms / n_splits, n_splits, k // 2, alpha
+    )
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Budget curves: accuracy when a sample must finish within B generated tokens to count
+
+
+def budget_grid(max_tokens: int, n: int = 8) -> list[int]:
+    """n budgets from max_tokens / n up to max_tokens, evenly spaced (whole tokens, no repeats)."""
+    return sorted({max(1, round(max_tokens * (i + 1) / n)) for i in range(n)})
+
+
+@dataclass(frozen=True)
+class BudgetPoint:
+    """Both arms' accuracy at one token budget B and the paired delta with its interval."""
+
+    budget: int
+    ref: float
+    arm: float
+    delta: float
+    ci: Interval
+
+
+def budget_curve(
+    ref_scores: np.ndarray,
+    arm_scores: np.ndarray,
+    ref_tokens: np.ndarray,
+    arm_tokens: np.ndarray,
+    budgets: Sequence[int],
+    n_boot: int,
+    rng: np.random.Generator,
+    *,
+    alpha: float = 0.05,
+) -> list[BudgetPoint]:
+    """Accuracy of each arm when every sample that did not finish within B tokens counts as wrong.
+
+    Unlike the stratified adjustment this conditions on nothing the treatment changed: the budget is an
+    intervention on the protocol (what a run capped at B would have scored), so the paired deltas are
+    causal contrasts at each B. All budgets share one draw of item resamples (paired, item-level BCa).
+    """
+    ref_scores, arm_scores = np.asarray(ref_scores, np.float64), np.asarray(arm_scores, np.float64)
+    ref_tokens, arm_tokens = np.asarray(ref_tokens, np.float64), np.asarray(arm_tokens, np.float64)
+    ref = np.stack([(ref_scores * (ref_tokens <= b)).mean(axis=1) for b in budgets], axis=1)
+    arm = np.stack([(arm_scores * (arm_tokens <= b)).mean(axis=1) for b in budgets], axis=1)
+    cis = bootstrap_mean_ci(arm - ref, n_boot, rng, alpha=alpha)
+    return [
+        BudgetPoint(
+            int(b), float(ref[:, j].mean()), float(arm[:, j].mean()), float((arm - ref)[:, j].mean()), cis[j]
+        )
+        for j, b in enumerate(budgets)
+    ]
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -1,4 +1,6 @@
-"""Text from logs (model, arm, family and suite names, claims, notes) as literal markdown.
+"""Text of the reports: names from logs escaped as literal markdown, and the wording of p, q and intervals.
+
+Text from logs (model, arm, family and suite names, claims, notes) as literal markdown.
 
 Every table cell, heading and sentence of the markdown reports that carries such text goes through md():
 a '|' in a family name would otherwise open a table column and shift every number after it under the wrong
@@ -23,3 +25,30 @@ def md(text: object) -> str:
     """text on one line with every markdown-active character escaped, so it renders as written."""
     s = _LINE_BREAK.sub(" ", str(text))
     return _UNDERSCORE.sub(r"\\_", _SPECIAL.sub(r"\\\1", s))
+
+
+def ci_percent(alpha: float) -> str:
+    """The confidence level of an interval at this alpha, as a label ('95%' at alpha 0.05)."""
+    return f"{100 * (1 - alpha):.4g}%"
+
+
+def p_text(p: float | None, n_perm: int | None = None, exact: bool = True) -> str:
+    """A p-value; one at the floor of a Monte Carlo test is printed as the bound it is, not as exact."""
+    if p is None:
+        return "n/a"
+    if not exact and n_perm and p <= 2.0 / (n_perm + 1) * (1 + 1e-9):
+        return f"<= {2.0 / (n_perm + 1):.2g} (floor of {n_perm:,} permutations)"
+    return f"{p:.4g}"
+
+
+def significance_text(row: dict, fdr: float) -> str:
+    """'yes', 'yes (negligible)', or 'no' with the reason when the interval alone would suggest yes."""
+    if row.get("significant"):
+        return "yes (negligible)" if row.get("negligible") else "yes"
+    lo, hi = row["ci95"]
+    if lo > 0 or hi < 0:
+        return f"no (q {row['q_value']:.3g} > fdr {fdr})"
+    return "no"
+
+
+SIGNIFICANT = "significant means q <= fdr and the {pct} CI excludes 0"

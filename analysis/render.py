@@ -16,7 +16,7 @@ import matplotlib
 # with the Agg canvas.
 from matplotlib.figure import Figure
 
-from analysis.mdtext import md
+from analysis.mdtext import SIGNIFICANT, ci_percent, md, p_text, significance_text
 from contract.protocol import MATCHED_LOG_FIELDS
 
 _PNG_METADATA = {"Software": None}
@@ -62,17 +62,41 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
 # Delta report
 
 
+def _noise_rows(nf: dict[str, Any] | None, pct: str) -> list[list[str]]:
+    if nf is None:
+        return [["noise floor (A/A)", "n/a: one sample per item, no halves to compare"]]
+    return [
+        [
+            f"noise floor: pre against itself, {nf['half']} vs {nf['half']} of its samples per item "
+            f"(A/A delta, {pct} CI)",
+            f"{_num(nf['delta'], '+.4f')} {_ci(nf['ci95'])}",
+        ],
+        [
+            f"A/A: items whose verdict flips between halves; false-positive rate of the {pct} CI over "
+            f"{nf['n_splits']} random splits (expected near alpha)",
+            f"{_num(nf['flip_share'], '.3f')}; {_num(nf['false_positive_rate'], '.3f')}",
+        ],
+    ]
+
+
 def delta_markdown(r: dict[str, Any]) -> str:
     """The delta report as markdown: sensitivity first, then claim, protocol, headline, flips, pass@k."""
     mde = r["mde"]
     within = mde["within_item_var"]
-    lines = [
-        "# Reasoning delta report",
-        "",
+    s = r["settings"]
+    pct = ci_percent(s["alpha"])
+    sensitivity = (
         f"**Minimum detectable effect: {_num(mde['mde'])}** ({mde['power']:.0%} power, two-sided alpha "
         f"{mde['alpha']}, {mde['n_items']} items x {mde['k']} samples; between-item variance of the "
         f"differences {_num(mde['between_item_var'], '.3g')}, within-item variance "
-        f"{_num(within, '.3g')} / k). A smaller true delta is not reliably visible at this suite size.",
+        f"{_num(within, '.3g')} / k). A smaller true delta is not reliably visible at this suite size."
+        if mde["mde"] is not None
+        else f"**Minimum detectable effect: not estimable**: {md(mde.get('reason'))}."
+    )
+    lines = [
+        "# Reasoning delta report",
+        "",
+        sensitivity,
         "",
         f"**Claim: {md(r['claim'])}.** {md(r['claim_detail'])}",
         "",
@@ -102,24 +126,28 @@ def delta_markdown(r: dict[str, Any]) -> str:
                 ["mean pre", _num(r["mean_pre"])],
                 ["mean post", _num(r["mean_post"])],
                 ["**delta (paired)**", f"**{_num(r['delta_mean'], '+.4f')}**"],
-                [f"95% CI, item-level paired bootstrap ({md(r['delta_ci95_method'])})", _ci(r["delta_ci95"])],
-                ["95% CI, item-level percentile", _ci(r["delta_ci95_percentile"])],
-                ["95% CI, cluster bootstrap (items with their k samples)", _ci(r["delta_ci95_cluster"])],
+                [
+                    f"{pct} CI of the delta (item-level paired bootstrap, {md(r['delta_ci95_method'])})",
+                    _ci(r["delta_ci95"]),
+                ],
+                *_noise_rows(r.get("noise_floor"), pct),
                 [
                     f"sign-flip permutation p ({'exact' if r['perm_exact'] else 'Monte Carlo'}, "
                     f"{r['perm_n']} sign vectors)",
-                    _p(r["perm_p"]),
+                    p_text(r["perm_p"], r["perm_n"], r["perm_exact"]),
                 ],
                 [
-                    "Cohen's d_z [noncentral-t CI]",
+                    f"Cohen's d_z [noncentral-t {pct} CI]",
                     f"{_num(r['cohens_dz'], '+.3f')} {_ci(r['cohens_dz_ci95'], '+.3f')}",
                 ],
                 ["pair correlation rho", _num(r["pair_correlation_rho"], ".3f")],
             ],
         ),
         "",
-        "With equal k per item, resampling whole items is what both bootstraps do (Field & Welsh 2007: the "
-        "top level only); they are separate Monte Carlo draws, so their agreement is a check on both.",
+        "Each number carries one interval, its method named beside it: the mean delta (and pass@1, the "
+        "same number with 0/1 scores) the item-level paired bootstrap above; the other pass@k values the "
+        "cluster bootstrap, which resamples items with their k samples (Field & Welsh 2007: the top level "
+        "only).",
         "",
         "## Item-level flips (majority verdict: item mean >= 0.5)",
         "",
@@ -128,10 +156,10 @@ def delta_markdown(r: dict[str, Any]) -> str:
         f"- McNemar exact p = {_p(r['mcnemar_p'])}; continuity-corrected chi2 = "
         f"{_num(r['mcnemar_chi2'], '.3f')}, p = {_p(r['mcnemar_chi2_p'])}",
         "",
-        "## pass@k (unbiased estimator, cluster-bootstrap 95% CIs)",
+        f"## pass@k (unbiased estimator, {pct} CIs)",
         "",
         *_table(
-            ["k", "pre", "post", "delta", "delta 95% CI"],
+            ["k", "pre", "post", "delta", f"delta {pct} CI", "delta CI method"],
             [
                 [
                     str(row["k"]),
@@ -139,6 +167,7 @@ def delta_markdown(r: dict[str, Any]) -> str:
                     f"{_num(row['post'])} {_ci(row['post_ci95'], '.4f')}",
                     _num(row["delta"], "+.4f"),
                     _ci(row["delta_ci95"]),
+                    md(row.get("delta_ci95_method", "percentile (cluster)")),
                 ]
                 for row in r["pass_at_k"]
             ],
@@ -147,10 +176,33 @@ def delta_markdown(r: dict[str, Any]) -> str:
         "![pass@k](passk_curve.png)",
         "",
     ]
+    if r.get("budget_curve"):
+        lines += [
+            "## Token budget curve",
+            "",
+            "Accuracy when every sample that did not finish within B generated tokens counts as wrong "
+            f"(what a run capped at B would score); delta post - pre with its {pct} CI (item-level paired "
+            "bootstrap).",
+            "",
+            *_table(
+                ["budget B", "pre", "post", "delta", f"{pct} CI"],
+                [
+                    [
+                        str(p["budget"]),
+                        _num(p["pre"]),
+                        _num(p["post"]),
+                        _num(p["delta"], "+.4f"),
+                        _ci(p["ci95"]),
+                    ]
+                    for p in r["budget_curve"]
+                ],
+            ),
+            "",
+        ]
     if r["families"]:
         lines += ["## By item family", ""]
         lines += _table(
-            ["family", "items", "pre", "post", "delta", "95% CI", "p", "q (BH)"],
+            ["family", "items", "pre", "post", "delta", f"{pct} CI", "p", "q (BH)", "significant"],
             [
                 [
                     md(f["family"]),
@@ -159,16 +211,22 @@ def delta_markdown(r: dict[str, Any]) -> str:
                     _num(f["mean_post"]),
                     _num(f["delta"], "+.4f"),
                     _ci(f["ci95"]),
-                    _p(f["p_value"]),
+                    p_text(f["p_value"], f.get("perm_n"), f["perm_exact"]),
                     _p(f["q_value"]),
+                    significance_text(f, s["fdr"]),
                 ]
                 for f in r["families"]
             ],
         )
-        lines.append("")
+        lines += [
+            "",
+            f"q: Benjamini-Hochberg over the {len(r['families'])} family contrasts; "
+            + SIGNIFICANT.format(pct=pct)
+            + ".",
+            "",
+        ]
     for note in r["notes"]:
         lines.append(f"Note: {md(note)}")
-    s = r["settings"]
     lines += [
         f"Settings: {s['n_boot']} bootstrap resamples, {s['n_perm']} sign-flip permutations, "
         f"alpha {s['alpha']}, seed {s['seed']}.",
@@ -200,7 +258,7 @@ def passk_figure(r: dict[str, Any]) -> bytes:
         [row["delta_ci95"][1] for row in rows],
         color="C2",
         alpha=0.25,
-        label="95% CI (cluster bootstrap)",
+        label=f"{ci_percent(r['settings']['alpha'])} CI",
     )
     ax_d.axhline(0.0, color="black", linewidth=0.8)
     ax_d.set_ylabel("pass@k delta")
@@ -218,8 +276,7 @@ def passk_figure(r: dict[str, Any]) -> bytes:
 # Arm comparison
 
 
-def _contrast_row(c: dict[str, Any]) -> list[str]:
-    sig = "yes (negligible)" if c["negligible"] else ("yes" if c["significant"] else "no")
+def _contrast_row(c: dict[str, Any], fdr: float) -> list[str]:
     return [
         f"{md(c['arm'])} vs {md(c['reference'])}",
         md(c["attribution"]),
@@ -231,22 +288,25 @@ def _contrast_row(c: dict[str, Any]) -> list[str]:
         _num(c["mean_gen_tokens"], ".1f"),
         f"{c['flips_fixed_b']}/{c['flips_broke_c']}",
         _p(c["mcnemar_p"]),
-        _p(c["p_value"]),
+        p_text(c["p_value"], c.get("perm_n"), c["perm_exact"]),
         _p(c["q_value"]),
-        sig,
+        significance_text(c, fdr),
         md(c["claim"]),
     ]
 
 
-_CONTRAST_HEADER = [
-    "contrast", "attribution", "naive delta", "95% CI", "adjusted", "confound", "d_z", "gen tokens",
-    "b/c", "McNemar p", "p", "q", "significant", "claim",
-]  # fmt: skip
+def _contrast_header(pct: str) -> list[str]:
+    return [
+        "contrast", "attribution", "naive delta", f"{pct} CI", "adjusted", "confound", "d_z", "gen tokens",
+        "b/c", "McNemar p", "p", "q", "significant", "claim",
+    ]  # fmt: skip
 
 
 def arms_markdown(r: dict[str, Any]) -> str:
     """The arm comparison as markdown: every arm vs base, marginal contrasts, families, tool paths."""
     s = r["settings"]
+    pct = ci_percent(s["alpha"])
+    header = _contrast_header(pct)
     lines = [
         "# Arm comparison: what caused the gain",
         "",
@@ -273,14 +333,14 @@ def arms_markdown(r: dict[str, Any]) -> str:
             else ["Only base is present: there is no contrast to report."]
         ),
         "",
-        *_table(_CONTRAST_HEADER, [_contrast_row(c) for c in r["contrasts"]]),
+        *_table(header, [_contrast_row(c, s["fdr"]) for c in r["contrasts"]]),
         "",
     ]
     if r["marginal"]:
         lines += [
             "## Marginal parametric gain on top of an augmentation",
             "",
-            *_table(_CONTRAST_HEADER, [_contrast_row(c) for c in r["marginal"]]),
+            *_table(header, [_contrast_row(c, s["fdr"]) for c in r["marginal"]]),
             "",
         ]
     ceilings = [c["arm"] for c in r["contrasts"] if c["ceiling"]]
@@ -294,7 +354,7 @@ def arms_markdown(r: dict[str, Any]) -> str:
     if r["families"]:
         lines += ["## By item family", ""]
         lines += _table(
-            ["contrast", "family", "items", "delta", "95% CI", "p", "q", "significant"],
+            ["contrast", "family", "items", "delta", f"{pct} CI", "p", "q", "significant"],
             [
                 [
                     f"{md(f['arm'])} vs {md(f['reference'])}",
@@ -302,9 +362,9 @@ def arms_markdown(r: dict[str, Any]) -> str:
                     str(f["n_items"]),
                     _num(f["delta"], "+.4f"),
                     _ci(f["ci95"]),
-                    _p(f["p_value"]),
+                    p_text(f["p_value"], f.get("perm_n"), f["perm_exact"]),
                     _p(f["q_value"]),
-                    "yes (negligible)" if f["negligible"] else ("yes" if f["significant"] else "no"),
+                    significance_text(f, s["fdr"]),
                 ]
                 for f in r["families"]
             ],
@@ -340,10 +400,15 @@ def arms_markdown(r: dict[str, Any]) -> str:
         lines.append(f"Note: {md(note)}")
     lines += [
         "",
-        f"p: two-sided sign-flip permutation test; q: Benjamini-Hochberg over all {r['n_tests']} "
-        f"contrasts of this report (main, marginal, per family); significant: q <= {s['fdr']} and the "
-        f"CI excludes 0; negligible: significant but |delta| < {s['min_effect']}. Settings: "
-        f"{s['n_boot']} resamples, {s['n_perm']} permutations, alpha {s['alpha']}, seed {s['seed']}.",
+        f"p: two-sided sign-flip permutation test; q: Benjamini-Hochberg within two families, the "
+        f"{r['n_tests']} arm contrasts (against base and marginal) and the "
+        f"{r.get('n_family_tests', len(r['families']))} per-family contrasts; "
+        + SIGNIFICANT.format(pct=pct)
+        + f" (fdr {s['fdr']}); negligible: significant but |delta| < {s['min_effect']}. CIs: item-level "
+        "paired bootstrap; adjusted: budget-stratified, descriptive only (it conditions on generated tokens, "
+        "which the arm itself changes; the delta report's budget curve is the causal view). Settings: "
+        f"{s['n_boot']} resamples, "
+        f"{s['n_perm']} permutations, alpha {s['alpha']}, seed {s['seed']}.",
         "",
     ]
     return "\n".join(lines)
@@ -351,7 +416,7 @@ def arms_markdown(r: dict[str, Any]) -> str:
 
 @_literal_text
 def forest_figure(r: dict[str, Any]) -> bytes:
-    """Forest plot: naive delta with 95% CI per contrast, budget-adjusted delta as an open marker."""
+    """Forest plot: naive delta with its CI per contrast, budget-adjusted delta as an open marker."""
     rows = [*r["contrasts"], *r["marginal"]]
     fig = Figure(figsize=(8, 0.55 * len(rows) + 1.6), layout="tight")
     ax = fig.subplots()
@@ -389,7 +454,8 @@ def forest_figure(r: dict[str, Any]) -> bytes:
     ax.axvline(0.0, color="black", linewidth=0.8)
     m = r["settings"]["min_effect"]
     ax.axvspan(-m, m, color="grey", alpha=0.15, label=f"|delta| < min_effect ({m})")
-    ax.plot([], [], marker="o", color="C0", linestyle="none", label="naive delta, 95% CI")
+    pct = ci_percent(r["settings"]["alpha"])
+    ax.plot([], [], marker="o", color="C0", linestyle="none", label=f"naive delta, {pct} CI")
     ax.plot([], [], marker="D", markerfacecolor="none", color="C0", linestyle="none", label="budget-adjusted")
     ax.set_xlabel("delta in mean score (arm - reference)")
     ax.set_title("Arm deltas")

@@ -20,7 +20,7 @@ from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
-from analysis.mdtext import md
+from analysis.mdtext import SIGNIFICANT, ci_percent, md, p_text, significance_text
 from contract.atomic import atomic_write
 from contract.protocol import MATCHED_LOG_FIELDS
 
@@ -61,7 +61,11 @@ def context(delta: dict[str, Any], arms: dict[str, Any]) -> dict[str, Any]:
         "n_items": delta["n_items"],
         "n_samples": delta["n_samples"],
         "protocol_line": proto_line or "see the delta report",
-        "ci_pct": round(100 * (1 - alpha)),
+        "ci_pct": ci_percent(alpha).rstrip("%"),
+        "significant_means": SIGNIFICANT.format(pct=ci_percent(alpha)),
+        "fdr": (arms.get("settings") or {}).get("fdr", 0.05),
+        "ptext": p_text,
+        "sigtext": significance_text,
         "kmax": kmax,
         "delta": delta,
         "contrasts": arms.get("contrasts", []),

@@ -377,7 +377,7 @@ def test_identical_scores_are_no_shift(tmp_path, rows):
     r = build(a, b)
     assert r["delta_mean"] == 0.0
     assert r["perm_p"] == 1.0
-    assert r["claim"] == "no material shift"
+    assert r["claim"] == ("no material shift" if len(rows) >= 6 else "TOO FEW ITEMS")
     assert r["delta_ci95"] == [0.0, 0.0] and r["delta_ci95_cluster"] == [0.0, 0.0]
     assert r["flips_wrong_to_right"] == r["flips_right_to_wrong"] == 0 and r["mcnemar_p"] == 1.0
     json.dumps(r, allow_nan=False)
@@ -566,3 +566,129 @@ def test_defaults_without_params(tmp_path, monkeypatch):
     assert read_settings(None) == Settings(
         n_boot=10_000, n_perm=10_000, alpha=0.05, fdr=0.05, min_effect=0.01, seed=0
     )
+
+
+# ------------------------------------------------------------------------------ what the report may claim
+
+
+@pytest.mark.parametrize("n_items", [1, 3, 5])
+def test_too_few_items_to_reach_alpha_make_no_claim(tmp_path, n_items):
+    pre, post = np.zeros((n_items, 8)), np.zeros((n_items, 8))
+    post[:, :6] = 1  # every item rises: the largest effect these few items can show
+    r = build(write_log(tmp_path / "a.json", pre), write_log(tmp_path / "b.json", post))
+    assert r["claim"] == "TOO FEW ITEMS", r["claim_detail"]
+    assert f"{n_items} paired items cannot reach p < 0.05 with a sign-flip test" in r["claim_detail"]
+
+
+def test_six_items_can_reach_alpha_and_are_claimed(tmp_path):
+    pre, post = np.zeros((6, 8)), np.zeros((6, 8))
+    post[:, :6] = 1
+    r = build(write_log(tmp_path / "a.json", pre), write_log(tmp_path / "b.json", post))
+    assert r["claim"] != "TOO FEW ITEMS"
+
+
+def test_sharpening_reads_an_unmoved_pass_at_n_as_not_detected(tmp_path):
+    pre = np.zeros((80, 8))
+    pre[:60, :2] = 1
+    post = np.zeros((80, 8))
+    post[:60, :7] = 1
+    r = build(write_log(tmp_path / "a.json", pre), write_log(tmp_path / "b.json", post))
+    assert r["claim"] == "SHARPENING"
+    assert "not detected" in r["claim_detail"] and "not capability expansion" not in r["claim_detail"]
+
+
+def test_one_interval_per_number_with_its_method_named(pair):
+    r = build(*pair)
+    row1 = r["pass_at_k"][0]
+    # With 0/1 scores pass@1 is the mean score: its delta carries the headline interval, not a second one.
+    assert row1["delta"] == pytest.approx(r["delta_mean"])
+    assert row1["delta_ci95"] == r["delta_ci95"] and r["delta_ci95_method"] in row1["delta_ci95_method"]
+    from analysis import render
+
+    tables, _ = markdown_view(render.delta_markdown(r))
+    headline = next(t for t in tables if t[0] == ["quantity", "value"])
+    ci_rows = [row for row in headline if "CI of the delta" in row[0] or "bootstrap" in row[0]]
+    assert len(ci_rows) == 1 and "bootstrap" in ci_rows[0][0] and r["delta_ci95_method"] in ci_rows[0][0]
+    assert f"{r['delta_ci95'][0]:+.4f}" in r["claim_detail"]
+
+
+def test_p_at_the_permutation_floor_is_printed_as_a_bound(pair):
+    from analysis import render
+
+    r = build(*pair)
+    assert not r["perm_exact"] and r["perm_p"] == pytest.approx(2 / 401)
+    text = render.delta_markdown(r)
+    assert "<= 0.005 (floor of 400 permutations)" in text
+    assert "| 0.004988 |" not in text
+
+
+def test_interval_labels_follow_alpha(pair):
+    from analysis import render
+
+    r = build(*pair, Settings(n_boot=400, n_perm=400, seed=7, alpha=0.1))
+    text = render.delta_markdown(r)
+    assert "90% CI" in text and "95%" not in text
+
+
+def test_identical_logs_print_no_zero_mde(tmp_path):
+    from analysis import render
+
+    rows = np.array([[1, 0, 1], [0, 0, 0]] * 5, float)
+    r = build(write_log(tmp_path / "a.json", rows), write_log(tmp_path / "b.json", rows))
+    assert r["mde"]["mde"] is None and "no variance" in r["mde"]["reason"]
+    text = render.delta_markdown(r)
+    assert "Minimum detectable effect: 0.0000" not in text and "not estimable" in text
+
+
+def test_power_cli_plans_from_a_pilot_pair_and_refuses_identical_logs(tmp_path):
+    from analysis import evalstats as es
+
+    rng = np.random.default_rng(5)
+    pre, logit = synthetic_scores(rng, 60, 4)
+    post, _ = synthetic_scores(rng, 60, 4, lift=0.5, base=logit)
+    a = write_log(tmp_path / "a.json", pre)
+    b = write_log(tmp_path / "b.json", post)
+    out = run_cli("analysis.power", "--pilot", str(a), "--post", str(b), "--mde", "0.02")
+    assert out.returncode == 0, out.stderr
+    plan = es.power_plan(pre, post, 0.02)
+    row = next(line for line in out.stdout.splitlines() if line.endswith("<- the pilot's k"))
+    assert f"| {plan.items_by_k[4]:>12,} |" in row and "assumed" not in out.stdout
+    same = run_cli("analysis.power", "--pilot", str(a), "--post", str(a), "--mde", "0.02")
+    assert same.returncode == 2 and "no variance" in same.stderr and "0.0000" not in same.stdout
+    bare = run_cli("analysis.power", "--mde", "0.02")
+    assert bare.returncode == 0 and "assumed (not measured): no pilot" in bare.stdout
+    assert "4,906" in bare.stdout
+
+
+def test_the_noise_floor_stands_beside_the_headline_delta(pair, tmp_path):
+    from analysis import render
+
+    r = build(*pair)
+    nf = r["noise_floor"]
+    assert nf["half"] == 4 and nf["n_splits"] == 200 and 0 <= nf["false_positive_rate"] <= 1
+    tables, _ = markdown_view(render.delta_markdown(r))
+    headline = [row[0] for row in next(t for t in tables if t[0] == ["quantity", "value"])]
+    at = headline.index(next(h for h in headline if h.startswith("95% CI of the delta")))
+    assert headline[at + 1].startswith("noise floor: pre against itself, 4 vs 4")
+    one = build(
+        write_log(tmp_path / "a.json", np.zeros((10, 1))), write_log(tmp_path / "b.json", np.ones((10, 1)))
+    )
+    assert one["noise_floor"] is None and "no halves" in render.delta_markdown(one)
+
+
+def test_budget_curve_shows_a_gain_that_needs_long_generations(tmp_path):
+    from analysis import render
+
+    rng = np.random.default_rng(8)
+    pre = (rng.random((60, 4)) < 0.3).astype(float)
+    post = np.maximum(pre, (rng.random((60, 4)) < 0.5).astype(float))
+    pre_tok = np.full((60, 4), 10)
+    post_tok = np.where(post > pre, 60, 10)  # the newly solved samples need 60 tokens
+    a = write_log(tmp_path / "a.json", pre, gen_tokens=pre_tok)
+    b = write_log(tmp_path / "b.json", post, gen_tokens=post_tok)
+    r = build(a, b)
+    curve = {p["budget"]: p for p in r["budget_curve"]}
+    assert curve[16]["delta"] == 0.0 and curve[64]["delta"] == pytest.approx(r["delta_mean"])
+    assert curve[64]["ci95"] == r["delta_ci95"] and "headline" in curve[64]["ci95_method"]
+    assert curve[64]["ci95"][0] > 0
+    assert "## Token budget curve" in render.delta_markdown(r)

@@ -180,6 +180,14 @@ def test_mcnemar_without_discordant_pairs_is_p_one():
     assert (r.exact_p, r.chi2_p, r.chi2) == (1.0, 1.0, 0.0)
 
 
+def test_mcnemar_chi2_is_zero_as_r_when_the_discordant_counts_are_equal_or_one_apart():
+    # R's mcnemar.test drops the continuity correction when |b - c| < 1: b = c gives 0 and p = 1.
+    for b, c in ((1, 1), (5, 5), (40, 40)):
+        r = es.mcnemar(b, c)
+        assert (r.chi2, r.chi2_p) == (0.0, 1.0)
+    assert es.mcnemar(3, 2).chi2 == 0.0
+
+
 def test_mcnemar_from_verdicts_counts_flips():
     pre = np.array([0, 0, 1, 1, 0], bool)
     post = np.array([1, 1, 0, 1, 0], bool)
@@ -453,6 +461,14 @@ def test_cohens_dz_ci_approaches_the_large_sample_normal_interval():
     assert r.hi == pytest.approx(r.dz + 1.959964 * se, abs=1e-3)
 
 
+def test_cohens_dz_undefined_for_differences_constant_up_to_rounding():
+    # 0.3 - 0.1 and 0.2 - 0.0 are both 0.2 but differ in the last bit: sd ~ 1e-17, not an effect of 1e16.
+    pre, post = np.array([0.1, 0.0] * 5), np.array([0.3, 0.2] * 5)
+    d = post - pre
+    assert d.std(ddof=1) > 0
+    assert es.cohens_dz(d) is None
+
+
 def test_cohens_dz_undefined_for_constant_differences():
     assert es.cohens_dz(np.zeros(10)) is None
     assert es.cohens_dz(np.ones(10)) is None
@@ -591,3 +607,93 @@ def test_budget_adjustment_of_several_contrasts_matches_one_at_a_time():
     joint = es.budget_adjusted_deltas(contrasts, 100, np.random.default_rng(0))
     for c, j in zip(contrasts, joint, strict=True):
         assert j.delta == pytest.approx(loop_budget_adjusted_delta(*c), abs=1e-12)
+
+
+# ---------------------------------------------------------------------------------------- power planning
+
+Z_POWER = 1.959963984540054 + 0.8416212335729143  # z_{0.975} + z_{0.8}, from a normal table
+
+
+def test_power_plan_without_a_pilot_is_the_textbook_paired_binary_formula():
+    plan = es.power_plan(None, None, 0.02)
+    # Var(d) = 2 p (1 - p) (1 - rho) = 2 * 0.25 * 0.5 = 0.25 per sample.
+    assert plan.items_by_k[1] == math.ceil(Z_POWER**2 * 0.25 / 0.02**2) == 4906
+    assert plan.items_by_k[8] == math.ceil(Z_POWER**2 * 0.25 / 8 / 0.02**2)
+    assert "p = 0.5" in plan.assumed and "rho = 0.5" in plan.assumed
+
+
+def test_power_plan_from_a_pilot_pair_by_hand():
+    pilot = np.array([[1, 0], [1, 1], [0, 0], [0, 1]], float)
+    post = np.array([[1, 1], [1, 1], [0, 1], [0, 0]], float)
+    # d = [[0, 1], [0, 0], [0, 1], [0, -1]]: within = mean(1/2, 0, 1/2, 1/2) = 3/8; item means (1/2, 0, 1/2,
+    # -1/2) have variance 11/48; between = 11/48 - (3/8) / 2 = 1/24.
+    plan = es.power_plan(pilot, post, 0.1, ks=(1, 2))
+    assert plan.within_item_var == pytest.approx(3 / 8) and plan.between_item_var == pytest.approx(1 / 24)
+    assert plan.items_by_k == {
+        1: math.ceil(Z_POWER**2 * (1 / 24 + 3 / 8) / 0.01),
+        2: math.ceil(Z_POWER**2 * (1 / 24 + 3 / 16) / 0.01),
+    }
+    assert plan.assumed is None
+
+
+def test_power_plan_from_a_pilot_alone_assumes_the_correlation():
+    pilot = np.array([[1, 0], [1, 1], [0, 0], [0, 1]], float)
+    # One arm: item means (1/2, 1, 0, 1/2), variance 1/6; within mean(1/2, 0, 0, 1/2) = 1/4; between 1/24.
+    plan = es.power_plan(pilot, None, 0.1, ks=(2,))
+    assert plan.between_item_var == pytest.approx(2 * (1 / 6 - 1 / 8) * 0.5)
+    assert plan.within_item_var == pytest.approx(2 * 1 / 4)
+    assert "rho = 0.5" in plan.assumed
+
+
+def test_no_variance_gives_no_plan_and_no_zero_mde():
+    scores = np.array([[1, 0], [0, 0], [1, 1]], float)
+    with pytest.raises(ValueError, match="no variance"):
+        es.power_plan(scores, scores.copy(), 0.02)
+    mde = es.mde_paired(scores, scores.copy())
+    assert mde.mde is None and "no variance" in mde.reason
+
+
+# ------------------------------------------------------------------------------------------- noise floor
+
+
+def test_aa_noise_floor_first_split_is_the_seeded_halves_by_hand():
+    rng = np.random.default_rng(11)
+    scores = (rng.random((50, 6)) < 0.4).astype(float)
+    nf = es.aa_noise_floor(scores, 300, np.random.default_rng(3), n_splits=20)
+    a, b = es.split_halves(6, 50, np.random.default_rng(3))
+    assert all(sorted([*a[i], *b[i]]) == list(range(6)) for i in range(50))
+    rows = np.arange(50)[:, None]
+    half_a, half_b = scores[rows, a].mean(axis=1), scores[rows, b].mean(axis=1)
+    assert nf.delta == pytest.approx((half_b - half_a).mean(), abs=1e-15)
+    assert nf.flip_share == np.mean((half_a >= 0.5) != (half_b >= 0.5))
+    assert nf.ci.lo <= nf.delta <= nf.ci.hi and nf.half == 3 and nf.n_splits == 20
+
+
+def test_aa_false_positive_rate_of_the_interval_is_near_alpha():
+    rng = np.random.default_rng(12)
+    p = rng.beta(0.7, 1.5, 300)
+    scores = (rng.random((300, 8)) < p[:, None]).astype(float)
+    nf = es.aa_noise_floor(scores, 1000, np.random.default_rng(4), alpha=0.1, n_splits=300)
+    assert 0.05 <= nf.false_positive_rate <= 0.15
+
+
+def test_aa_noise_floor_needs_two_samples_per_item():
+    assert es.aa_noise_floor(np.ones((10, 1)), 100, np.random.default_rng(0)) is None
+
+
+# ----------------------------------------------------------------------------------------- budget curves
+
+
+def test_budget_curve_counts_unfinished_samples_as_wrong_by_hand():
+    ref = np.array([[1, 0], [1, 1], [0, 1]], float)
+    arm = np.array([[1, 1], [1, 1], [1, 1]], float)
+    ref_tok = np.array([[5, 9], [20, 5], [5, 30]], float)
+    arm_tok = np.array([[40, 40], [5, 40], [10, 10]], float)
+    pts = es.budget_curve(ref, arm, ref_tok, arm_tok, [4, 10, 40], 200, np.random.default_rng(0))
+    assert [p.budget for p in pts] == [4, 10, 40]
+    assert (pts[0].ref, pts[0].arm) == (0.0, 0.0)
+    # B = 10: ref keeps (1, 0), (0, 1) of (1, 1), (0, 0): 2/6; arm keeps (0, 0), (1, 0), (1, 1): 3/6.
+    assert (pts[1].ref, pts[1].arm) == (pytest.approx(2 / 6), pytest.approx(3 / 6))
+    assert pts[2].delta == pytest.approx(arm.mean() - ref.mean())
+    assert all(p.ci.lo <= p.delta <= p.ci.hi for p in pts)
+    assert es.budget_grid(64, 4) == [16, 32, 48, 64]
