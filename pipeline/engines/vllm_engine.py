@@ -132,6 +132,7 @@ class VllmEngine:
         cpu_kvcache_space_gib: float = 1,
         save_every: int = 4096,
         batch_invariant: bool = False,
+        enforce_eager: bool | str = "auto",
         llm_kwargs: dict[str, Any] | None = None,
         log_level: str = "error",
     ) -> None:
@@ -169,6 +170,12 @@ class VllmEngine:
             # set_offset, which only CUDA generators have: on CPU the run dies with "CPU Generator does
             # not use offset" as soon as a batch's prompts exceed one step's token budget.
             enable_chunked_prefill = False if on_cpu else None
+        if enforce_eager == "auto":
+            # On a CPU, vLLM's compiled graphs cost start-up time and generate no faster for small models
+            # (measured on the demo: start 26 s vs 43 s, 400 samples 5.8 s vs 16.3 s, identical texts); on
+            # a GPU, CUDA graphs are what makes decoding fast.
+            enforce_eager = on_cpu
+        extra.setdefault("enforce_eager", bool(enforce_eager))
         with _quiet_warnings(quiet):
             self.llm = LLM(
                 model=model,
