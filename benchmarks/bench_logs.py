@@ -66,7 +66,8 @@ def arm_log(name: str, n_items: int, k: int, fractional: bool, logit: np.ndarray
     else:
         scores = (rng.random((n_items, k)) < p[:, None]).astype(float)
     tokens = rng.integers(30, 60, (n_items, k))
-    seeds = rng.integers(0, 2**31, (n_items, k))
+    # Every arm gives sample j of an item the same seed (as the runner does); the analyses check it.
+    seeds = np.random.default_rng(1234).integers(0, 2**31, (n_items, k))
     proto = Protocol(k=k, max_tokens=64, temperature=1.0, top_p=1.0, seed=1234, max_tool_calls=4)
     items = []
     for i in range(n_items):
