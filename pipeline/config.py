@@ -184,6 +184,11 @@ def known_arms(conf_dir: Path = CONF_DIR) -> list[str]:
     return sorted(p.stem for p in (conf_dir / "arm").glob("*.yaml"))
 
 
+def unknown_arm(name: str, conf_dir: Path = CONF_DIR) -> str:
+    """The one-line refusal of an arm that has no conf/arm/<name>.yaml, listing the known arms."""
+    return f"unknown arm {name!r} (no conf/arm/{name}.yaml); known arms: {', '.join(known_arms(conf_dir))}"
+
+
 def arms_of(params: Params, conf_dir: Path = CONF_DIR) -> list[str]:
     """The arms the pipeline runs: params.yaml `arms`, or every arm of conf/arm/ when it names none."""
     return list(params.arms) if params.arms is not None else known_arms(conf_dir)

@@ -340,6 +340,12 @@ def staleness(settings: RunSettings) -> tuple[ArmSpec, Params, dict[str, str], s
     return arm, params, pins, inputs, stale
 
 
+def _reuse(arm: str, dest: Path) -> Path:
+    """Say that an arm's generations file is up to date, and hand it back."""
+    print(f"run_arm: {arm}: up to date ({dest} has these inputs; force=true regenerates it)")
+    return dest
+
+
 def start_engine(
     cfg: dict[str, Any], arm: str, model: str, revision: str | None
 ) -> tuple[Engine, float | None]:
@@ -450,8 +456,7 @@ def merge_parts(settings: RunSettings, n: int) -> Path:
     state = staleness(settings)
     dest = settings.out_dir / f"{settings.arm}.json"
     if state[-1] is None:
-        print(f"run_arm: {settings.arm}: up to date ({dest} has these inputs; force=true regenerates it)")
-        return dest
+        return _reuse(settings.arm, dest)
     with RunLock(settings.out_dir / ".partial" / f"{settings.arm}.lock", f"arm {settings.arm!r}"):
         return _merge(settings, n, state)
 
@@ -532,8 +537,7 @@ def run(settings: RunSettings, engine: Engine | None = None) -> Path:
     state = staleness(settings)
     dest = settings.out_dir / f"{settings.arm}.json"
     if state[-1] is None:
-        print(f"run_arm: {settings.arm}: up to date ({dest} has these inputs; force=true regenerates it)")
-        return dest
+        return _reuse(settings.arm, dest)
     lock = settings.out_dir / ".partial" / f"{settings.arm}{part_suffix(part)}.lock"
     with RunLock(lock, f"arm {settings.arm!r}{'' if part is None else f' part {settings.part}'}"):
         # A run of the same arm may have finished it between the check above and the lock.

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from contract.protocol import PROTOCOL_ALIASES, is_protocol_key
-from pipeline.config import CONF_DIR, known_arms
+from pipeline.config import CONF_DIR, known_arms, unknown_arm
 
 
 def arm_values(args: Sequence[str]) -> list[str]:
@@ -70,10 +70,6 @@ def hydra_main(prog: str, config_name: str, task: Callable[[Any], None]) -> None
     except HydraException:
         unknown = []  # Hydra reports a malformed override itself, with its grammar error
     if unknown:
-        print(
-            f"{prog}: unknown arm {unknown[0]!r} (no conf/arm/{unknown[0]}.yaml); known arms: "
-            f"{', '.join(known_arms())}",
-            file=sys.stderr,
-        )
+        print(f"{prog}: {unknown_arm(unknown[0])}", file=sys.stderr)
         sys.exit(2)
     hydra.main(config_path=str(CONF_DIR), config_name=config_name, version_base="1.3")(task)()

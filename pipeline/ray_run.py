@@ -26,9 +26,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pipeline.config import CONF_DIR, known_arms
-from pipeline.generate import KNOWN_ERRORS, RunSettings, merge_parts, run
-from pipeline.run_arm import settings_from
+from pipeline.config import known_arms, unknown_arm
+from pipeline.generate import KNOWN_ERRORS, merge_parts, run
+from pipeline.run_arm import compose_settings
 
 EPILOG = """\
 examples:
@@ -41,22 +41,12 @@ Overrides (key=value) are those of python -m pipeline.run_arm, applied to every 
 """
 
 
-def compose_settings(arm: str, overrides: Sequence[str], part: str | None = None) -> RunSettings:
-    """RunSettings of conf/config.yaml for arm with overrides (and a part), as run_arm composes them."""
-    from hydra import compose, initialize_config_dir
-
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        cfg = compose("config", overrides=[f"arm={arm}", *overrides])
-    settings = settings_from(cfg, arm)
-    settings.part = part
-    settings.progress = False
-    return settings
-
-
 def _part_task(root: str, arm: str, overrides: list[str], part: str) -> str:
     """One worker: generate one part (in the repository root, as the driver would), return its file."""
     os.chdir(root)
-    return str(run(compose_settings(arm, overrides, part)))
+    settings = compose_settings(arm, overrides, part)
+    settings.progress = False
+    return str(run(settings))
 
 
 def run_sharded(
@@ -101,9 +91,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("overrides", nargs="*", help="key=value settings of conf/config.yaml")
     args = parser.parse_args(argv)
     if args.arm not in known_arms():
-        _fail(
-            f"unknown arm {args.arm!r} (no conf/arm/{args.arm}.yaml); known arms: {', '.join(known_arms())}"
-        )
+        _fail(unknown_arm(args.arm))
     if args.workers < 1:
         _fail(f"--workers {args.workers}: needs at least 1")
     try:
@@ -111,7 +99,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             args.arm, args.workers, args.overrides, args.address, args.gpus_per_worker, args.cpus_per_worker
         )
     except KNOWN_ERRORS as e:
-        _fail(f"{e}\n  finished parts are kept in <out_dir>/.parts/; rerun the same command to resume")
+        _fail(f"{e}; finished parts are kept in <out_dir>/.parts/: rerun the same command to resume")
     except Exception as e:
         cause: Any = getattr(e, "cause", None)
         if isinstance(cause, KNOWN_ERRORS):

@@ -12,9 +12,11 @@ Do not write `+arm=rag`: a leading '+' on the key is Hydra's "append a new key".
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from pipeline.config import CONF_DIR
 from pipeline.generate import KNOWN_ERRORS, RunSettings, merge_parts, run
 from pipeline.hydra_cli import hydra_main
 
@@ -38,6 +40,17 @@ def settings_from(cfg: Any, arm_name: str) -> RunSettings:
         arm_node=dict(node["arm"]),
         tool_server=dict(node["tool_server"]),
     )
+
+
+def compose_settings(arm: str, overrides: Sequence[str] = (), part: str | None = None) -> RunSettings:
+    """RunSettings of conf/config.yaml for arm with overrides (and a part), as the command line composes."""
+    from hydra import compose, initialize_config_dir
+
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        settings = settings_from(compose("config", overrides=[f"arm={arm}", *overrides]), arm)
+    if part is not None:
+        settings.part = part
+    return settings
 
 
 def _task(cfg: Any) -> None:

@@ -15,10 +15,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from pipeline.config import CONF_DIR, ConfigError, arms_of, known_arms, load_arm, load_params
+from pipeline.config import CONF_DIR, ConfigError, arms_of, known_arms, load_arm, load_params, unknown_arm
 from pipeline.engines import engines_started, release_engine
 from pipeline.generate import KNOWN_ERRORS, run, staleness
-from pipeline.run_arm import os_error_line, settings_from
+from pipeline.run_arm import compose_settings, os_error_line
 
 EPILOG = """\
 examples:
@@ -67,8 +67,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         _fail("the arms come from --arms or params.yaml arms; drop the arm= override")
     unknown = [a for a in (args.arms or "").split(",") if a and a not in known_arms()]
     if unknown:
-        known = ", ".join(known_arms())
-        _fail(f"unknown arm {unknown[0]!r} (no conf/arm/{unknown[0]}.yaml); known arms: {known}")
+        _fail(unknown_arm(unknown[0]))
     from hydra import compose, initialize_config_dir
     from hydra.errors import HydraException
 
@@ -76,27 +75,25 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
             top = compose("config", overrides=list(args.overrides))
-            out_dir = Path(str(top.out_dir))
-            arms = args.arms.split(",") if args.arms else arms_of(load_params(str(top.params)))
-            groups = by_model(arms, {a: load_arm(a).model for a in arms})
-            plan = "; ".join(f"{model}: {', '.join(names)}" for model, names in groups)
-            print(f"run_arms: {len(arms)} arms on {len(groups)} models ({plan})", flush=True)
-            for _model, names in groups:
-                for arm in names:
-                    settings = settings_from(
-                        compose("config", overrides=[f"arm={arm}", *args.overrides]), arm
-                    )
-                    if args.status:
-                        why = staleness(settings)[-1]
-                        print(f"  {arm:<20} {'up to date' if why is None else 'to generate: ' + why}")
-                    else:
-                        run(settings)
-                # The next model needs the memory; an engine is never shared across models.
-                release_engine()
+        out_dir = Path(str(top.out_dir))
+        arms = args.arms.split(",") if args.arms else arms_of(load_params(str(top.params)))
+        groups = by_model(arms, {a: load_arm(a).model for a in arms})
+        plan = "; ".join(f"{model}: {', '.join(names)}" for model, names in groups)
+        print(f"run_arms: {len(arms)} arms on {len(groups)} models ({plan})", flush=True)
+        for _model, names in groups:
+            for arm in names:
+                settings = compose_settings(arm, args.overrides)
+                if args.status:
+                    why = staleness(settings)[-1]
+                    print(f"  {arm:<20} {'up to date' if why is None else 'to generate: ' + why}")
+                else:
+                    run(settings)
+            # The next model needs the memory; an engine is never shared across models.
+            release_engine()
     except HydraException as e:
         _fail(f"bad override: {str(e).splitlines()[0]}")
     except (*KNOWN_ERRORS, ConfigError) as e:
-        _fail(f"{e}\n  the arms finished so far are kept; rerun the same command to resume")
+        _fail(f"{e}; the arms finished so far are kept: rerun the same command to resume")
     except OSError as e:
         _fail(os_error_line(e, out_dir))
     if not args.status:
