@@ -3,8 +3,9 @@
 The minimal form (model_name, suite, suite_revision, n_samples, temperature, max_tokens, driver,
 measured_at, items[{item_id, scores}]) always validates, so a log made by hand or by another tool can be
 analysed. Everything else the scorer knows is optional: the format version, the arm, the pins, the
-engine, the scorer's name and version, per item its prompt, passages and scored samples, and for a tool
-arm the counts of its tool calls (answered, failed, server restarts; format 3).
+engine, the scorer's name and version, per item its question, reference answer, prompt, passages (with
+their text) and scored samples, and for a tool arm the counts of its tool calls (answered, failed, server
+restarts; format 3).
 
     python -m contract.evallog --schema          # print the JSON Schema
     python -m contract.evallog check FILE...     # one line per problem, exit 1 if any
@@ -58,8 +59,10 @@ class SampleRecord(_Strict):
     index: int = Field(ge=0)
     seed: int
     score: float
+    # What the model wrote after the prompt, tool calls and the harness's tool responses included: the
+    # sample's transcript is its item's prompt followed by this text (contract.textformat.transcript
+    # splits it into turns), so the log stores each once.
     text: str | None = None
-    transcript: list[dict[str, Any]] | None = None
     answer: str | None = None
     # Why no answer was read (an unclosed <think>, only the instruction's placeholder, ...).
     no_answer_reason: str | None = None
@@ -72,12 +75,15 @@ class SampleRecord(_Strict):
 
 
 class ItemResult(_Strict):
-    """One suite item: its per-sample scores, and optionally its prompt, passages and samples."""
+    """One suite item: its per-sample scores, and optionally its question, prompt, passages and samples."""
 
     item_id: str
     scores: list[float]
     family: str | None = None
     gen_tokens: list[int] | None = None
+    # The suite's question and reference answer, for a reader (the item browser); no analysis reads them.
+    question: str | None = None
+    reference_answer: str | None = None
     prompt: str | None = None
     retrieved: list[RetrievedDoc] | None = None
     samples: list[SampleRecord] | None = None

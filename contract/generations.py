@@ -44,11 +44,13 @@ class _Strict(BaseModel):
 
 
 class RetrievedDoc(_Strict):
-    """One passage a retrieval arm put in front of the question."""
+    """One passage a retrieval arm put in front of the question, with its text as the prompt shows it."""
 
     doc_id: str
     score: float
     rank: int | None = None
+    title: str | None = None
+    text: str | None = None
 
 
 class ToolCallRecord(_Strict):

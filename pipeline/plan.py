@@ -79,7 +79,8 @@ def plan_run(params: Params, arm: ArmSpec, tools: Sequence[dict[str, Any]]) -> P
         if index is not None and params.rag is not None:
             passages, hits = passages_for(index, item.question, params.rag.top_k, params.rag.order)
             retrieved[item.item_id] = [
-                RetrievedDoc(doc_id=h.doc_id, score=h.score, rank=h.rank) for h in hits
+                RetrievedDoc(doc_id=h.doc_id, score=h.score, rank=h.rank, title=h.title or None, text=h.text)
+                for h in hits
             ]
         prompt = make_prompt(tokenizer, chat, item.question, passages, tools)
         prompts[item.item_id] = prompt

@@ -5,8 +5,9 @@
 The scorer checks that the generations answer this suite (the same item ids, and the questions they were
 generated from, by their pinned sha256), then judges each sample with the item's verifier
 (scoring.verifiers) and, in tool arms, gives it a path verdict (scoring.paths). The log records the
-scorer's name, SCORER_VERSION and settings, so two logs scored differently are never taken for one. A tool
-arm's counts of answered and failed calls and server restarts are carried into the log as they are.
+scorer's name, SCORER_VERSION and settings, so two logs scored differently are never taken for one. Each
+item carries the suite's question and reference answer beside the prompt, for a reader. A tool arm's
+counts of answered and failed calls and server restarts are carried into the log as they are.
 """
 
 from __future__ import annotations
@@ -127,6 +128,8 @@ def score_generations(
                 family=item.family,
                 scores=[s.score for s in samples],
                 gen_tokens=[int(s.gen_tokens or 0) for s in samples],
+                question=item.question,
+                reference_answer=str(item.answer),
                 prompt=gen.prompt,
                 retrieved=gen.retrieved,
                 samples=samples,

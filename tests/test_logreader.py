@@ -31,8 +31,7 @@ def small_log() -> dict[str, Any]:
             SampleRecord(index=j, seed=100 * i + j, score=float((i + j) % 2), text=f"Answer: {j}\n",
                          answer=str(j), finish_reason="stop", prompt_tokens=20, gen_tokens=5 + j,
                          rounds=1 + j % 2,
-                         tool_calls=[call] if j % 2 else [], path="clean" if j % 2 else "answer_without_tool",
-                         transcript=[{"role": "tool", "content": "92.5"}] if (i, j) == (0, 1) else None)
+                         tool_calls=[call] if j % 2 else [], path="clean" if j % 2 else "answer_without_tool")
             for j in range(3)
         ]  # fmt: skip
         items.append(
@@ -41,8 +40,12 @@ def small_log() -> dict[str, Any]:
                 family=["lookup", "compute", None][i],
                 scores=[s.score for s in samples],
                 gen_tokens=[s.gen_tokens or 0 for s in samples],
+                question=f"Question {i}?" if i != 2 else None,
+                reference_answer=str(i) if i != 2 else None,
                 prompt=f"Question {i}?\nAnswer:",
-                retrieved=[RetrievedDoc(doc_id="d1", score=1.5, rank=1)] if i == 1 else None,
+                retrieved=[RetrievedDoc(doc_id="d1", score=1.5, rank=1, title="D", text="One.")]
+                if i == 1
+                else None,
                 samples=samples,
             )
         )

@@ -33,7 +33,7 @@ from contract.engine import Decoding, EngineInfo, GenRequest, GenResult
 from contract.evallog import SampleRecord
 from contract.generations import GenSample
 from contract.seeds import round_seed, sample_seed
-from contract.textformat import format_tool_call, format_tool_response
+from contract.textformat import Turn, format_tool_call, format_tool_response, transcript
 from demo.charmodel import build_tokenizer
 from pipeline.engines.vllm_engine import VllmEngine
 from pipeline.prompts import build_prompt
@@ -149,6 +149,38 @@ def test_call_response_and_answer_in_rounds(tools: ToolClient) -> None:
     assert r0.stop == r1.stop == ("</tool_call>",)
     # The outcome fits the EvalLog sample record as the runner will store it.
     SampleRecord(index=0, seed=r0.seed, score=1.0, text=o.text, tool_calls=o.tool_calls, rounds=o.rounds)
+
+
+def test_a_sample_reads_back_as_its_turns_in_order(tools: ToolClient) -> None:
+    """contract.textformat.transcript cuts what the loop wrote into prompt, model turns and tool calls with
+    their responses, pairs each response with its call record, keeps a response the model wrote itself as
+    model text, and puts a call never executed (over the cap) last; the turns join back into the text."""
+    c1, c2 = call("orbital_period", altitude_km=400), call("circular_speed", altitude_km=400)
+    fake = format_tool_response({"period_min": 1})
+    scripts: dict[tuple[str, int], Script] = {
+        ("two", 0): [c1, "Then " + c2, answer_from_response],
+        ("fake", 0): ["I know" + fake + "Answer: 1\n"],
+        ("cap", 0): [c1, c2, "never"],
+    }
+    keys = list(scripts)
+    outcomes = run_tool_loop(ScriptedEngine(scripts), requests_for(keys[:2]), DECODING, tools, 4)
+    outcomes += run_tool_loop(ScriptedEngine(scripts), requests_for(keys[2:]), DECODING, tools, 1)
+    for o in outcomes:
+        turns = transcript(PROMPT, o.text, o.tool_calls)
+        assert turns[0] == Turn("prompt", PROMPT)
+        rebuilt = "".join(
+            t.text if t.role == "model" else format_tool_response(json.loads(t.text)) if t.text else ""
+            for t in turns[1:]
+        )
+        assert rebuilt == o.text, o.key
+        assert [t.call for t in turns if t.role == "tool"] == o.tool_calls, o.key
+    two, fake_turns, cap = (transcript(PROMPT, o.text, o.tool_calls) for o in outcomes)
+    assert [t.role for t in two] == ["prompt", "model", "tool", "model", "tool", "model"]
+    assert json.loads(two[2].text) == {"period_min": 92.56} and two[2].call.name == "orbital_period"
+    assert two[4].call.name == "circular_speed" and two[-1].text == "Answer: 7.67\n"
+    assert [t.role for t in fake_turns] == ["prompt", "model"]
+    assert [t.role for t in cap] == ["prompt", "model", "tool", "model", "tool"]
+    assert cap[-1].text == "" and cap[-1].call.error == "max_tool_calls (1) reached; call not executed"
 
 
 def test_all_samples_of_a_round_are_one_batch(tools: ToolClient) -> None:

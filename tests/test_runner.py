@@ -218,9 +218,14 @@ def test_retrieved_passages_stand_in_the_order_params_yaml_asks(
     w.params.write_text(yaml.safe_dump(raw, sort_keys=False))
     plan = plan_run(load_params(w.params), load_arm("+rag"), [])
     texts = {d["doc_id"]: d["text"] for d in CORPUS}
+    titles = {d["doc_id"]: d["title"] for d in CORPUS}
     for req in plan.requests:
         ranked = [texts[d.doc_id] for d in plan.retrieved[req.key[0]]]
         assert [d.rank for d in plan.retrieved[req.key[0]]] == [1, 2]
+        # The generations keep each passage's text and title, as a reader of the log needs them.
+        assert [(d.text, d.title) for d in plan.retrieved[req.key[0]]] == [
+            (texts[d.doc_id], titles[d.doc_id]) for d in plan.retrieved[req.key[0]]
+        ]
         shown = ranked[::-1] if order == "best_last" else ranked
         assert req.prompt.startswith(f"[1] {shown[0]}\n[2] {shown[1]}\nQuestion: ")
 

@@ -160,6 +160,10 @@ def test_hand_written_generations_are_scored_the_same_by_every_form(tmp_path: Pa
         "speed-1": ["clean", "no_answer"],
     }
     assert by_id["period-1"].prompt is not None and "Question: Period" in by_id["period-1"].prompt
+    # A reader of the log sees each item's question and reference answer as the suite holds them.
+    assert [(it.question, it.reference_answer) for it in log.items] == [
+        (i["question"], str(i["answer"])) for i in SUITE
+    ]
     assert log.pins is not None and log.pins["suite"].startswith("sha256:")
 
 
