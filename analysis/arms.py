@@ -166,7 +166,7 @@ def _contrast(
     base = mean_contrast(r.item_mean, a.item_mean, settings)
     d = a.item_mean - r.item_mean
     dz = es.cohens_dz(d, settings.alpha)
-    flips = es.mcnemar_from_verdicts(r.item_mean >= 0.5, a.item_mean >= 0.5)
+    flips = es.mcnemar_from_verdicts(es.majority_verdicts(r.item_mean), es.majority_verdicts(a.item_mean))
     return {
         "arm": arm,
         "reference": ref,

@@ -159,7 +159,7 @@ def build(pre_path: str, pre: EvalLog, post_path: str, post: EvalLog, settings: 
     flip = es.sign_flip_test(d, settings.n_perm, es.rng_for(seed, "perm"))
     dz = es.cohens_dz(d, alpha)
     mde = es.mde_paired(a.scores, b.scores, alpha)
-    flips = es.mcnemar_from_verdicts(a.item_mean >= 0.5, b.item_mean >= 0.5)
+    flips = es.mcnemar_from_verdicts(es.majority_verdicts(a.item_mean), es.majority_verdicts(b.item_mean))
 
     ks = es.k_grid(pre.n_samples)
     passk = es.pass_at_k_bootstrap(
@@ -210,6 +210,10 @@ def build(pre_path: str, pre: EvalLog, post_path: str, post: EvalLog, settings: 
         "post_model": post.model_name,
         "pre_log": str(pre_path),
         "post_log": str(post_path),
+        # The arm names (the log's own, else the file's stem, as the arm comparison names them), which the
+        # item browser's links use.
+        "pre_arm": pre.arm or Path(pre_path).stem,
+        "post_arm": post.arm or Path(post_path).stem,
         "driver": post.driver,
         "measured_at": post.measured_at,
         "pre_measured_at": pre.measured_at,

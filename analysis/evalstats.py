@@ -327,6 +327,11 @@ def mcnemar(b: int, c: int) -> McNemar:
     return McNemar(b, c, chi2, float(chdtrc(1, chi2)), exact)
 
 
+def majority_verdicts(item_mean: np.ndarray) -> np.ndarray:
+    """An item's verdict (True = right) from its mean score over k samples: right when it is >= 0.5."""
+    return np.asarray(item_mean, dtype=np.float64) >= 0.5
+
+
 def mcnemar_from_verdicts(pre: np.ndarray, post: np.ndarray) -> McNemar:
     """McNemar from paired boolean verdicts (True = correct)."""
     pre, post = np.asarray(pre, bool), np.asarray(post, bool)

@@ -11,6 +11,7 @@ Jinja).
 from __future__ import annotations
 
 import re
+from urllib.parse import quote
 
 # Backslash-escaped: CommonMark reads any escaped ASCII punctuation as the character itself. These open
 # code, emphasis, links, HTML and entities, table cells, headings, strikethrough and (GitHub) math.
@@ -25,6 +26,20 @@ def md(text: object) -> str:
     """text on one line with every markdown-active character escaped, so it renders as written."""
     s = _LINE_BREAK.sub(" ", str(text))
     return _UNDERSCORE.sub(r"\\_", _SPECIAL.sub(r"\\\1", s))
+
+
+# The item browser (analysis.items) that the report stage writes beside the delta/ and arms/ folders.
+ITEMS_PAGE = "items.html"
+
+
+def items_href(ref: str, arm: str, family: str | None = None, page: str = f"../{ITEMS_PAGE}") -> str:
+    """The item browser's address showing the items that flipped from ref to arm (within one family).
+
+    Names are percent-encoded (arm names hold '+', which a query would read as a space), so the address is
+    one literal token in a markdown link and in an HTML attribute.
+    """
+    parts = [("a", ref), ("b", arm)] + ([("family", family)] if family is not None else [])
+    return page + "#" + "&".join(f"{k}={quote(v, safe='')}" for k, v in parts)
 
 
 def ci_percent(alpha: float) -> str:

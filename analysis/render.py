@@ -1,6 +1,8 @@
 """Renderings of the report dicts: markdown and matplotlib figures (Agg), never a number of their own.
 
 Figures are written without a date or software stamp so a rerun on the same inputs gives the same bytes.
+Every contrast row links to the item browser (analysis.items, written by the report stage one folder up),
+opened on the items that flipped between the row's two arms.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import matplotlib
 # with the Agg canvas.
 from matplotlib.figure import Figure
 
-from analysis.mdtext import SIGNIFICANT, ci_percent, md, p_text, significance_text
+from analysis.mdtext import SIGNIFICANT, ci_percent, items_href, md, p_text, significance_text
 from contract.protocol import MATCHED_LOG_FIELDS
 
 _PNG_METADATA = {"Software": None}
@@ -50,6 +52,11 @@ def _literal_text(draw: Callable[[dict[str, Any]], bytes]) -> Callable[[dict[str
             return draw(r)
 
     return drawn
+
+
+def _items_link(ref: str, arm: str, family: str | None = None) -> str:
+    """A markdown link to the item browser on the items that flipped from ref to arm."""
+    return f"[flipped items]({items_href(ref, arm, family)})"
 
 
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
@@ -155,6 +162,8 @@ def delta_markdown(r: dict[str, Any]) -> str:
         f"- right -> wrong (c): {r['flips_right_to_wrong']}",
         f"- McNemar exact p = {_p(r['mcnemar_p'])}; continuity-corrected chi2 = "
         f"{_num(r['mcnemar_chi2'], '.3f')}, p = {_p(r['mcnemar_chi2_p'])}",
+        f"- {_items_link(r['pre_arm'], r['post_arm'])}: each with its question, prompts, samples and "
+        "transcripts",
         "",
         f"## pass@k (unbiased estimator, {pct} CIs)",
         "",
@@ -202,7 +211,7 @@ def delta_markdown(r: dict[str, Any]) -> str:
     if r["families"]:
         lines += ["## By item family", ""]
         lines += _table(
-            ["family", "items", "pre", "post", "delta", f"{pct} CI", "p", "q (BH)", "significant"],
+            ["family", "items", "pre", "post", "delta", f"{pct} CI", "p", "q (BH)", "significant", "items"],
             [
                 [
                     md(f["family"]),
@@ -214,6 +223,7 @@ def delta_markdown(r: dict[str, Any]) -> str:
                     p_text(f["p_value"], f.get("perm_n"), f["perm_exact"]),
                     _p(f["q_value"]),
                     significance_text(f, s["fdr"]),
+                    _items_link(r["pre_arm"], r["post_arm"], f["family"]),
                 ]
                 for f in r["families"]
             ],
@@ -292,13 +302,14 @@ def _contrast_row(c: dict[str, Any], fdr: float) -> list[str]:
         _p(c["q_value"]),
         significance_text(c, fdr),
         md(c["claim"]),
+        _items_link(c["reference"], c["arm"]),
     ]
 
 
 def _contrast_header(pct: str) -> list[str]:
     return [
         "contrast", "attribution", "naive delta", f"{pct} CI", "adjusted", "confound", "d_z", "gen tokens",
-        "b/c", "McNemar p", "p", "q", "significant", "claim",
+        "b/c", "McNemar p", "p", "q", "significant", "claim", "items",
     ]  # fmt: skip
 
 
@@ -354,7 +365,7 @@ def arms_markdown(r: dict[str, Any]) -> str:
     if r["families"]:
         lines += ["## By item family", ""]
         lines += _table(
-            ["contrast", "family", "items", "delta", f"{pct} CI", "p", "q", "significant"],
+            ["contrast", "family", "items", "delta", f"{pct} CI", "p", "q", "significant", "flips"],
             [
                 [
                     f"{md(f['arm'])} vs {md(f['reference'])}",
@@ -365,6 +376,7 @@ def arms_markdown(r: dict[str, Any]) -> str:
                     p_text(f["p_value"], f.get("perm_n"), f["perm_exact"]),
                     _p(f["q_value"]),
                     significance_text(f, s["fdr"]),
+                    _items_link(f["reference"], f["arm"], f["family"]),
                 ]
                 for f in r["families"]
             ],

@@ -1,11 +1,14 @@
 """The one page a reader opens first: claim lines, headline numbers, links to both reports and their figures.
 
-    python -m analysis.report --delta reports/delta --arms reports/arms --out reports
+    python -m analysis.report --delta reports/delta --arms reports/arms --logs evallogs --out reports
 
 reads delta_report.json and arm_comparison_report.json and writes reports/index.md and reports/index.html
 (from the templates in analysis/templates/), the DVC metrics file reports/metrics.json (headline numbers
-only) and the DVC plot data reports/plots/passk.csv and reports/plots/arm_deltas.csv. A pure rendering of
-the two reports: no statistic is computed here.
+only) and the DVC plot data reports/plots/passk.csv and reports/plots/arm_deltas.csv; beside each report's
+markdown its HTML rendering (delta_report.html, arm_comparison_report.html, through markdown-it-py), which
+the HTML page links to; and, from the EvalLogs of the arms the arm comparison found, the item browser
+reports/items.html (analysis.items). A pure rendering of the reports and the logs: no statistic is
+computed here.
 """
 
 from __future__ import annotations
@@ -19,12 +22,17 @@ from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from markdown_it import MarkdownIt
 
-from analysis.mdtext import SIGNIFICANT, ci_percent, md, p_text, significance_text
+from analysis.align import Refusal
+from analysis.items import items_page
+from analysis.mdtext import ITEMS_PAGE, SIGNIFICANT, ci_percent, items_href, md, p_text, significance_text
 from contract.atomic import atomic_write
 from contract.protocol import MATCHED_LOG_FIELDS
 
 TEMPLATES = Path(__file__).parent / "templates"
+# The two reports' markdown, rendered to HTML beside it.
+RENDERED = {"delta": "delta_report", "arms": "arm_comparison_report"}
 
 
 def _fmt(x: float | None, digits: int = 4) -> str:
@@ -74,7 +82,16 @@ def context(delta: dict[str, Any], arms: dict[str, Any]) -> dict[str, Any]:
         "fmt": _fmt,
         "sfmt": _sfmt,
         "pfmt": _pfmt,
+        "items_href": items_href,
+        "items_page": ITEMS_PAGE,
     }
+
+
+def markdown_page(text: str, title: str) -> str:
+    """A report's markdown as a standalone HTML page (CommonMark with tables; raw HTML shown as text)."""
+    body = MarkdownIt("commonmark", {"html": False}).enable("table").render(text)
+    env = Environment(loader=FileSystemLoader(TEMPLATES), undefined=StrictUndefined, autoescape=True)
+    return env.get_template("markdown.html.j2").render(title=title, body=body)
 
 
 def metrics(delta: dict[str, Any], arms: dict[str, Any]) -> dict[str, Any]:
@@ -119,8 +136,11 @@ def plot_tables(delta: dict[str, Any], arms: dict[str, Any]) -> dict[str, str]:
     }
 
 
-def write(delta_dir: Path, arms_dir: Path, out: Path) -> list[Path]:
-    """Render the index page, the metrics and the plot data; return the files written."""
+def write(delta_dir: Path, arms_dir: Path, out: Path, logs: Path | None = None) -> list[Path]:
+    """Render the index page, the reports' HTML, the metrics, the plot data and (with logs) the item browser.
+
+    Returns the files written; a log the item browser cannot pair with the others is a Refusal.
+    """
     delta = read_report(delta_dir / "delta_report.json")
     arms = read_report(arms_dir / "arm_comparison_report.json")
     env = Environment(
@@ -140,6 +160,17 @@ def write(delta_dir: Path, arms_dir: Path, out: Path) -> list[Path]:
     }
     for name, text in plot_tables(delta, arms).items():
         files[out / "plots" / name] = text
+    for folder, (key, stem) in zip((delta_dir, arms_dir), RENDERED.items(), strict=True):
+        source = folder / f"{stem}.md"
+        try:
+            text = source.read_text()
+        except FileNotFoundError:
+            raise SystemExit(f"{source}: not found; run the {key} stage first (dvc repro)") from None
+        title = f"{'Delta report' if key == 'delta' else 'Arm comparison'}: {delta['suite']}"
+        files[folder / f"{stem}.html"] = markdown_page(text, title)
+    if logs is not None:
+        pair = (delta.get("pre_arm", "base"), delta.get("post_arm", "trained"))
+        files[out / ITEMS_PAGE] = items_page(logs, list(arms["arms_found"]), pair)
     for path, text in files.items():
         atomic_write(path, text)
     return list(files)
@@ -150,9 +181,21 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m analysis.report", description=__doc__.split("\n\n")[0])
     ap.add_argument("--delta", default="reports/delta", help="folder with delta_report.json")
     ap.add_argument("--arms", default="reports/arms", help="folder with arm_comparison_report.json")
-    ap.add_argument("--out", default="reports", help="folder for index.md, index.html, metrics.json, plots/")
+    ap.add_argument(
+        "--logs",
+        default="evallogs",
+        help="folder of the EvalLogs the arm comparison read, for the item browser (items.html)",
+    )
+    ap.add_argument(
+        "--out", default="reports", help="folder for index.md, index.html, items.html, metrics.json, plots/"
+    )
     args = ap.parse_args(argv)
-    for path in write(Path(args.delta), Path(args.arms), Path(args.out)):
+    try:
+        written = write(Path(args.delta), Path(args.arms), Path(args.out), Path(args.logs))
+    except Refusal as e:
+        print(f"report: {e}", file=sys.stderr)
+        return 2
+    for path in written:
         print(f"wrote {path}")
     return 0
 

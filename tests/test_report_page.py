@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from analysis import report
+from analysis.mdtext import items_href
 from tests.test_arms_report import HOSTILE_ARM, hostile_world, make_world
 from tests.test_delta import markdown_view, run_cli, write_params
 
@@ -50,7 +51,9 @@ def test_names_reach_the_page_as_written(tmp_path: Path) -> None:
 
 
 def test_page_leads_with_every_claim_and_links_both_reports(reports: Path) -> None:
-    report.main(["--delta", str(reports / "delta"), "--arms", str(reports / "arms"), "--out", str(reports)])
+    logs = reports.parent / "evallogs"
+    argv = ["--delta", str(reports / "delta"), "--arms", str(reports / "arms"), "--logs", str(logs)]
+    assert report.main([*argv, "--out", str(reports)]) == 0
     delta = json.loads((reports / "delta" / "delta_report.json").read_text())
     arms = json.loads((reports / "arms" / "arm_comparison_report.json").read_text())
     page = (reports / "index.md").read_text()
@@ -73,9 +76,23 @@ def test_page_leads_with_every_claim_and_links_both_reports(reports: Path) -> No
 
     parser = Links()
     parser.feed((reports / "index.html").read_text())
-    assert {"delta/delta_report.md", "arms/arm_comparison_report.md", "arms/arm_deltas.png"} <= set(
-        parser.found
-    )
+    # The HTML page links to the reports' HTML renderings (a browser shows markdown as raw text), each of
+    # which exists, and every contrast row to the item browser on its two arms.
+    html_links = {
+        "delta/delta_report.html",
+        "arms/arm_comparison_report.html",
+        "arms/arm_deltas.png",
+        "items.html",
+    }
+    assert html_links <= set(parser.found)
+    assert not [link for link in parser.found if link.endswith(".md")]
+    for link in html_links:
+        assert (reports / link).is_file(), link
+    for c in [*arms["contrasts"], *arms["marginal"]]:
+        assert items_href(c["reference"], c["arm"], page="items.html") in parser.found
+    rendered = (reports / "arms" / "arm_comparison_report.html").read_text()
+    assert "<table>" in rendered and '<img src="arm_deltas.png"' in rendered
+    assert rendered.count('href="../items.html#a=base&amp;b=') >= len(arms["contrasts"])
 
 
 def test_metrics_and_plot_data_are_the_reports_numbers(reports: Path) -> None:
@@ -137,7 +154,8 @@ def test_a_tool_arm_that_does_not_count_its_failed_calls_is_left_out_and_the_pag
     assert (
         "**Not usable, left out: +tools** (" + why in (out / "arms" / "arm_comparison_report.md").read_text()
     )
-    report.main(["--delta", str(out / "delta"), "--arms", str(out / "arms"), "--out", str(out)])
+    assert report.main(["--delta", str(out / "delta"), "--arms", str(out / "arms"), "--logs", str(logs),
+                        "--out", str(out)]) == 0  # fmt: skip
     page = (out / "index.md").read_text()
     assert "| +tools vs base | **NOT USABLE, left out**: " + why in page
     assert "NOT USABLE, left out: " + why in (out / "index.html").read_text()
