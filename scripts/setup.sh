@@ -21,4 +21,6 @@ if [ "$extra" = "cpu" ]; then
   # 2.13.0+cpu they fail to import and break `import transformers`. Nothing here uses them.
   $pip uninstall -q -y torchvision torchaudio torchcodec
 fi
+# `dvc plots show` offline: DVC's page with its charting scripts inline (from the npm registry, pinned).
+.venv/bin/python scripts/offline_plots.py || echo "setup: warning: dvc plots show has no charting scripts (see above)"
 .venv/bin/python -c "import vllm, torch; print(f'setup ok: vllm {vllm.__version__}, torch {torch.__version__}')"
