@@ -366,7 +366,8 @@ def test_the_pages_work_in_a_browser_with_the_network_off(site: Path, browser: A
     tool_side = detail.locator(".side").nth(1)
     tool_side.locator("details.transcript summary").first.click()
     transcript = tool_side.locator("details.transcript").first
-    assert transcript.locator(".turn.prompt pre").is_visible()
+    # The turns are filled in when the transcript opens (its toggle event comes after the click).
+    transcript.locator(".turn.prompt pre").wait_for(state="visible", timeout=5000)
     kinds = transcript.locator(".turn").evaluate_all("ts => ts.map(t => t.className)")
     assert kinds == ["turn prompt", "turn model", "turn tool", "turn model"]
     assert "tool call: orbital_period" in transcript.locator(".turn.tool .who").inner_text()
