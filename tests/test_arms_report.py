@@ -8,10 +8,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from markdown_it import MarkdownIt
 from scipy import stats
 
 from analysis import arms, delta, render
 from analysis.align import Settings
+from analysis.mdtext import items_href
 from contract.evallog import EvalLog
 from tests.test_delta import (
     FAMILIES,
@@ -106,9 +108,21 @@ def test_names_reach_the_markdown_and_the_forest_plot_as_written(tmp_path):
     report = json.loads((out / "arm_comparison_report.json").read_text())
     row = next(c for c in report["contrasts"] if c["arm"] == HOSTILE_ARM)
     shown = next(cells for cells in contrasts if cells[0] == f"{HOSTILE_ARM} vs base")
-    assert shown[2] == f"{row['naive_delta']:+.4f}" and shown[-1] == row["claim"]
+    assert shown[2] == f"{row['naive_delta']:+.4f}" and shown[-2] == row["claim"]
     families = next(t for t in tables if t[0][:2] == ["contrast", "family"])
     assert {cells[1] for cells in families[1:]} == {HOSTILE_FAMILY, "plain"}
+    # Every contrast row ends in a link to the item browser on its two arms, names percent-encoded.
+    assert shown[-1] == "flipped items" and {cells[-1] for cells in families[1:]} == {"flipped items"}
+    links = [
+        t.attrGet("href")
+        for block in MarkdownIt("commonmark")
+        .enable("table")
+        .parse((out / "arm_comparison_report.md").read_text())
+        for t in block.children or []
+        if t.type == "link_open"
+    ]
+    assert items_href("base", HOSTILE_ARM) in links
+    assert items_href("base", HOSTILE_ARM, HOSTILE_FAMILY) in links
 
 
 @pytest.fixture()
