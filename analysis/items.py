@@ -35,8 +35,9 @@ TEMPLATES = Path(__file__).parent / "templates"
 # Characters of one text (a model turn, a prompt, a passage) kept in the page; a longer one keeps its head
 # and tail. Chat models' reasoning can run to thousands of tokens per sample, times k samples, times arms.
 MAX_TEXT = 6000
-# Turn kinds in the page's data.
-MODEL_TURN, TOOL_TURN = 0, 1
+# Turn kinds in the page's data: a model turn, a tool call with the response shown to the model, and a
+# message of another role (an imported transcript's user or system turns).
+MODEL_TURN, TOOL_TURN, OTHER_TURN = 0, 1, 2
 
 
 def clip(text: str, limit: int = MAX_TEXT) -> str:
@@ -69,8 +70,37 @@ def _json_text(value: Any) -> str | None:
     return None if value is None else json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
+def _tool_turn(response: str, name: Any, arguments: Any, error: Any = None, failed: Any = False) -> list[Any]:
+    return [TOOL_TURN, clip(response), name, clip(_json_text(arguments) or ""), error, bool(failed)]
+
+
+def _source_turns(messages: list[dict[str, Any]]) -> list[list[Any]]:
+    """An imported sample's own messages as page turns; each tool message answers the oldest open call."""
+    turns: list[list[Any]] = []
+    open_calls: list[dict[str, Any]] = []
+    for m in messages:
+        role, content = m.get("role"), m.get("content")
+        text = content if isinstance(content, str) else _json_text(content) or ""
+        if role == "assistant":
+            turns.append([MODEL_TURN, clip(text)])
+            open_calls += [c for c in m.get("tool_calls") or [] if isinstance(c, dict)]
+        elif role == "tool" and open_calls:
+            call = open_calls.pop(0)
+            turns.append(_tool_turn(text, call.get("name"), call.get("arguments"), m.get("error")))
+        else:
+            turns.append([OTHER_TURN, str(role), clip(text)])
+    return turns + [_tool_turn("", c.get("name"), c.get("arguments")) for c in open_calls]
+
+
 def _sample(s: SampleRecord) -> list[Any]:
-    """[score, answer, path, finish reason, generated tokens, no-answer reason, turns after the prompt]."""
+    """[score, answer, path, finish reason, generated tokens, no-answer reason, turns, own].
+
+    own: 1 when the turns are the source's own transcript (it holds its prompt), 0 when they are the turns
+    after the prompt read from the text (the page puts the item's prompt first).
+    """
+    info = [s.score, s.answer, s.path, s.finish_reason, s.gen_tokens, s.no_answer_reason]
+    if s.transcript:
+        return [*info, _source_turns(s.transcript), 1]
     turns: list[list[Any]] = []
     for t in transcript(None, s.text or "", s.tool_calls):
         if t.role == "model":
@@ -78,14 +108,11 @@ def _sample(s: SampleRecord) -> list[Any]:
             continue
         c = t.call
         turns.append(
-            [TOOL_TURN, clip(t.text)]
-            + (
-                [c.name, clip(_json_text(c.arguments) or ""), c.error, bool(c.failed)]
-                if c is not None
-                else [None, None, None, False]
-            )
+            _tool_turn(t.text, c.name, c.arguments, c.error, c.failed)
+            if c
+            else _tool_turn(t.text, None, None)
         )
-    return [s.score, s.answer, s.path, s.finish_reason, s.gen_tokens, s.no_answer_reason, turns]
+    return [*info, turns, 0]
 
 
 def _arm_item(it: ItemResult, strings: _Strings) -> list[Any]:

@@ -59,10 +59,13 @@ class SampleRecord(_Strict):
     index: int = Field(ge=0)
     seed: int
     score: float
-    # What the model wrote after the prompt, tool calls and the harness's tool responses included: the
-    # sample's transcript is its item's prompt followed by this text (contract.textformat.transcript
-    # splits it into turns), so the log stores each once.
     text: str | None = None
+    # A scorer's sample has no `transcript`: its text holds what the model wrote after the prompt, tool
+    # calls and the harness's tool responses included, so its transcript is the item's prompt followed by
+    # the text (contract.textformat.transcript cuts it into turns) and the log stores each once. This field
+    # holds a source's own turns where its text does not (an imported log: Inspect's messages), each
+    # {"role", "content"} and, for a model turn, its "tool_calls" [{"name", "arguments"}].
+    transcript: list[dict[str, Any]] | None = None
     answer: str | None = None
     # Why no answer was read (an unclosed <think>, only the instruction's placeholder, ...).
     no_answer_reason: str | None = None

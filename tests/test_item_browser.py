@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from analysis import items as items_mod
 from analysis.mdtext import items_href
 from contract.arm import ArmSpec
 from contract.engine import EngineInfo
@@ -41,7 +42,7 @@ from contract.suite import load_suite, questions_sha256
 from contract.textformat import format_tool_call, format_tool_response
 from pipeline.score import score_file
 from tests.conftest import ROOT
-from tests.test_delta import run_cli, write_params
+from tests.test_delta import run_cli, write_log, write_params
 
 K = 4
 FAMILIES = ["lookup", "compute", "raise", "compound"]
@@ -414,3 +415,34 @@ def test_dvc_plots_show_renders_offline_into_an_ignored_folder(tmp_path: Path, b
     )
     assert len(drawn) == 2 and all(n > 0 for n in drawn), drawn
     assert net.attempted == [] and net.errors == []
+
+
+def test_an_imported_transcript_is_shown_as_the_source_kept_it(tmp_path: Path) -> None:
+    """A log whose samples carry their own messages (an imported Inspect log): the page shows those turns,
+    each tool message as the response to the oldest open call, and no prompt of its own before them."""
+    messages = [
+        {"role": "user", "content": "What is 1 + 1?"},
+        {"role": "assistant", "content": "", "tool_calls": [{"name": "add", "arguments": {"a": 1, "b": 1}}]},
+        {"role": "tool", "content": "2"},
+        {"role": "assistant", "content": "Answer: 2"},
+    ]
+    samples = [
+        [{"index": 0, "seed": 1, "score": s, "text": "Answer: 2", "transcript": messages}] for s in (0, 1)
+    ]
+    for name, scores in (("base", [[0.0], [1.0]]), ("other", [[1.0], [0.0]])):
+        write_log(tmp_path / f"{name}.json", scores, samples=[[{**samples[i][0], "score": scores[i][0]}]
+                  for i in range(2)], arm=name)  # fmt: skip
+    data = json.loads(
+        items_mod.script_json(
+            items_mod.page_data({a: load(tmp_path / f"{a}.json") for a in ("base", "other")})
+        )
+    )
+    assert [it["v"] for it in data["items"]] == ["01", "10"]
+    (_, _, _, _, _, _, turns, own) = data["items"][0]["a"][0][2][0]
+    assert own == 1
+    assert turns == [
+        [2, "user", "What is 1 + 1?"],
+        [0, ""],
+        [1, "2", "add", '{"a": 1, "b": 1}', None, False],
+        [0, "Answer: 2"],
+    ]

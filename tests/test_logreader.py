@@ -31,7 +31,8 @@ def small_log() -> dict[str, Any]:
             SampleRecord(index=j, seed=100 * i + j, score=float((i + j) % 2), text=f"Answer: {j}\n",
                          answer=str(j), finish_reason="stop", prompt_tokens=20, gen_tokens=5 + j,
                          rounds=1 + j % 2,
-                         tool_calls=[call] if j % 2 else [], path="clean" if j % 2 else "answer_without_tool")
+                         tool_calls=[call] if j % 2 else [], path="clean" if j % 2 else "answer_without_tool",
+                         transcript=[{"role": "tool", "content": "92.5"}] if (i, j) == (0, 1) else None)
             for j in range(3)
         ]  # fmt: skip
         items.append(
