@@ -211,7 +211,7 @@ def delta_markdown(r: dict[str, Any]) -> str:
     if r["families"]:
         lines += ["## By item family", ""]
         lines += _table(
-            ["family", "items", "pre", "post", "delta", f"{pct} CI", "p", "q (BH)", "significant", "items"],
+            ["family", "items", "pre", "post", "delta", f"{pct} CI", "p", "q (BH)", "significant", "browse"],
             [
                 [
                     md(f["family"]),
@@ -309,7 +309,7 @@ def _contrast_row(c: dict[str, Any], fdr: float) -> list[str]:
 def _contrast_header(pct: str) -> list[str]:
     return [
         "contrast", "attribution", "naive delta", f"{pct} CI", "adjusted", "confound", "d_z", "gen tokens",
-        "b/c", "McNemar p", "p", "q", "significant", "claim", "items",
+        "b/c", "McNemar p", "p", "q", "significant", "claim", "browse",
     ]  # fmt: skip
 
 
@@ -365,7 +365,7 @@ def arms_markdown(r: dict[str, Any]) -> str:
     if r["families"]:
         lines += ["## By item family", ""]
         lines += _table(
-            ["contrast", "family", "items", "delta", f"{pct} CI", "p", "q", "significant", "flips"],
+            ["contrast", "family", "items", "delta", f"{pct} CI", "p", "q", "significant", "browse"],
             [
                 [
                     f"{md(f['arm'])} vs {md(f['reference'])}",
