@@ -214,8 +214,8 @@ def test_the_page_holds_exactly_the_reports_flips_with_what_a_reader_needs(site:
             assert bool(docs) == (arm == "+rag")
             for _doc, _score, _rank, title, text in docs:
                 assert strings[text] in strings[prompt] and strings[title].startswith("Doc ")
-            for _score, answer, path, *_, turns in samples:
-                assert (path is not None) == (arm == "+tools") and answer is not None
+            for _score, answer, path, *_, turns, own in samples:
+                assert (path is not None) == (arm == "+tools") and answer is not None and own == 0
                 kinds = [t[0] for t in turns]
                 assert kinds == ([0, 1, 0] if arm == "+tools" else [0])
                 if arm == "+tools":
