@@ -394,7 +394,7 @@ def build_found(found: dict[str, tuple[Path, EvalLog]], settings: Settings, logs
 
 
 def outputs(report: dict[str, Any]) -> dict[str, bytes]:
-    """The files of an arm comparison: arm_comparison_report.json and its renderings (markdown, forest plot)."""
+    """The files of an arm comparison: arm_comparison_report.json, its markdown and its forest plot."""
     from analysis import render  # matplotlib loads only when there is something to draw
 
     return {

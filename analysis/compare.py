@@ -41,7 +41,10 @@ def arm_names(paths: list[str], logs: list[EvalLog]) -> dict[str, tuple[Path, Ev
 
 def settings_from(args: argparse.Namespace) -> Settings:
     """The analysis defaults with the flags given; a flag out of range is a Refusal naming it."""
-    s = replace(Settings(), **{k: v for k, v in vars(args).items() if k in Settings.__dataclass_fields__ and v is not None})
+    s = replace(
+        Settings(),
+        **{k: v for k, v in vars(args).items() if k in Settings.__dataclass_fields__ and v is not None},
+    )
     if s.n_boot < 1 or s.n_perm < 1:
         raise Refusal("--n-boot and --n-perm must be >= 1")
     for name in ("alpha", "fdr"):
@@ -60,13 +63,25 @@ def main(argv: list[str] | None = None) -> int:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="\n\n".join(__doc__.split("\n\n")[1:]),
     )
-    ap.add_argument("logs", nargs="+", metavar="LOG", help="EvalLogs: the base (pre) first, then the post log, ...")
+    ap.add_argument(
+        "logs", nargs="+", metavar="LOG", help="EvalLogs: the base (pre) first, then the post log, ..."
+    )
     ap.add_argument("--out", required=True, help="folder for delta/ and arms/")
-    ap.add_argument("--alpha", type=float, default=None, help=f"significance level (default {Settings.alpha})")
-    ap.add_argument("--fdr", type=float, default=None, help=f"Benjamini-Hochberg rate (default {Settings.fdr})")
-    ap.add_argument("--n-boot", type=int, default=None, help=f"bootstrap resamples (default {Settings.n_boot})")
-    ap.add_argument("--n-perm", type=int, default=None, help=f"sign-flip permutations (default {Settings.n_perm})")
-    ap.add_argument("--seed", type=int, default=None, help=f"seed of the resampling (default {Settings.seed})")
+    ap.add_argument(
+        "--alpha", type=float, default=None, help=f"significance level (default {Settings.alpha})"
+    )
+    ap.add_argument(
+        "--fdr", type=float, default=None, help=f"Benjamini-Hochberg rate (default {Settings.fdr})"
+    )
+    ap.add_argument(
+        "--n-boot", type=int, default=None, help=f"bootstrap resamples (default {Settings.n_boot})"
+    )
+    ap.add_argument(
+        "--n-perm", type=int, default=None, help=f"sign-flip permutations (default {Settings.n_perm})"
+    )
+    ap.add_argument(
+        "--seed", type=int, default=None, help=f"seed of the resampling (default {Settings.seed})"
+    )
     args = ap.parse_args(argv)
     if len(args.logs) < 2:
         ap.error("give at least two logs: the base first, then the log to compare with it")
@@ -81,7 +96,9 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     write_outputs(out / "delta", delta.outputs(report))
     write_outputs(out / "arms", arms.outputs(comparison))
-    print(f"{report['claim']}: delta {report['delta_mean']:+.4f} CI {report['delta_ci95']} -> {out / 'delta'}")
+    print(
+        f"{report['claim']}: delta {report['delta_mean']:+.4f} CI {report['delta_ci95']} -> {out / 'delta'}"
+    )
     for c in [*comparison["contrasts"], *comparison["marginal"]]:
         lo, hi = c["ci95"]
         print(f"{c['arm']} vs {c['reference']}: {c['naive_delta']:+.4f} [{lo:+.4f}, {hi:+.4f}] {c['claim']}")

@@ -51,7 +51,9 @@ def _messages(prompt: str, s: SampleRecord | None, model: str) -> list[Any]:
     for call, record in zip(calls, s.tool_calls or [], strict=True):
         result = record.error if record.error is not None else record.result
         messages.append(
-            ChatMessageTool(content="" if result is None else str(result), tool_call_id=call.id, function=call.function)
+            ChatMessageTool(
+                content="" if result is None else str(result), tool_call_id=call.id, function=call.function
+            )
         )
     return messages
 
@@ -64,19 +66,31 @@ def _sample(log: EvalLog, it: ItemResult, j: int, scorer: str) -> Any:
 
     s = it.samples[j] if it.samples is not None else None
     prompt = it.prompt if it.prompt is not None else it.item_id
-    output = ModelOutput.from_content(model=log.model_name, content=(s.text if s else None) or "")
+    # vLLM's "length" is Inspect's "max_tokens"; every other finish is a stop.
+    stop = "max_tokens" if s is not None and s.finish_reason == "length" else "stop"
+    output = ModelOutput.from_content(
+        model=log.model_name, content=(s.text if s else None) or "", stop_reason=stop
+    )
     if s is not None and s.gen_tokens is not None:
         inp = s.prompt_tokens or 0
-        output.usage = ModelUsage(input_tokens=inp, output_tokens=s.gen_tokens, total_tokens=inp + s.gen_tokens)
-    if s is not None and s.finish_reason == "length":
-        output.stop_reason = "max_tokens"
+        output.usage = ModelUsage(
+            input_tokens=inp, output_tokens=s.gen_tokens, total_tokens=inp + s.gen_tokens
+        )
     metadata: dict[str, Any] = {"family": it.family}
     if it.retrieved is not None:
         metadata["passages"] = [d.model_dump(exclude_none=True) for d in it.retrieved]
     if s is not None:
         metadata.update(
             s.model_dump(
-                include={"seed", "finish_reason", "prompt_tokens", "gen_tokens", "rounds", "path", "no_answer_reason"},
+                include={
+                    "seed",
+                    "finish_reason",
+                    "prompt_tokens",
+                    "gen_tokens",
+                    "rounds",
+                    "path",
+                    "no_answer_reason",
+                },
                 exclude_none=True,
             )
         )
@@ -113,7 +127,9 @@ def to_inspect(log: EvalLog, arm: str) -> Any:
         created=_created(log),
         task=log.suite,
         task_version=log.suite_revision,
-        dataset=EvalDataset(name=log.suite, samples=len(log.items), sample_ids=[it.item_id for it in log.items]),
+        dataset=EvalDataset(
+            name=log.suite, samples=len(log.items), sample_ids=[it.item_id for it in log.items]
+        ),
         model=log.model_name,
         model_generate_config=GenerateConfig(
             temperature=log.temperature, max_tokens=log.max_tokens, top_p=log.top_p, seed=log.seed
@@ -132,7 +148,9 @@ def to_inspect(log: EvalLog, arm: str) -> Any:
         total_samples=len(samples),
         completed_samples=len(samples),
         scores=[
-            EvalScore(name=scorer, scorer=scorer, metrics={"accuracy": EvalMetric(name="accuracy", value=mean)})
+            EvalScore(
+                name=scorer, scorer=scorer, metrics={"accuracy": EvalMetric(name="accuracy", value=mean)}
+            )
         ],
     )
     return InspectLog(eval=spec, status="success", results=results, samples=samples)
@@ -158,7 +176,10 @@ def main(argv: list[str] | None = None) -> int:
     for path, log in logs:
         arm = log.arm or path.stem
         if arm in names:
-            print(f"refused: {names[arm]} and {path}: both are arm {arm!r}; export one log per arm", file=sys.stderr)
+            print(
+                f"refused: {names[arm]} and {path}: both are arm {arm!r}; export one log per arm",
+                file=sys.stderr,
+            )
             return EXIT_REFUSED
         names[arm] = path
     from inspect_ai.log import write_eval_log

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from analysis.compare import main as compare_main
+from analysis.inspect_export import main as export_main
 from contract.evallog import load
 from pipeline.imports.__main__ import main as imports_main
 
@@ -227,6 +228,24 @@ def test_inspect_logs_of_one_model_append_their_epochs_and_others_are_refused(
     rc, err = cli("pipeline.imports", "inspect", pair.base_src, "--scorer", "f1", "--out", out)
     assert rc == 2 and "epoch 1: scores.f1: missing" in err
     assert not out.exists()
+
+
+def test_an_imported_inspect_log_exported_again_opens_with_inspects_own_scores(
+    pair: Pair, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from inspect_ai.log import read_eval_log
+
+    assert export_main([str(pair.base), "--out", str(tmp_path)]) == 0
+    back = read_eval_log(str(tmp_path / "base.eval"))
+    assert back.eval.config.epochs == EPOCHS and back.eval.model == "mockllm/base"
+    scores: dict[str, list[tuple[int, float]]] = defaultdict(list)
+    for s in back.samples or []:
+        scores[str(s.id)].append((s.epoch, s.scores["inspect-ai"].value))
+    assert {k: [v for _, v in sorted(p)] for k, p in scores.items()} == inspect_scores(pair.base_src)
+    texts = {
+        (str(s.id), s.epoch): s.output.completion for s in read_eval_log(str(pair.base_src)).samples or []
+    }
+    assert {(str(s.id), s.epoch): s.output.completion for s in back.samples or []} == texts
 
 
 # lm-evaluation-harness

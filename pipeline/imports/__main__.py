@@ -64,8 +64,8 @@ def main(argv: list[str] | None = None) -> int:
     )  # fmt: skip
     ap.add_argument(
         "--verifier", choices=VERIFIER_TYPES, default=None,
-        help="lm-eval, lighteval: judge each of a document's k responses with this project's verifier against "
-        "the reference (the tools keep one score per document, not per response); needed when k > 1",
+        help="lm-eval, lighteval: judge each of a document's k responses with this project's verifier "
+        "against the reference (the tools keep one score per document, not per response); needed when k > 1",
     )  # fmt: skip
     ap.add_argument(
         "--filter", default=None, help="lm-eval: the filter's lines to import (default: the only one)"

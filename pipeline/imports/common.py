@@ -61,8 +61,8 @@ def one_setting(path: Path, where: str, name: str, value: Any, seen: dict[str, A
     """Record a decoding setting of one row; refuse a row that differs from the file's earlier rows."""
     if name in seen and seen[name] != value:
         raise ImportRefusal(
-            f"{path}: {where}: {name} is {value!r}, earlier rows have {seen[name]!r}; mixed decoding settings "
-            "are not one protocol: import each setting into its own log"
+            f"{path}: {where}: {name} is {value!r}, earlier rows have {seen[name]!r}; mixed decoding "
+            "settings are not one protocol: import each setting into its own log"
         )
     seen[name] = value
 

@@ -63,7 +63,9 @@ def read(path: Path, scorer: str | None = None) -> Source:
         raise ImportRefusal(f"{path}: file not found") from None
     except Exception as e:  # inspect-ai raises several types for a file that is not one of its logs
         first = (str(e).splitlines() or [type(e).__name__])[0]
-        raise ImportRefusal(f"{path}: not an Inspect log readable by inspect-ai's read_eval_log: {first}") from e
+        raise ImportRefusal(
+            f"{path}: not an Inspect log readable by inspect-ai's read_eval_log: {first}"
+        ) from e
     if log.status != "success":
         raise ImportRefusal(
             f"{path}: status: is {log.status!r}; import only a log whose run finished (success)"

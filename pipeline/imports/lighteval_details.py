@@ -64,7 +64,8 @@ def read(
     m = _NAME.match(path.name)
     if m is None:
         raise ImportRefusal(
-            f"{path}: file name: not details_<task>_<date>.parquet as lighteval names its details; keep its name"
+            f"{path}: file name: not details_<task>_<date>.parquet as lighteval names its details; "
+            "keep its name"
         )
     task, date = m["task"], m["date"]
     if not path.is_file():
@@ -131,7 +132,8 @@ def read(
             if verifier is None:
                 raise ImportRefusal(
                     f"{path}: {where}: model_response.text: {len(texts)} samples but one score per document "
-                    f"({', '.join(sorted(scores))}); judge each sample with --verifier {{exact,numeric,math,choice}}"
+                    f"({', '.join(sorted(scores))}); judge each sample with --verifier "
+                    "{exact,numeric,math,choice}"
                 )
             gold = _gold(path, where, doc)
             samples = []
@@ -144,8 +146,8 @@ def read(
             s["gen_tokens"], s["prompt_tokens"] = tokens[j], prompt_tokens
         if source.scored_by and source.scored_by != scored_by:
             raise ImportRefusal(
-                f"{path}: {where}: model_response.text: documents with one and with several samples in one file; "
-                "every document needs the same number of samples"
+                f"{path}: {where}: model_response.text: documents with one and with several samples in one "
+                "file; every document needs the same number of samples"
             )
         source.scored_by = scored_by
         if item_id in source.items:
