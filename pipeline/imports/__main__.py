@@ -52,7 +52,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("src", nargs="+", help="its per-sample files, of one model on one suite")
     ap.add_argument("--out", required=True, help="the EvalLog JSON to write")
     ap.add_argument(
-        "--arm", default=None, help="the arm name recorded in the log (default: none; the file stem)"
+        "--arm",
+        default=None,
+        help="the arm name recorded in the log (default: none: the analyses use the file stem)",
     )
     ap.add_argument(
         "--scorer", default=None, help="inspect: the scorer whose scores to import (default: the only one)"
