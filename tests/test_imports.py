@@ -227,6 +227,14 @@ def test_inspect_logs_of_one_model_append_their_epochs_and_others_are_refused(
     assert rc == 2 and f"{pair.base}: not an Inspect log" in err and err.count("\n") == 1
     rc, err = cli("pipeline.imports", "inspect", pair.base_src, "--scorer", "f1", "--out", out)
     assert rc == 2 and "epoch 1: scores.f1: missing" in err
+    from inspect_ai.log import read_eval_log, write_eval_log
+
+    odd = read_eval_log(str(pair.base_src))
+    odd.samples[3].scores["match"].value = "maybe"  # type: ignore[index]
+    write_eval_log(odd, str(tmp_path / "odd.eval"))
+    rc, err = cli("pipeline.imports", "inspect", tmp_path / "odd.eval", "--out", out)
+    where = f"sample {odd.samples[3].id!r} epoch {odd.samples[3].epoch}"  # type: ignore[index]
+    assert rc == 2 and f"{where}: scores.match.value: 'maybe' is not a score" in err
     assert not out.exists()
 
 

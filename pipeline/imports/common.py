@@ -149,18 +149,23 @@ def assemble(sources: Sequence[Source], overrides: dict[str, Any], arm: str | No
         drafts = [src.items[item_id] for src in sources]
         samples = [s for d in drafts for s in d.samples]
         counts.setdefault(len(samples), item_id)
-        records = [SampleRecord(index=j, **s) for j, s in enumerate(samples)]
-        tokens = [s.gen_tokens for s in records]
-        items.append(
-            ItemResult(
-                item_id=item_id,
-                family=drafts[0].family,
-                prompt=drafts[0].prompt,
-                scores=[s.score for s in records],
-                gen_tokens=None if any(t is None for t in tokens) else tokens,  # type: ignore[arg-type]
-                samples=records,
+        try:
+            records = [SampleRecord(index=j, **s) for j, s in enumerate(samples)]
+            tokens = [s.gen_tokens for s in records]
+            items.append(
+                ItemResult(
+                    item_id=item_id,
+                    family=drafts[0].family,
+                    prompt=drafts[0].prompt,
+                    scores=[s.score for s in records],
+                    gen_tokens=None if any(t is None for t in tokens) else tokens,  # type: ignore[arg-type]
+                    samples=records,
+                )
             )
-        )
+        except ValidationError as e:
+            err = e.errors()[0]
+            field = ".".join(str(p) for p in err["loc"])
+            raise ImportRefusal(f"{first.path}: item {item_id!r}: {field}: {err['msg']}") from None
     if len(counts) > 1:
         (few, a), (many, b) = min(counts.items()), max(counts.items())
         raise ImportRefusal(

@@ -8,6 +8,7 @@ output's usage; the messages (with tool calls and results) are kept as the sampl
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +53,18 @@ def _prompt(sample: Any) -> str:
     return "\n".join(f"{m.role}: {_text(m.content)}" for m in sample.input)
 
 
+class _Unreadable(logging.Handler):
+    """Catches value_to_float's warning for a value it cannot read (it returns 0.0 for it, a wrong score)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.count = 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        """Count one value that could not be converted."""
+        self.count += 1
+
+
 def read(path: Path, scorer: str | None = None) -> Source:
     """One Inspect log file as a Source; refuse an incomplete log, an errored sample or an unknown scorer."""
     from inspect_ai.log import read_eval_log
@@ -81,6 +94,8 @@ def read(path: Path, scorer: str | None = None) -> Source:
             )
         scorer = names[0]
     to_float = value_to_float()
+    unreadable = _Unreadable()
+    metric_log = logging.getLogger(value_to_float.__module__)
     config = log.eval.model_generate_config
     version = log.eval.packages.get("inspect_ai", "(version not recorded)")
     source = Source(
@@ -106,14 +121,24 @@ def read(path: Path, scorer: str | None = None) -> Source:
             raise ImportRefusal(
                 f"{path}: {where}: scores.{scorer}.value: {score.value!r} holds several values, not one score"
             )
+        metric_log.addHandler(unreadable)
+        try:
+            value = to_float(score.value)
+        finally:
+            metric_log.removeHandler(unreadable)
+        if unreadable.count:
+            raise ImportRefusal(
+                f"{path}: {where}: scores.{scorer}.value: {score.value!r} is not a score inspect-ai's "
+                "value_to_float reads (C, I, P, N, yes/no, a number)"
+            )
         usage = s.output.usage if s.output is not None else None
         turns, calls = _transcript(s.messages)
+        family = (s.metadata or {}).get("family")
         draft = source.items.setdefault(
-            str(s.id),
-            ItemDraft(prompt=_prompt(s), family=(s.metadata or {}).get("family")),
+            str(s.id), ItemDraft(prompt=_prompt(s), family=family if isinstance(family, str) else None)
         )
         draft.samples.append({
-            "score": unit_score(path, f"{where}: scores.{scorer}.value", to_float(score.value)),
+            "score": unit_score(path, f"{where}: scores.{scorer}.value", value),
             "text": s.output.completion if s.output is not None else None,
             "answer": score.answer,
             "finish_reason": s.output.stop_reason if s.output is not None else None,
