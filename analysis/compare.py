@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
         settings = settings_from(args)
         logs = [load_log(p) for p in args.logs]
         report = delta.build(args.logs[0], logs[0], args.logs[1], logs[1], settings)
-        comparison = arms.build_found(arm_names(args.logs, logs), settings, "(the logs given)")
+        comparison = arms.build_found(arm_names(args.logs, logs), settings, "the command line")
     except Refusal as e:
         print(f"refused: {e}", file=sys.stderr)
         return EXIT_REFUSED

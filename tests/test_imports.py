@@ -207,6 +207,10 @@ def test_compare_refuses_logs_of_other_items_or_one_model(pair: Pair, cli: Cli, 
     (tmp_path / "fewer.json").write_text(json.dumps(fewer))
     rc, err = cli("analysis.compare", pair.base, tmp_path / "fewer.json", "--out", tmp_path / "cmp")
     assert rc == 2 and "items differ (1 only in the first" in err and err.count("\n") == 1
+    rc, err = cli("analysis.compare", pair.base, pair.trained, "--out", tmp_path / "cmp", "--alpha", "1.5")
+    assert rc == 2 and "--alpha = 1.5 must lie strictly between 0 and 1" in err
+    rc, err = cli("analysis.compare", pair.base, pair.trained, pair.trained, "--out", tmp_path / "cmp")
+    assert rc == 2 and "both are arm 'trained'" in err
     assert not (tmp_path / "cmp").exists()
 
 
