@@ -82,7 +82,7 @@ def read(
         except json.JSONDecodeError as e:
             raise ImportRefusal(f"{path}: line {n}: not JSON: {e.msg}") from None
         for key in ("doc_id", "resps", "metrics", "target"):
-            if key not in row:
+            if not isinstance(row, dict) or key not in row:
                 raise ImportRefusal(
                     f"{path}: line {n}: {key}: missing; not an lm-evaluation-harness sample line"
                 )
