@@ -238,7 +238,12 @@ def tool_call_problem(arm: str, log: EvalLog, max_failed: float) -> str | None:
 
 def build(logs_dir: str, settings: Settings, arms: list[str] | None = None) -> dict[str, Any]:
     """The arm comparison report as a JSON-ready dict (a pure function of the logs and the settings)."""
-    found = discover(logs_dir, arms)
+    return build_found(discover(logs_dir, arms), settings, str(logs_dir))
+
+
+def build_found(found: dict[str, tuple[Path, EvalLog]], settings: Settings, logs_dir: str) -> dict[str, Any]:
+    """The arm comparison of logs already read, by arm name (base required), in the order to report them."""
+    found = dict(found)
     unusable: list[dict[str, Any]] = []
     for arm, (path, log) in list(found.items()):
         why = tool_call_problem(arm, log, settings.max_failed_tool_calls)
@@ -388,6 +393,17 @@ def build(logs_dir: str, settings: Settings, arms: list[str] | None = None) -> d
     }
 
 
+def outputs(report: dict[str, Any]) -> dict[str, bytes]:
+    """The files of an arm comparison: arm_comparison_report.json, its markdown and its forest plot."""
+    from analysis import render  # matplotlib loads only when there is something to draw
+
+    return {
+        "arm_comparison_report.json": dump_json(report),
+        "arm_comparison_report.md": render.arms_markdown(report).encode(),
+        "arm_deltas.png": render.forest_figure(report),
+    }
+
+
 # The logs live until the report is written and the run makes little cyclic garbage: no collection.
 @collector_paused()
 def main(argv: list[str] | None = None) -> int:
@@ -414,16 +430,7 @@ def main(argv: list[str] | None = None) -> int:
     except Refusal as e:
         print(f"refused: {e}", file=sys.stderr)
         return EXIT_REFUSED
-    from analysis import render  # matplotlib loads only when there is something to draw
-
-    write_outputs(
-        Path(args.out),
-        {
-            "arm_comparison_report.json": dump_json(report),
-            "arm_comparison_report.md": render.arms_markdown(report).encode(),
-            "arm_deltas.png": render.forest_figure(report),
-        },
-    )
+    write_outputs(Path(args.out), outputs(report))
     for c in [*report["contrasts"], *report["marginal"]]:
         lo, hi = c["ci95"]
         print(f"{c['arm']} vs {c['reference']}: {c['naive_delta']:+.4f} [{lo:+.4f}, {hi:+.4f}] {c['claim']}")

@@ -285,6 +285,17 @@ def build(pre_path: str, pre: EvalLog, post_path: str, post: EvalLog, settings: 
     }
 
 
+def outputs(report: dict[str, Any]) -> dict[str, bytes]:
+    """The files of a delta report: delta_report.json and its renderings (markdown, pass@k figure)."""
+    from analysis import render  # matplotlib loads only when there is something to draw
+
+    return {
+        "delta_report.json": dump_json(report),
+        "delta_report.md": render.delta_markdown(report).encode(),
+        "passk_curve.png": render.passk_figure(report),
+    }
+
+
 # The logs live until the report is written and the run makes little cyclic garbage: no collection.
 @collector_paused()
 def main(argv: list[str] | None = None) -> int:
@@ -305,16 +316,7 @@ def main(argv: list[str] | None = None) -> int:
     except Refusal as e:
         print(f"refused: {e}", file=sys.stderr)
         return EXIT_REFUSED
-    from analysis import render  # matplotlib loads only when there is something to draw
-
-    write_outputs(
-        Path(args.out),
-        {
-            "delta_report.json": dump_json(report),
-            "delta_report.md": render.delta_markdown(report).encode(),
-            "passk_curve.png": render.passk_figure(report),
-        },
-    )
+    write_outputs(Path(args.out), outputs(report))
     print(
         f"{report['claim']}: delta {report['delta_mean']:+.4f} CI {report['delta_ci95']} "
         f"perm p {p_text(report['perm_p'], report['perm_n'], report['perm_exact'])} -> {args.out}"

@@ -57,7 +57,8 @@ class SampleRecord(_Strict):
     """One scored sample: what was generated, the answer read from it, its score and (tool arms) its path."""
 
     index: int = Field(ge=0)
-    seed: int
+    # None: the tool that generated the sample recorded no per-sample seed (an imported log).
+    seed: int | None = None
     score: float
     text: str | None = None
     # A scorer's sample has no `transcript`: its text holds what the model wrote after the prompt, tool
@@ -96,9 +97,10 @@ class ItemResult(_Strict):
 
     def sample_seeds(self) -> tuple[int | None, ...] | None:
         """The seed of each sample, from the samples or kept when they were dropped; None if unknown."""
-        if self.samples is not None:
-            return tuple(s.seed for s in self.samples)
-        return self._seeds
+        seeds = tuple(s.seed for s in self.samples) if self.samples is not None else self._seeds
+        if seeds is None or all(s is None for s in seeds):
+            return None
+        return seeds
 
     @field_validator("scores")
     @classmethod

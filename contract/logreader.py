@@ -107,9 +107,10 @@ def _mirror_struct(model: type[BaseModel], structs: dict[type, Any]) -> Any:
             fields.append((name, tp, msgspec.field(default_factory=info.default_factory)))
         else:
             fields.append((name, tp, info.default))
-    # Samples hold no reference cycles: the collector need not track them (gc=False).
+    # Samples hold no reference cycles: the collector need not track them (gc=False). kw_only: pydantic allows
+    # a required field after an optional one (SampleRecord's score after its seed), a positional struct not.
     struct = msgspec.defstruct(
-        f"_{model.__name__}", fields, forbid_unknown_fields=extra == "forbid", gc=False
+        f"_{model.__name__}", fields, forbid_unknown_fields=extra == "forbid", gc=False, kw_only=True
     )
     structs[model] = struct
     return struct

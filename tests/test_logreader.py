@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -173,7 +174,7 @@ def test_the_fast_path_mirrors_every_sample_field() -> None:
     sample = logreader._mirror_struct(SampleRecord, {})
     assert sample.__struct_fields__ == tuple(SampleRecord.model_fields)
     required = {n for n, f in SampleRecord.model_fields.items() if f.is_required()}
-    assert set(sample.__struct_fields__[: len(required)]) == required
+    assert {f.name for f in msgspec.structs.fields(sample) if f.required} == required
 
 
 def test_a_large_log_reads_as_load_reads_it(tmp_path: Path) -> None:

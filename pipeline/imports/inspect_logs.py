@@ -1,0 +1,150 @@
+"""Inspect AI logs (.eval or .json) into a Source, read with inspect-ai's own read_eval_log.
+
+Each sample of an Inspect log is one (sample id, epoch): epochs become the item's samples in epoch order.
+The score is the chosen scorer's value turned into a number by inspect-ai's value_to_float (C = 1, I = 0,
+P = 0.5, booleans, numbers); the text is the model's completion, the answer the scorer's, the tokens the
+output's usage; the messages (with tool calls and results) are kept as the sample's transcript.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from pipeline.imports.common import ImportRefusal, ItemDraft, Source, unit_score
+
+TOOL = "inspect-ai"
+
+
+def _text(content: Any) -> str:
+    """The text of a message's content (a string, or content parts of which the text ones are kept)."""
+    if isinstance(content, str):
+        return content
+    return "".join(getattr(part, "text", "") or "" for part in content)
+
+
+def _transcript(messages: list[Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The messages as plain dicts, and the tool calls with their results (ToolCallRecord fields)."""
+    turns, calls = [], []
+    results = {m.tool_call_id: m for m in messages if m.role == "tool"}
+    for m in messages:
+        turn: dict[str, Any] = {"role": m.role, "content": _text(m.content)}
+        for call in getattr(m, "tool_calls", None) or []:
+            turn.setdefault("tool_calls", []).append(
+                {"id": call.id, "name": call.function, "arguments": call.arguments}
+            )
+            answer = results.get(call.id)
+            error = getattr(answer, "error", None)
+            calls.append({
+                "name": call.function,
+                "arguments": call.arguments,
+                "result": _text(answer.content) if answer is not None else None,
+                "error": error.message if error is not None else None,
+            })  # fmt: skip
+        turns.append(turn)
+    return turns, calls
+
+
+def _prompt(sample: Any) -> str:
+    """The sample's input as the model got it: the string, or the messages as 'role: text' lines."""
+    if isinstance(sample.input, str):
+        return sample.input
+    return "\n".join(f"{m.role}: {_text(m.content)}" for m in sample.input)
+
+
+class _Unreadable(logging.Handler):
+    """Catches value_to_float's warning for a value it cannot read (it returns 0.0 for it, a wrong score)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.count = 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        """Count one value that could not be converted."""
+        self.count += 1
+
+
+def read(path: Path, scorer: str | None = None) -> Source:
+    """One Inspect log file as a Source; refuse an incomplete log, an errored sample or an unknown scorer."""
+    from inspect_ai.log import read_eval_log
+    from inspect_ai.scorer import value_to_float
+
+    try:
+        log = read_eval_log(str(path))
+    except FileNotFoundError:
+        raise ImportRefusal(f"{path}: file not found") from None
+    except Exception as e:  # inspect-ai raises several types for a file that is not one of its logs
+        first = (str(e).splitlines() or [type(e).__name__])[0]
+        raise ImportRefusal(
+            f"{path}: not an Inspect log readable by inspect-ai's read_eval_log: {first}"
+        ) from e
+    if log.status != "success":
+        raise ImportRefusal(
+            f"{path}: status: is {log.status!r}; import only a log whose run finished (success)"
+        )
+    samples = log.samples or []
+    if not samples:
+        raise ImportRefusal(f"{path}: samples: the log holds no samples (written with --no-log-samples?)")
+    names = sorted({name for s in samples for name in (s.scores or {})})
+    if scorer is None:
+        if len(names) != 1:
+            raise ImportRefusal(
+                f"{path}: scores: the log has scorers {names}; choose the one to import with --scorer NAME"
+            )
+        scorer = names[0]
+    to_float = value_to_float()
+    unreadable = _Unreadable()
+    metric_log = logging.getLogger(value_to_float.__module__)
+    config = log.eval.model_generate_config
+    version = log.eval.packages.get("inspect_ai", "(version not recorded)")
+    source = Source(
+        path=path,
+        tool=TOOL,
+        version=version,
+        model_name=log.eval.model,
+        suite=log.eval.task,
+        suite_revision=str(log.eval.task_version),
+        measured_at=log.eval.created,
+        scored_by={"by": "inspect-ai scorer", "scorer": scorer, "epochs": log.eval.config.epochs},
+        decoding={"temperature": config.temperature, "top_p": config.top_p, "max_tokens": config.max_tokens},
+        seed=config.seed,
+    )
+    for s in sorted(samples, key=lambda s: (str(s.id), s.epoch)):
+        where = f"sample {s.id!r} epoch {s.epoch}"
+        if s.error is not None:
+            raise ImportRefusal(f"{path}: {where}: error: {s.error.message}; rerun the sample or drop it")
+        score = (s.scores or {}).get(scorer)
+        if score is None:
+            raise ImportRefusal(f"{path}: {where}: scores.{scorer}: missing; rescore the log (inspect score)")
+        if isinstance(score.value, dict | list):
+            raise ImportRefusal(
+                f"{path}: {where}: scores.{scorer}.value: {score.value!r} holds several values, not one score"
+            )
+        metric_log.addHandler(unreadable)
+        try:
+            value = to_float(score.value)
+        finally:
+            metric_log.removeHandler(unreadable)
+        if unreadable.count:
+            raise ImportRefusal(
+                f"{path}: {where}: scores.{scorer}.value: {score.value!r} is not a score inspect-ai's "
+                "value_to_float reads (C, I, P, N, yes/no, a number)"
+            )
+        usage = s.output.usage if s.output is not None else None
+        turns, calls = _transcript(s.messages)
+        family = (s.metadata or {}).get("family")
+        draft = source.items.setdefault(
+            str(s.id), ItemDraft(prompt=_prompt(s), family=family if isinstance(family, str) else None)
+        )
+        draft.samples.append({
+            "score": unit_score(path, f"{where}: scores.{scorer}.value", value),
+            "text": s.output.completion if s.output is not None else None,
+            "answer": score.answer,
+            "finish_reason": s.output.stop_reason if s.output is not None else None,
+            "prompt_tokens": usage.input_tokens if usage is not None else None,
+            "gen_tokens": usage.output_tokens if usage is not None else None,
+            "transcript": turns,
+            "tool_calls": calls or None,
+        })  # fmt: skip
+    return source

@@ -1,0 +1,162 @@
+"""lighteval details files (details_<task>_<date>.parquet) into a Source, read with pyarrow.
+
+The format followed is lighteval 0.13's (src/lighteval/logging/evaluation_tracker.py save_details and
+info_loggers.py DetailsLogger.Detail): one row per document with three columns, `doc` (the Doc: query,
+choices, gold_index, id, task_name, num_samples, generation_size, ...), `model_response` (the
+ModelResponse: input, input_tokens, text (one per sample), output_tokens, text_post_processed, ...) and
+`metric` (one value per metric and document). The run's results_<date>.json (under results/<model>/ beside
+the details/ folder, or --results) gives the model, the generation parameters and the lighteval commit.
+
+A document with one generation scores with its metric (--metric, default the only one). With n samples
+lighteval keeps n texts but scores the document once (pass@k, maj@n, avg@n over them), so each text is then
+judged by this project's verifier (--verifier) against the document's gold choice.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from pipeline.imports.common import (
+    ImportRefusal,
+    ItemDraft,
+    Source,
+    one_setting,
+    unit_score,
+    verifier_scorer,
+    verify,
+)
+
+TOOL = "lighteval"
+_NAME = re.compile(r"^details_(?P<task>.+)_(?P<date>\d{4}-\d{2}-\d{2}T[\d.\-]+)\.parquet$")
+
+
+def results_beside(path: Path, date: str) -> Path | None:
+    """Where lighteval wrote the run's results: <out>/results/<model>/results_<date>.json for
+    <out>/details/<model>/<date>/details_*.parquet; None when the file is not there."""
+    for parent in path.parents:
+        if parent.name == "details":
+            model = path.parent.parent.relative_to(parent)
+            found = parent.parent / "results" / model / f"results_{date}.json"
+            return found if found.is_file() else None
+    return None
+
+
+def _gold(path: Path, where: str, doc: dict[str, Any]) -> str:
+    """The document's one gold answer (its gold choice)."""
+    golds = doc.get("gold_index")
+    index = golds[0] if isinstance(golds, list) and len(golds) == 1 else golds
+    if not isinstance(index, int) or not doc.get("choices") or index >= len(doc["choices"]):
+        raise ImportRefusal(
+            f"{path}: {where}: doc.gold_index: {golds!r} names no single gold choice to judge against"
+        )
+    return str(doc["choices"][index])
+
+
+def read(
+    path: Path, metric: str | None = None, verifier: str | None = None, results: Path | None = None
+) -> Source:
+    """One details parquet file as a Source; refuse what it cannot read, naming row and field."""
+    import pyarrow.parquet as pq
+
+    m = _NAME.match(path.name)
+    if m is None:
+        raise ImportRefusal(
+            f"{path}: file name: not details_<task>_<date>.parquet as lighteval names its details; "
+            "keep its name"
+        )
+    task, date = m["task"], m["date"]
+    if not path.is_file():
+        raise ImportRefusal(f"{path}: file not found")
+    try:
+        rows = pq.read_table(path).to_pylist()
+    except Exception as e:  # pyarrow raises several types for a file that is not parquet
+        raise ImportRefusal(f"{path}: not a parquet file pyarrow can read: {e}") from e
+    found = results or results_beside(path, date)
+    run: dict[str, Any] = {}
+    if found is not None:
+        try:
+            run = json.loads(Path(found).read_text())
+        except (OSError, json.JSONDecodeError) as e:
+            raise ImportRefusal(f"{found}: cannot read the run's results: {e}") from None
+    general = run.get("config_general") or {}
+    params = (general.get("model_config") or {}).get("generation_parameters") or {}
+    sha = general.get("lighteval_sha")
+    source = Source(
+        path=path,
+        tool=TOOL,
+        version=f"(commit {sha})" if sha and sha != "?" else "(version not recorded)",
+        model_name=general.get("model_name") or "(not recorded)",
+        suite=task,
+        suite_revision=str((run.get("versions") or {}).get(task, "(not recorded)")),
+        measured_at=date,
+        scored_by={},
+        decoding={},
+        seed=params.get("seed"),
+    )
+    settings: dict[str, Any] = {}
+    if run:
+        # lighteval's default is greedy: GenerationParameters.temperature defaults to 0.
+        settings["temperature"] = params.get("temperature", 0.0)
+        settings["top_p"] = params.get("top_p")
+        settings["max_tokens"] = params.get("max_new_tokens")
+    for n, row in enumerate(rows):
+        for key in ("doc", "model_response", "metric"):
+            if not isinstance(row.get(key), dict):
+                raise ImportRefusal(f"{path}: row {n}: {key}: missing; not a lighteval details row")
+        doc, response, scores = row["doc"], row["model_response"], row["metric"]
+        item_id = str(doc.get("id") or n)
+        where = f"row {n} (doc id {item_id!r})"
+        if doc.get("generation_size") is not None and settings.get("max_tokens") is None:
+            one_setting(path, where, "generation_size", doc["generation_size"], settings)
+        texts = response.get("text") or []
+        if not texts:
+            raise ImportRefusal(
+                f"{path}: {where}: model_response.text: no generated text (a loglikelihood task?)"
+            )
+        out_tokens = response.get("output_tokens") or []
+        tokens = [len(t) for t in out_tokens] if len(out_tokens) == len(texts) else [None] * len(texts)
+        prompt_tokens = len(response.get("input_tokens") or []) or None
+        if len(texts) == 1:
+            names = sorted(k for k, v in scores.items() if v is not None)
+            chosen = metric or (names[0] if len(names) == 1 else None)
+            if chosen is None or scores.get(chosen) is None:
+                raise ImportRefusal(f"{path}: {where}: metric: {names}; choose the score with --metric NAME")
+            samples = [
+                {"score": unit_score(path, f"{where}: metric.{chosen}", scores[chosen]), "text": texts[0]}
+            ]
+            scored_by: dict[str, Any] = {"by": "lighteval metric", "metric": chosen}
+        else:
+            if verifier is None:
+                raise ImportRefusal(
+                    f"{path}: {where}: model_response.text: {len(texts)} samples but one score per document "
+                    f"({', '.join(sorted(scores))}); judge each sample with --verifier "
+                    "{exact,numeric,math,choice}"
+                )
+            gold = _gold(path, where, doc)
+            samples = []
+            for text in texts:
+                verdict = verify(item_id, task, gold, text, verifier)
+                samples.append({"score": verdict.score, "text": text, "answer": verdict.answer,
+                                "no_answer_reason": verdict.reason})  # fmt: skip
+            scored_by = {**verifier_scorer(verifier), "reference": "doc.choices[doc.gold_index]"}
+        for j, s in enumerate(samples):
+            s["gen_tokens"], s["prompt_tokens"] = tokens[j], prompt_tokens
+        if source.scored_by and source.scored_by != scored_by:
+            raise ImportRefusal(
+                f"{path}: {where}: model_response.text: documents with one and with several samples in one "
+                "file; every document needs the same number of samples"
+            )
+        source.scored_by = scored_by
+        if item_id in source.items:
+            raise ImportRefusal(f"{path}: {where}: doc.id: appears twice")
+        query = response.get("input") if isinstance(response.get("input"), str) else doc.get("query")
+        source.items[item_id] = ItemDraft(prompt=query, family=task, samples=samples)
+    source.decoding = {
+        "temperature": settings.get("temperature"),
+        "top_p": settings.get("top_p"),
+        "max_tokens": settings.get("max_tokens") or settings.get("generation_size"),
+    }
+    return source
