@@ -351,6 +351,8 @@ def arms_markdown(r: dict[str, Any]) -> str:
             "",
         ]
     lines += ["![forest plot](arm_deltas.png)", ""]
+    if r.get("factorial"):
+        lines += _factorial_lines(r["factorial"], pct)
     if r["families"]:
         lines += ["## By item family", ""]
         lines += _table(
@@ -412,6 +414,48 @@ def arms_markdown(r: dict[str, Any]) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def _signed_cells(cells: dict[str, int]) -> str:
+    """'trained+rag - trained - +rag + base': an effect's signed cells, in the estimator's order."""
+    text = ""
+    for i, (arm, coef) in enumerate(cells.items()):
+        sign = ("- " if coef < 0 else "") if i == 0 else ("- " if coef < 0 else "+ ")
+        text += ("" if i == 0 else " ") + sign + md(arm)
+    return text
+
+
+def _factorial_lines(f: dict[str, Any], pct: str) -> list[str]:
+    rows = []
+    for e in f["effects"]:
+        if e["estimate"] is None:
+            value, ci = "not estimable", f"needs {', '.join(md(a) for a in e['missing_arms'])}"
+        else:
+            value, ci = _num(e["estimate"], "+.4f"), _ci(e["ci95"])
+        rows.append([md(e["effect"]), _signed_cells(e["cells"]), value, ci, md(e["reading"] or "")])
+    return [
+        "## Factorial read-out: training x retrieval x tools",
+        "",
+        "The arms are cells of a 2 x 2 x 2 design: "
+        + ", ".join(f"{md(arm)} = ({', '.join(str(v) for v in cell)})" for arm, cell in f["cells"].items())
+        + " (training, retrieval, tools; 1 = on). Each effect is a paired contrast over items of the "
+        "per-item means of k samples, the signed sum of the cells shown; its interval a percentile cluster "
+        "bootstrap (items resampled with the k samples of every cell).",
+        "",
+        *_table(["effect", "cells", "estimate", f"{pct} CI", "reading"], rows),
+        "",
+        "A main effect is its factor's arm minus base, the other two factors off. A two-way interaction "
+        "A x B is (A+B - B) - (A - base): how much more (or less) A gains when B is on, the third factor "
+        "off; training x retrieval is (trained+rag - +rag) - (trained - base). **complements**: the interval "
+        "lies above 0, together they gain more than the sum of their separate gains; **substitutes**: below "
+        "0, together they gain less (one does part of the other's work); otherwise **no interaction "
+        "detected**, which is not evidence of additivity. Decided by the interval, never by a threshold. The "
+        "three-way term (the change of an interaction when the third factor is switched on) needs all eight "
+        "cells, the ceiling trained+rag+tools and +rag+tools (the base model with both) among them. The "
+        "ceiling's delta over base is never decomposed into shares: where factors interact, no part of it "
+        "belongs to any one of them.",
+        "",
+    ]
 
 
 @_literal_text
