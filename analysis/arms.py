@@ -170,6 +170,8 @@ def _claim(attribution: str, row: dict[str, Any], settings: Settings, augmentati
         return f"{effect}: tool-access effect (lookup of ground truth), NOT reasoning."
     if attribution == "mixed":
         return f"{effect}: mixed effect (training plus an augmentation); see its marginal contrast."
+    if attribution == "placebo":
+        return f"{effect}: training with a random reward (placebo), NOT the reward's effect."
     return f"{effect}: attribution {attribution!r} has no causal reading; reported without a claim."
 
 

@@ -506,3 +506,135 @@ def forest_figure(r: dict[str, Any]) -> bytes:
     ax.legend(fontsize=7, loc="lower right")
     ax.grid(axis="x", alpha=0.3)
     return _png(fig)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Checkpoint trajectory
+
+
+def _trajectory_row(row: dict[str, Any], fdr: float) -> list[str]:
+    if row["ci95"] is None:
+        return [md(row["arm"]), md(row["model_name"]), _num(row["mean_arm"]), "reference", "", "", "", ""]
+    return [
+        md(row["arm"]),
+        md(row["model_name"]),
+        _num(row["mean_arm"]),
+        _num(row["delta"], "+.4f"),
+        _ci(row["ci95"]),
+        p_text(row["p_value"], row.get("perm_n"), row["perm_exact"]),
+        _p(row["q_value"]),
+        significance_text(row, fdr),
+    ]
+
+
+def trajectory_markdown(r: dict[str, Any]) -> str:
+    """The trajectory report as markdown: checkpoints over the reference, the placebo, the reward claim."""
+    s = r["settings"]
+    pct = ci_percent(s["alpha"])
+    lines = ["# Checkpoint trajectory", ""]
+    if r["status"] != "done":
+        return "\n".join([*lines, f"**{md(r['status'].capitalize())}**: {md(r['detail'])}.", ""])
+    ref = r["trajectory"][0]["arm"]
+    header = ["arm", "model", "mean", f"delta over {md(ref)}", f"{pct} CI", "p", "q", "significant"]
+    lines += [
+        f"Suite {md(r['suite'])} (rev {md(r['suite_revision'])}), {r['n_items']} items, {r['n_samples']} "
+        f"samples per item, every arm at the matched protocol (checked). Checkpoints in training order: "
+        + ", ".join(md(c) for c in r["checkpoints"])
+        + (f"; placebo: {md(r['placebo'])}." if r["placebo"] else "; no placebo."),
+        "",
+        f"**Reward claim:** {md(r['reward_claim'])}",
+        "",
+        "## Every checkpoint against the reference",
+        "",
+        *_table(header, [_trajectory_row(row, s["fdr"]) for row in r["trajectory"]]),
+        "",
+    ]
+    if r["placebo_delta"] is not None:
+        rc = r["reward_contrast"]
+        lines += [
+            "## The placebo: the same trainer with a random reward",
+            "",
+            *_table(header, [_trajectory_row(r["placebo_delta"], s["fdr"])]),
+            "",
+            *_table(
+                ["contrast", "delta", f"{pct} CI", "p", "q", "significant"],
+                [
+                    [
+                        f"{md(rc['arm'])} vs {md(rc['reference'])}",
+                        _num(rc["delta"], "+.4f"),
+                        _ci(rc["ci95"]),
+                        p_text(rc["p_value"], rc.get("perm_n"), rc["perm_exact"]),
+                        _p(rc["q_value"]),
+                        significance_text(rc, s["fdr"]),
+                    ]
+                ],
+            ),
+            "",
+        ]
+    lines += [
+        "![trajectory](trajectory.png)",
+        "",
+        f"What the claim rests on and what it does not cover: {md(r['limits'])}",
+        "",
+    ]
+    for note in r["notes"]:
+        lines.append(f"Note: {md(note)}")
+    lines += [
+        f"Deltas: paired over items (per-item means of k samples), item-level paired bootstrap CIs; p: "
+        f"two-sided sign-flip permutation test; q: Benjamini-Hochberg over the report's {r['n_tests']} "
+        f"contrasts; " + SIGNIFICANT.format(pct=pct) + f" (fdr {s['fdr']}). Settings: {s['n_boot']} "
+        f"resamples, {s['n_perm']} permutations, alpha {s['alpha']}, seed {s['seed']}.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+@_literal_text
+def trajectory_figure(r: dict[str, Any]) -> bytes:
+    """Delta over the reference per checkpoint in training order with CIs; the placebo; trained vs placebo."""
+    if r["status"] != "done":
+        fig = Figure(figsize=(6, 1.6), layout="tight")
+        ax = fig.subplots()
+        ax.axis("off")
+        ax.text(0.5, 0.5, f"trajectory: {r['status']}", ha="center", va="center")
+        return _png(fig)
+    rows, pct = r["trajectory"], ci_percent(r["settings"]["alpha"])
+    with_placebo = r["placebo_delta"] is not None
+    fig = Figure(figsize=(9 if with_placebo else 6, 3.8), layout="tight")
+    axes = fig.subplots(1, 2, width_ratios=[3, 1]) if with_placebo else [fig.subplots()]
+    ax = axes[0]
+    xs = list(range(len(rows)))
+    ys = [row["delta"] for row in rows]
+    lo = [row["delta"] - (row["ci95"] or [row["delta"]] * 2)[0] for row in rows]
+    hi = [(row["ci95"] or [row["delta"]] * 2)[1] - row["delta"] for row in rows]
+    ax.errorbar(xs, ys, yerr=[lo, hi], fmt="o-", color="C0", capsize=4, label=f"checkpoint, {pct} CI")
+    if with_placebo:
+        p = r["placebo_delta"]
+        ax.errorbar(
+            [xs[-1] + 0.15],
+            [p["delta"]],
+            yerr=[[p["delta"] - p["ci95"][0]], [p["ci95"][1] - p["delta"]]],
+            fmt="s",
+            color="C3",
+            capsize=4,
+            label=f"placebo ({p['arm']}), {pct} CI",
+        )
+    ax.axhline(0.0, color="black", linewidth=0.8)
+    ax.set_xticks(xs, [row["arm"] for row in rows], fontsize=8)
+    ax.set_xlabel("checkpoint (training order)")
+    ax.set_ylabel(f"delta in mean score over {rows[0]['arm']}")
+    ax.set_title("Checkpoint trajectory")
+    ax.legend(fontsize=7)
+    ax.grid(alpha=0.3)
+    if with_placebo:
+        rc, ax_r = r["reward_contrast"], axes[1]
+        ax_r.errorbar(
+            [0], [rc["delta"]], yerr=[[rc["delta"] - rc["ci95"][0]], [rc["ci95"][1] - rc["delta"]]],
+            fmt="D", color="C2", capsize=4,
+        )  # fmt: skip
+        ax_r.axhline(0.0, color="black", linewidth=0.8)
+        ax_r.set_xticks([0], [f"{rc['arm']}\nvs {rc['reference']}"], fontsize=8)
+        ax_r.set_xlim(-0.8, 0.8)
+        ax_r.set_title("the reward's effect", fontsize=9)
+        ax_r.grid(alpha=0.3)
+    return _png(fig)

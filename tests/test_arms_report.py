@@ -418,3 +418,14 @@ def test_factorial_section_only_when_an_interaction_can_be_estimated(tmp_path):
     report = arms.build(str(folder), FAST)
     assert report["factorial"] is None
     assert "Factorial read-out" not in render.arms_markdown(report)
+
+
+def test_a_placebo_arm_is_compared_and_never_credited_to_the_reward(tmp_path):
+    folder = make_world(tmp_path / "logs", arms_=["base", "trained"])
+    scores = np.array([it["scores"] for it in json.loads((folder / "trained.json").read_text())["items"]])
+    write_log(
+        folder / "placebo.json", scores, arm="placebo", attribution="placebo", model_name="demo-placebo"
+    )
+    report = arms.build(str(folder), FAST)
+    row = next(c for c in report["contrasts"] if c["arm"] == "placebo")
+    assert row["attribution"] == "placebo" and row["claim"].endswith("(placebo), NOT the reward's effect.")
