@@ -123,7 +123,7 @@ LIMITS = (
     "The claim compares one rewarded run with one placebo run: the interval covers the items and the "
     "evaluation's samples, not the variation between training runs (seeds), which only more runs of each "
     "would measure. It holds for this suite, protocol and trainer; the placebo matches the trainer, the "
-    "problems, the steps and about the amount of data kept, but not what was kept (that is the point), and "
+    "problems and the steps, not which completions were kept (that is the point) nor exactly how many, and "
     "a placebo gain over the reference is what training without the reward does (format practice, more "
     "steps), not noise."
 )

@@ -127,8 +127,9 @@ class TrainConfig:
     rft_lr: float = 1e-3
     rft_replay: float = 0.5
     # "oracle" keeps the completions the oracle verifies; "random" is the placebo: the same trainer keeping
-    # completions by a seeded coin of probability random_accept, whatever they say (about the oracle's
-    # acceptance in the committed run, 0.149 and 0.172, so a placebo fine-tunes on as much data).
+    # each distinct completion by a seeded coin of probability random_accept, whatever it says (near the
+    # oracle's acceptance in the committed run, 0.149 and 0.172; the placebo still keeps more, because
+    # right answers repeat and are kept once, wrong ones rarely repeat). Steps, and so compute, are equal.
     reward: str = "oracle"
     random_accept: float = 0.16
     # base phase 2 (FORMATS_MIXTURE); phase 1 (SKILLS_MIXTURE) uses steps, lr and n_transcripts
