@@ -106,13 +106,19 @@ def reward_claim(row: dict[str, Any] | None, settings: Settings) -> str:
         return why
     lo, hi = row["ci95"]
     gap = f"{row['arm']} - {row['reference']} = {row['delta']:+.4f}, CI [{lo:+.4f}, {hi:+.4f}]"
-    if lo > 0:
+    # As in the other reports, a claim needs what the significant column needs: q <= fdr and the CI.
+    if row["significant"] and lo > 0:
         return (
             f"the reward moved the score: {gap} lies above 0. The placebo ran the same trainer on the same "
             "problems for the same steps with a random reward, so what separates the two is the reward."
         )
-    if hi < 0:
+    if row["significant"] and hi < 0:
         return f"the placebo scores higher than the rewarded run ({gap} below 0): the reward did not help."
+    if lo > 0 or hi < 0:
+        return (
+            f"{gap} excludes 0, but q = {row['q_value']:.3g} > fdr {settings.fdr} among the report's "
+            "contrasts: not significant, no claim about the reward."
+        )
     return (
         f"no difference between the rewarded run and the placebo detected ({gap} includes 0): the gain over "
         "the reference cannot be credited to the reward rather than to training as such."
