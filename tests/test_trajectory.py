@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analysis import trajectory
+from analysis import arms, trajectory
 from analysis.align import Settings
 from tests.test_delta import markdown_view, run_cli, write_log
 
@@ -61,6 +61,10 @@ def test_every_checkpoint_over_base_and_the_reward_against_the_placebo(tmp_path)
     assert rc["delta"] == pytest.approx(r["trajectory"][2]["delta"] - r["placebo_delta"]["delta"])
     assert rc["ci95"][0] > 0 and r["reward_claim"].startswith("the reward moved the score")
     assert r["n_tests"] == 4 and all("q_value" in row for row in [*r["trajectory"][1:], rc])
+    # The arm report carries the same interval for the same contrast.
+    compared = arms.build(str(logs), FAST, list(LIFTS))
+    by_arm = {c["arm"]: c["ci95"] for c in compared["contrasts"]}
+    assert all(row["ci95"] == by_arm[row["arm"]] for row in r["trajectory"][1:])
 
 
 def test_a_placebo_that_scores_as_the_rewarded_run_carries_no_reward_claim(tmp_path):
