@@ -100,6 +100,12 @@ def read_settings(path: str | Path | None) -> Settings:
     return s
 
 
+def read_section(path: str | Path | None, name: str) -> Any:
+    """One top-level section of a params file (default params.yaml); None when file or section is absent."""
+    p = Path(path) if path is not None else Path("params.yaml")
+    return _read_params(p).get(name) if p.is_file() else None
+
+
 def read_arm_list(path: str | Path | None) -> list[str] | None:
     """params.yaml `arms` (the arms the pipeline runs), or None when the file or the key is absent."""
     p = Path(path) if path is not None else Path("params.yaml")

@@ -7,6 +7,8 @@ required, any other arm may be missing), pairs every arm with base and the combi
 augmentation (trained+rag vs +rag, trained+tools vs +tools), and writes arm_comparison_report.json,
 arm_comparison_report.md and the forest plot arm_deltas.png. Each arm's claim follows from its attribution
 (conf/arm/<arm>.yaml), never from the size of its delta; the ceiling arm is labelled and never decomposed.
+When the arms hold a 2 x 2 block of the training x retrieval x tools design, the report adds the factorial
+read-out: main effects and interactions, each a paired contrast with a cluster-bootstrap interval.
 
 A tool arm is left out of the comparison, and listed as not usable with the reason, when more of its tool
 calls failed (the tool server did not answer them) than params.yaml analysis.max_failed_tool_calls allows,
@@ -54,6 +56,18 @@ DEFAULT_ATTRIBUTION = {
     "trained+rag+tools": "ceiling",
 }
 MARGINAL_CONTRASTS = [("trained+rag", "+rag"), ("trained+tools", "+tools")]
+# The arms as cells of the 2 x 2 x 2 design (training, retrieval, tools); +rag+tools (the base model with
+# both augmentations) is the one cell the default arms leave out.
+FACTORIAL_CELLS: dict[str, es.Cell] = {
+    "base": (0, 0, 0),
+    "trained": (1, 0, 0),
+    "+rag": (0, 1, 0),
+    "+tools": (0, 0, 1),
+    "trained+rag": (1, 1, 0),
+    "trained+tools": (1, 0, 1),
+    "+rag+tools": (0, 1, 1),
+    "trained+rag+tools": (1, 1, 1),
+}
 PATH_VERDICTS = ["clean", "answer_without_tool", "tool_result_ignored", "tool_error", "no_answer"]
 
 
@@ -156,6 +170,8 @@ def _claim(attribution: str, row: dict[str, Any], settings: Settings, augmentati
         return f"{effect}: tool-access effect (lookup of ground truth), NOT reasoning."
     if attribution == "mixed":
         return f"{effect}: mixed effect (training plus an augmentation); see its marginal contrast."
+    if attribution == "placebo":
+        return f"{effect}: training with a random reward (placebo), NOT the reward's effect."
     return f"{effect}: attribution {attribution!r} has no causal reading; reported without a claim."
 
 
@@ -214,6 +230,39 @@ def path_table(arm: str, log: EvalLog) -> dict[str, Any] | None:
             "accuracy": float(sc[mask].mean()) if count else None,
         })  # fmt: skip
     return {"arm": arm, "n_samples": int(v.size), "verdicts": rows}
+
+
+def factorial_section(data: dict[str, ArmData], settings: Settings) -> dict[str, Any] | None:
+    """The factorial read-out of the arms present; None unless at least one interaction is estimable."""
+    arm_of = {cell: arm for arm, cell in FACTORIAL_CELLS.items() if arm in data}
+    cells = {cell: data[arm].scores for cell, arm in arm_of.items()}
+    effects = es.factorial_readout(
+        cells, settings.n_boot, es.rng_for(settings.seed, "factorial"), alpha=settings.alpha
+    )
+    if not any(e.order > 1 and e.estimate is not None for e in effects):
+        return None
+    name_of = {cell: arm for arm, cell in FACTORIAL_CELLS.items()}
+    n_items = next(iter(cells.values())).shape[0]
+    too_few = too_few_items(n_items, settings)
+    rows = []
+    for e in effects:
+        reading = e.reading
+        if reading is not None and too_few is not None:
+            reading = too_few
+        rows.append({
+            "effect": e.name,
+            "order": e.order,
+            "cells": {name_of[c]: coef for c, coef in e.coefficients.items()},
+            "estimate": e.estimate,
+            "ci95": e.ci.as_list() if e.ci else None,
+            "ci95_method": e.ci.method if e.ci else None,
+            "reading": reading,
+            "missing_arms": [name_of[c] for c in e.missing],
+        })  # fmt: skip
+    return {
+        "cells": {arm: list(cell) for arm, cell in FACTORIAL_CELLS.items() if arm in data},
+        "effects": rows,
+    }
 
 
 def tool_call_problem(arm: str, log: EvalLog, max_failed: float) -> str | None:
@@ -357,6 +406,7 @@ def build_found(found: dict[str, tuple[Path, EvalLog]], settings: Settings, logs
         m["claim"] = _claim("marginal", m, settings, augmentation=m["reference"])
 
     paths = [t for arm, (_, log) in found.items() if (t := path_table(arm, log)) is not None]
+    factorial = factorial_section(data, settings)
     base_data = data["base"]
     return {
         "report": "arms",
@@ -386,6 +436,7 @@ def build_found(found: dict[str, tuple[Path, EvalLog]], settings: Settings, logs
         "marginal": marginal,
         "families": families,
         "paths": paths,
+        "factorial": factorial,
         "n_tests": len(all_rows),
         "n_family_tests": len(families),
         "settings": settings_dict(settings),

@@ -362,6 +362,8 @@ def arms_markdown(r: dict[str, Any]) -> str:
             "",
         ]
     lines += ["![forest plot](arm_deltas.png)", ""]
+    if r.get("factorial"):
+        lines += _factorial_lines(r["factorial"], pct)
     if r["families"]:
         lines += ["## By item family", ""]
         lines += _table(
@@ -426,6 +428,48 @@ def arms_markdown(r: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _signed_cells(cells: dict[str, int]) -> str:
+    """'trained+rag - trained - +rag + base': an effect's signed cells, in the estimator's order."""
+    text = ""
+    for i, (arm, coef) in enumerate(cells.items()):
+        sign = ("- " if coef < 0 else "") if i == 0 else ("- " if coef < 0 else "+ ")
+        text += ("" if i == 0 else " ") + sign + md(arm)
+    return text
+
+
+def _factorial_lines(f: dict[str, Any], pct: str) -> list[str]:
+    rows = []
+    for e in f["effects"]:
+        if e["estimate"] is None:
+            value, ci = "not estimable", f"needs {', '.join(md(a) for a in e['missing_arms'])}"
+        else:
+            value, ci = _num(e["estimate"], "+.4f"), _ci(e["ci95"])
+        rows.append([md(e["effect"]), _signed_cells(e["cells"]), value, ci, md(e["reading"] or "")])
+    return [
+        "## Factorial read-out: training x retrieval x tools",
+        "",
+        "The arms are cells of a 2 x 2 x 2 design: "
+        + ", ".join(f"{md(arm)} = ({', '.join(str(v) for v in cell)})" for arm, cell in f["cells"].items())
+        + " (training, retrieval, tools; 1 = on). Each effect is a paired contrast over items of the "
+        "per-item means of k samples, the signed sum of the cells shown; its interval a percentile cluster "
+        "bootstrap (items resampled with the k samples of every cell).",
+        "",
+        *_table(["effect", "cells", "estimate", f"{pct} CI", "reading"], rows),
+        "",
+        "A main effect is its factor's arm minus base, the other two factors off. A two-way interaction "
+        "A x B is (A+B - B) - (A - base): how much more (or less) A gains when B is on, the third factor "
+        "off; training x retrieval is (trained+rag - +rag) - (trained - base). **complements**: the interval "
+        "lies above 0, together they gain more than the sum of their separate gains; **substitutes**: below "
+        "0, together they gain less (one does part of the other's work); otherwise **no interaction "
+        "detected**, which is not evidence of additivity. Decided by the interval, never by a threshold. The "
+        "three-way term (the change of an interaction when the third factor is switched on) needs all eight "
+        "cells, the ceiling trained+rag+tools and +rag+tools (the base model with both) among them. The "
+        "ceiling's delta over base is never decomposed into shares: where factors interact, no part of it "
+        "belongs to any one of them.",
+        "",
+    ]
+
+
 @_literal_text
 def forest_figure(r: dict[str, Any]) -> bytes:
     """Forest plot: naive delta with its CI per contrast, budget-adjusted delta as an open marker."""
@@ -473,4 +517,136 @@ def forest_figure(r: dict[str, Any]) -> bytes:
     ax.set_title("Arm deltas")
     ax.legend(fontsize=7, loc="lower right")
     ax.grid(axis="x", alpha=0.3)
+    return _png(fig)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Checkpoint trajectory
+
+
+def _trajectory_row(row: dict[str, Any], fdr: float) -> list[str]:
+    if row["ci95"] is None:
+        return [md(row["arm"]), md(row["model_name"]), _num(row["mean_arm"]), "reference", "", "", "", ""]
+    return [
+        md(row["arm"]),
+        md(row["model_name"]),
+        _num(row["mean_arm"]),
+        _num(row["delta"], "+.4f"),
+        _ci(row["ci95"]),
+        p_text(row["p_value"], row.get("perm_n"), row["perm_exact"]),
+        _p(row["q_value"]),
+        significance_text(row, fdr),
+    ]
+
+
+def trajectory_markdown(r: dict[str, Any]) -> str:
+    """The trajectory report as markdown: checkpoints over the reference, the placebo, the reward claim."""
+    s = r["settings"]
+    pct = ci_percent(s["alpha"])
+    lines = ["# Checkpoint trajectory", ""]
+    if r["status"] != "done":
+        return "\n".join([*lines, f"**{md(r['status'].capitalize())}**: {md(r['detail'])}.", ""])
+    ref = r["trajectory"][0]["arm"]
+    header = ["arm", "model", "mean", f"delta over {md(ref)}", f"{pct} CI", "p", "q", "significant"]
+    lines += [
+        f"Suite {md(r['suite'])} (rev {md(r['suite_revision'])}), {r['n_items']} items, {r['n_samples']} "
+        f"samples per item, every arm at the matched protocol (checked). Checkpoints in training order: "
+        + ", ".join(md(c) for c in r["checkpoints"])
+        + (f"; placebo: {md(r['placebo'])}." if r["placebo"] else "; no placebo."),
+        "",
+        f"**Reward claim:** {md(r['reward_claim'])}",
+        "",
+        "## Every checkpoint against the reference",
+        "",
+        *_table(header, [_trajectory_row(row, s["fdr"]) for row in r["trajectory"]]),
+        "",
+    ]
+    if r["placebo_delta"] is not None:
+        rc = r["reward_contrast"]
+        lines += [
+            "## The placebo: the same trainer with a random reward",
+            "",
+            *_table(header, [_trajectory_row(r["placebo_delta"], s["fdr"])]),
+            "",
+            *_table(
+                ["contrast", "delta", f"{pct} CI", "p", "q", "significant"],
+                [
+                    [
+                        f"{md(rc['arm'])} vs {md(rc['reference'])}",
+                        _num(rc["delta"], "+.4f"),
+                        _ci(rc["ci95"]),
+                        p_text(rc["p_value"], rc.get("perm_n"), rc["perm_exact"]),
+                        _p(rc["q_value"]),
+                        significance_text(rc, s["fdr"]),
+                    ]
+                ],
+            ),
+            "",
+        ]
+    lines += [
+        "![trajectory](trajectory.png)",
+        "",
+        f"What the claim rests on and what it does not cover: {md(r['limits'])}",
+        "",
+    ]
+    for note in r["notes"]:
+        lines.append(f"Note: {md(note)}")
+    lines += [
+        f"Deltas: paired over items (per-item means of k samples), item-level paired bootstrap CIs; p: "
+        f"two-sided sign-flip permutation test; q: Benjamini-Hochberg over the report's {r['n_tests']} "
+        f"contrasts; " + SIGNIFICANT.format(pct=pct) + f" (fdr {s['fdr']}). Settings: {s['n_boot']} "
+        f"resamples, {s['n_perm']} permutations, alpha {s['alpha']}, seed {s['seed']}.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+@_literal_text
+def trajectory_figure(r: dict[str, Any]) -> bytes:
+    """Delta over the reference per checkpoint in training order with CIs; the placebo; trained vs placebo."""
+    if r["status"] != "done":
+        fig = Figure(figsize=(6, 1.6), layout="tight")
+        ax = fig.subplots()
+        ax.axis("off")
+        ax.text(0.5, 0.5, f"trajectory: {r['status']}", ha="center", va="center")
+        return _png(fig)
+    rows, pct = r["trajectory"], ci_percent(r["settings"]["alpha"])
+    with_placebo = r["placebo_delta"] is not None
+    fig = Figure(figsize=(9 if with_placebo else 6, 3.8), layout="tight")
+    axes = fig.subplots(1, 2, width_ratios=[3, 1]) if with_placebo else [fig.subplots()]
+    ax = axes[0]
+    xs = list(range(len(rows)))
+    ys = [row["delta"] for row in rows]
+    lo = [row["delta"] - (row["ci95"] or [row["delta"]] * 2)[0] for row in rows]
+    hi = [(row["ci95"] or [row["delta"]] * 2)[1] - row["delta"] for row in rows]
+    ax.errorbar(xs, ys, yerr=[lo, hi], fmt="o-", color="C0", capsize=4, label=f"checkpoint, {pct} CI")
+    if with_placebo:
+        p = r["placebo_delta"]
+        ax.errorbar(
+            [xs[-1] + 0.15],
+            [p["delta"]],
+            yerr=[[p["delta"] - p["ci95"][0]], [p["ci95"][1] - p["delta"]]],
+            fmt="s",
+            color="C3",
+            capsize=4,
+            label=f"placebo ({p['arm']}), {pct} CI",
+        )
+    ax.axhline(0.0, color="black", linewidth=0.8)
+    ax.set_xticks(xs, [row["arm"] for row in rows], fontsize=8)
+    ax.set_xlabel("checkpoint (training order)")
+    ax.set_ylabel(f"delta in mean score over {rows[0]['arm']}")
+    ax.set_title("Checkpoint trajectory")
+    ax.legend(fontsize=7)
+    ax.grid(alpha=0.3)
+    if with_placebo:
+        rc, ax_r = r["reward_contrast"], axes[1]
+        ax_r.errorbar(
+            [0], [rc["delta"]], yerr=[[rc["delta"] - rc["ci95"][0]], [rc["ci95"][1] - rc["delta"]]],
+            fmt="D", color="C2", capsize=4,
+        )  # fmt: skip
+        ax_r.axhline(0.0, color="black", linewidth=0.8)
+        ax_r.set_xticks([0], [f"{rc['arm']}\nvs {rc['reference']}"], fontsize=8)
+        ax_r.set_xlim(-0.8, 0.8)
+        ax_r.set_title("the reward's effect", fontsize=9)
+        ax_r.grid(alpha=0.3)
     return _png(fig)

@@ -2,6 +2,8 @@
 
     python -m demo.train --stage base      # M0: SFT from scratch on transcripts of every prompt format
     python -m demo.train --stage trained   # M1: M0 plus rejection-sampling fine-tuning, the oracle as reward
+    python -m demo.train --stage trained --reward random --out demo/models/placebo \
+        --log demo/models/train_log_placebo.txt    # the placebo: the same trainer, a seeded random reward
 
 base: transcripts of the training problems (demo/train_data/train_problems.jsonl, disjoint from the suite) in
 the four formats the arms use (plain, rag, tools, rag+tools; pipeline.prompts builds them), tokenized once,
@@ -124,6 +126,12 @@ class TrainConfig:
     rft_steps: int = 200
     rft_lr: float = 1e-3
     rft_replay: float = 0.5
+    # "oracle" keeps the completions the oracle verifies; "random" is the placebo: the same trainer keeping
+    # each distinct completion by a seeded coin of probability random_accept, whatever it says (near the
+    # oracle's acceptance in the committed run, 0.149 and 0.172; the placebo still keeps more, because
+    # right answers repeat and are kept once, wrong ones rarely repeat). Steps, and so compute, are equal.
+    reward: str = "oracle"
+    random_accept: float = 0.16
     # base phase 2 (FORMATS_MIXTURE); phase 1 (SKILLS_MIXTURE) uses steps, lr and n_transcripts
     phase2_steps: int = 1800
     phase2_lr: float = 2e-3
@@ -558,11 +566,26 @@ def stage_base(cfg: TrainConfig, work: Path, out: Path, log: Log) -> None:
     log(f"base: saved {out}")
 
 
-def stage_trained(cfg: TrainConfig, work: Path, base_dir: Path, out: Path, log: Log) -> None:
-    """Expert iteration from the base checkpoint on plain raise and compute problems."""
+def stage_trained(
+    cfg: TrainConfig, work: Path, base_dir: Path, out: Path, log: Log, iteration_out: str | None = None
+) -> None:
+    """Expert iteration from the base checkpoint on plain raise and compute problems.
+
+    iteration_out: a path template with {step}; the model after every iteration but the last is saved there
+    as a checkpoint of its own (a point of the training trajectory).
+    """
     from transformers import LlamaForCausalLM
 
     from demo.charmodel import save_checkpoint
+
+    def save_iteration(it: int) -> None:
+        if iteration_out is None or it == cfg.rft_iterations - 1:
+            return
+        step = (it + 1) * cfg.rft_steps
+        where = Path(iteration_out.format(step=step))
+        meta = {"stage": "trained", "config": asdict(cfg), "base": str(base_dir), "step": step}
+        save_checkpoint(model, where, meta)
+        log(f"trained: iteration {it} (step {step}) saved {where}")
 
     problems, docs = load_world()
     rng = random.Random(cfg.seed + 1)
@@ -583,6 +606,7 @@ def stage_trained(cfg: TrainConfig, work: Path, base_dir: Path, out: Path, log: 
 
             model.load_state_dict(torch.load(done_path))
             log(f"trained: iteration {it} already done, loaded {done_path}")
+            save_iteration(it)
             continue
         if kept_path.exists():
             kept = json.loads(kept_path.read_text())
@@ -592,9 +616,15 @@ def stage_trained(cfg: TrainConfig, work: Path, base_dir: Path, out: Path, log: 
             prompts = [build_prompt(p["question"]) for p in batch]
             outs = sample(model, prompts, cfg.rft_k, 12, cfg.seed + 100 + it)
             kept, n_ok, by_fam = [], 0, {}
+            coin = random.Random(cfg.seed + 200 + it)
             for p, prompt, comps in zip(batch, prompts, outs, strict=True):
                 verdicts = {c: judge(p, prompt, c) for c in comps}
-                good = sorted(c for c, v in verdicts.items() if v.score == 1.0)
+                if cfg.reward == "oracle":
+                    good = sorted(c for c, v in verdicts.items() if v.score == 1.0)
+                else:
+                    # The placebo ignores correctness; a completion must still have an answer to be kept.
+                    drawn = [c for c in sorted(verdicts) if coin.random() < cfg.random_accept]
+                    good = [c for c in drawn if verdicts[c].answer is not None]
                 n_right = sum(verdicts[c].score == 1.0 for c in comps)
                 n_ok += n_right
                 f = by_fam.setdefault(p["family"], [0, 0])
@@ -607,7 +637,7 @@ def stage_trained(cfg: TrainConfig, work: Path, base_dir: Path, out: Path, log: 
                 f"trained: iteration {it}: sampled {len(batch)}x{cfg.rft_k} in {time.time() - t0:.0f}s, "
                 f"accuracy at T=1 {n_ok / (len(batch) * cfg.rft_k):.3f} "
                 + " ".join(f"{f} {a}/{b}" for f, (a, b) in sorted(by_fam.items()))
-                + f", kept {len(kept)}"
+                + f", kept {len(kept)} ({cfg.reward} reward)"
             )
         import torch
 
@@ -622,6 +652,7 @@ def stage_trained(cfg: TrainConfig, work: Path, base_dir: Path, out: Path, log: 
         stream = TokenStream(mix)
         train_loop(model, stream, cfg, cfg.rft_steps, cfg.rft_lr, state_path, log, f"rft{it}", probe)
         torch.save(model.state_dict(), done_path)
+        save_iteration(it)
     wall = time.time() - t_all
     log(f"trained: RFT took {wall:.0f}s this session")
     save_checkpoint(model, out, {"stage": "trained", "config": asdict(cfg), "base": str(base_dir)})
@@ -641,6 +672,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     ap.add_argument("--log", default=None, help="log file (default demo/models/train_log_<stage>.txt)")
     ap.add_argument("--fresh", action="store_true", help="ignore saved state in --work-dir and start over")
+    ap.add_argument(
+        "--iteration-out",
+        default=None,
+        help="--stage trained: save the model after every RFT iteration but the last to this path, {step} "
+        "replaced by the steps so far (demo/models/step-{step}: a mid-training checkpoint)",
+    )
     for name, default in asdict(TrainConfig(stage="base")).items():
         if name != "stage":
             ap.add_argument(
@@ -659,8 +696,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     torch.set_num_threads(cfg.threads)
     torch.manual_seed(cfg.seed)
+    if cfg.reward not in ("oracle", "random"):
+        print(f"demo.train: --reward {cfg.reward!r}: use oracle or random (the placebo)", file=sys.stderr)
+        return 2
     out = Path(args.out or DEMO / "models" / args.stage)
-    work = Path(args.work_dir) / args.stage
+    # Per output, not per stage: a placebo run (--out demo/models/placebo) must not resume the trained run.
+    work = Path(args.work_dir) / out.name
     if args.fresh and work.exists():
         for f in work.iterdir():
             f.unlink()
@@ -677,7 +718,7 @@ def main(argv: list[str] | None = None) -> int:
                 file=sys.stderr,
             )
             return 2
-        stage_trained(cfg, work, base, out, log)
+        stage_trained(cfg, work, base, out, log, args.iteration_out)
     log(f"done {args.stage} in {time.time() - log.t0:.0f}s")
     return 0
 

@@ -118,6 +118,8 @@ class Params(BaseModel):
     protocol: Protocol
     analysis: dict[str, Any] | None = None
     arms: list[str] | None = None
+    # The checkpoint trajectory's arms (read and checked by analysis.trajectory; generation ignores it).
+    trajectory: dict[str, Any] | None = None
     # The file these were read from, so that messages name the params file actually given.
     _source: Path = PrivateAttr(default=Path("params.yaml"))
 

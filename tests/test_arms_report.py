@@ -379,3 +379,67 @@ def test_a_row_whose_ci_excludes_zero_but_is_not_significant_says_why(world):
 def test_the_budget_adjustment_is_labelled_descriptive(world):
     text = render.arms_markdown(arms.build(str(world), FAST))
     assert "descriptive only (it conditions on generated tokens" in text
+
+
+def planted_factorial_world(folder: Path, interaction: float, n_items: int = 400, k: int = 4) -> Path:
+    """Arms whose per-item success probabilities add training, retrieval and tools, plus a planted
+    training x retrieval interaction (on the probability scale, so the planted size is the true contrast)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(11)
+    base = rng.uniform(0.1, 0.3, n_items)
+    for name, (t, r, x) in arms.FACTORIAL_CELLS.items():
+        if name == "+rag+tools":
+            continue
+        p = base + 0.10 * t + 0.25 * r + 0.20 * x + interaction * t * r
+        scores = (rng.random((n_items, k)) < p[:, None]).astype(float)
+        write_log(folder / f"{name}.json", scores, arm=name, attribution=arms.DEFAULT_ATTRIBUTION[name])
+    return folder
+
+
+@pytest.mark.parametrize("planted", [0.15, -0.15])
+def test_factorial_readout_recovers_a_planted_interaction(tmp_path, planted):
+    report = arms.build(str(planted_factorial_world(tmp_path / "logs", planted)), FAST)
+    effects = {e["effect"]: e for e in report["factorial"]["effects"]}
+    txr = effects["training x retrieval"]
+    assert txr["cells"] == {"trained+rag": 1, "trained": -1, "+rag": -1, "base": 1}
+    assert list(report["factorial"]["cells"]) == [a for a in arms.FACTORIAL_CELLS if a != "+rag+tools"]
+    lo, hi = txr["ci95"]
+    assert lo <= planted <= hi
+    assert txr["reading"] == ("complements" if planted > 0 else "substitutes")
+    assert np.sign(txr["estimate"]) == np.sign(planted)
+    # Training and tools were planted additive: their interval covers 0 (and the truth).
+    lo, hi = effects["training x tools"]["ci95"]
+    assert lo <= 0.0 <= hi and effects["training x tools"]["reading"] == "no interaction detected"
+    for name, size in (("training", 0.10), ("retrieval", 0.25), ("tools", 0.20)):
+        lo, hi = effects[name]["ci95"]
+        assert lo <= size <= hi, name
+    # Without +rag+tools neither retrieval x tools nor the three-way term exists; the page says which arm.
+    assert effects["retrieval x tools"]["estimate"] is None
+    assert effects["training x retrieval x tools"]["missing_arms"] == ["+rag+tools"]
+    text = render.arms_markdown(report)
+    assert "## Factorial read-out: training x retrieval x tools" in text
+    assert "never decomposed into shares" in text
+    tables, _ = markdown_view(text)
+    rows = {row[0]: row for table in tables for row in table}
+    assert rows["training x retrieval"][1] == "trained+rag - trained - +rag + base"
+    assert rows["training x retrieval x tools"][2] == "not estimable"
+
+
+def test_factorial_section_only_when_an_interaction_can_be_estimated(tmp_path):
+    folder = make_world(tmp_path / "logs", arms_=["base", "trained", "+rag", "+tools", "trained+tools"])
+    assert arms.build(str(folder), FAST)["factorial"] is not None
+    (folder / "trained+tools.json").unlink()
+    report = arms.build(str(folder), FAST)
+    assert report["factorial"] is None
+    assert "Factorial read-out" not in render.arms_markdown(report)
+
+
+def test_a_placebo_arm_is_compared_and_never_credited_to_the_reward(tmp_path):
+    folder = make_world(tmp_path / "logs", arms_=["base", "trained"])
+    scores = np.array([it["scores"] for it in json.loads((folder / "trained.json").read_text())["items"]])
+    write_log(
+        folder / "placebo.json", scores, arm="placebo", attribution="placebo", model_name="demo-placebo"
+    )
+    report = arms.build(str(folder), FAST)
+    row = next(c for c in report["contrasts"] if c["arm"] == "placebo")
+    assert row["attribution"] == "placebo" and row["claim"].endswith("(placebo), NOT the reward's effect.")

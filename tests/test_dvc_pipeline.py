@@ -113,7 +113,15 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     shutil.rmtree(dest / "evallogs", ignore_errors=True)
     out = dvc(dest, "repro").stdout
-    every = {f"score@{a}" for a in ARMS} | {"index", "pin", "generate", "delta", "arms", "report"}
+    every = {f"score@{a}" for a in ARMS} | {
+        "index",
+        "pin",
+        "generate",
+        "delta",
+        "arms",
+        "trajectory",
+        "report",
+    }
     assert every <= ran_stages(out), out
     # One engine per model: the three base arms share one, the four trained arms another.
     assert regenerated(out) == set(ARMS) and engine_starts(out) == 2, out
@@ -282,7 +290,7 @@ def test_editing_an_arm_file_reruns_only_that_arm_and_what_follows(repo: Path) -
     ran = ran_stages(out)
     # The generate stage reruns, but only +rag is generated, on one engine (the base model's).
     assert regenerated(out) == {"+rag"} and engine_starts(out) == 1, out
-    assert ran <= {"pin", "generate", "score@+rag", "arms", "report"}, ran
+    assert ran <= {"pin", "generate", "score@+rag", "arms", "trajectory", "report"}, ran
     assert "score@+rag" in ran
 
 
@@ -313,7 +321,7 @@ def test_two_experiments_and_exp_show_lists_the_headline_metrics(repo: Path) -> 
     # Analysis settings only (a new k is the fixture's own run): only the analysis stages rerun.
     dvc(repo, "exp", "run", "-S", "analysis.alpha=0.1")
     ran = ran_stages(dvc(repo, "exp", "run", "-S", "analysis.n_boot=300").stdout)
-    assert ran <= {"delta", "arms", "report"}, ran
+    assert ran <= {"delta", "arms", "trajectory", "report"}, ran
     shown = dvc(repo, "exp", "show", "--json").stdout
     assert '"mean"' in shown and "trained+rag+tools" in shown
     assert re.search(r'"alpha":\s*0\.1', shown), shown[:2000]
@@ -328,6 +336,44 @@ def test_two_experiments_and_exp_show_lists_the_headline_metrics(repo: Path) -> 
     rows = [line for line in lines if re.match(r"\s*(workspace|main|[├└]── )", line)]
     assert len(rows) == 4 and "…" not in table, table
     assert all(len(re.findall(r"\s-?\d+(?:\.\d+)?(?:e-?\d+)?(?=\s)", row)) >= 5 for row in rows), table
+
+
+def test_the_trajectory_stage_on_a_mid_training_checkpoint_and_a_placebo(repo: Path) -> None:
+    # The default params: base -> trained, no placebo, so no claim about the reward.
+    report = json.loads((repo / "reports/trajectory/trajectory_report.json").read_text())
+    assert report["status"] == "done" and [r["arm"] for r in report["trajectory"]] == ["base", "trained"]
+    assert report["reward_contrast"] is None and "no placebo configured" in report["reward_claim"]
+    before, lock = (repo / "params.yaml").read_text(), (repo / "dvc.lock").read_text()
+    # The README's demo command: two more models, their plain arms, the trajectory over them.
+    out = dvc(
+        repo, "exp", "run",
+        "-S", "+models.step-200.path=demo/models/step-200",
+        "-S", "+models.placebo.path=demo/models/placebo",
+        "-S", "arms=[base,step-200,trained,placebo]",
+        "-S", "trajectory.checkpoints=[base,step-200,trained]",
+        "-S", "trajectory.placebo=placebo",
+    ).stdout  # fmt: skip
+    # base and trained are up to date: one engine for each new model, nothing else generated.
+    assert regenerated(out) == {"step-200", "placebo"} and engine_starts(out) == 2, out
+    assert {"trajectory", "score@step-200", "score@placebo"} <= ran_stages(out), out
+    report = json.loads((repo / "reports/trajectory/trajectory_report.json").read_text())
+    assert [r["arm"] for r in report["trajectory"]] == ["base", "step-200", "trained"]
+    assert report["trajectory"][1]["model_name"] == "demo/models/step-200"
+    assert report["reward_contrast"]["arm"] == "trained"
+    assert report["reward_contrast"]["reference"] == "placebo"
+    assert (repo / "reports/trajectory/trajectory.png").read_bytes().startswith(b"\x89PNG")
+    assert "## The placebo" in (repo / "reports/trajectory/trajectory_report.md").read_text()
+    # Back to the state before the experiment for the tests after this one. The fixture's lock is not
+    # committed (a user's is: `git checkout -- . && dvc checkout`), so its files are put back by hand, then
+    # what DVC does not cache (pins, reports) is rewritten: no engine starts, nothing is rescored.
+    (repo / "params.yaml").write_text(before)
+    (repo / "dvc.lock").write_text(lock)
+    dvc(repo, "checkout", "--force")
+    out = dvc(repo, "repro").stdout
+    assert ran_stages(out) <= {"pin", "delta", "arms", "trajectory", "report"} and engine_starts(out) == 0, (
+        out
+    )
+    assert stale_stages(repo) == set()
 
 
 def test_an_arm_list_of_two_runs_without_the_other_arms(repo: Path) -> None:

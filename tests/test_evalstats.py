@@ -697,3 +697,64 @@ def test_budget_curve_counts_unfinished_samples_as_wrong_by_hand():
     assert pts[2].delta == pytest.approx(arm.mean() - ref.mean())
     assert all(p.ci.lo <= p.delta <= p.ci.hi for p in pts)
     assert es.budget_grid(64, 4) == [16, 32, 48, 64]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The factorial read-out
+
+
+def test_factorial_effects_equal_hand_worked_values():
+    # Per-item means: base (0, 1/2, 0), trained (1/2, 1/2, 0), +rag (0, 1, 1/2), trained+rag (1, 1, 1).
+    cells = {
+        (0, 0, 0): np.array([[0, 0], [1, 0], [0, 0]]),
+        (1, 0, 0): np.array([[1, 0], [1, 0], [0, 0]]),
+        (0, 1, 0): np.array([[0, 0], [1, 1], [1, 0]]),
+        (1, 1, 0): np.array([[1, 1], [1, 1], [1, 1]]),
+    }
+    effects = {e.name: e for e in es.factorial_readout(cells, 2000, np.random.default_rng(0))}
+    # training: trained - base per item (1/2, 0, 0); retrieval: +rag - base (0, 1/2, 1/2);
+    # training x retrieval: (trained+rag - +rag) - (trained - base) per item (1/2, 0, 1/2).
+    assert effects["training"].estimate == pytest.approx(1 / 6)
+    assert effects["retrieval"].estimate == pytest.approx(1 / 3)
+    txr = effects["training x retrieval"]
+    assert txr.estimate == pytest.approx(1 / 3)
+    assert txr.coefficients == {(1, 1, 0): 1, (1, 0, 0): -1, (0, 1, 0): -1, (0, 0, 0): 1}
+    # Every resample is a mean of the per-item values 0 and 1/2; all three items at 0 has chance 1/27 > 2.5%,
+    # so the interval reaches 0 and no interaction is claimed from three items.
+    assert txr.ci is not None and txr.ci.lo == 0.0 and 1 / 3 <= txr.ci.hi <= 0.5
+    assert txr.reading == es.NO_INTERACTION
+    assert effects["training"].reading is None
+    assert effects["tools"].estimate is None and effects["tools"].missing == [(0, 0, 1)]
+    assert effects["training x tools"].missing == [(1, 0, 1), (0, 0, 1)]
+    assert effects["training x retrieval x tools"].ci is None
+    assert len(effects["training x retrieval x tools"].missing) == 4
+
+
+def test_factorial_three_way_term_is_the_alternating_sum_of_the_eight_cells():
+    rng = np.random.default_rng(1)
+    base = rng.uniform(0.1, 0.3, 40)
+    planted = {"training": 0.1, "retrieval": 0.2, "tools": 0.3, "training x retrieval": 0.05}
+    planted |= {"training x tools": -0.07, "retrieval x tools": 0.02, "training x retrieval x tools": 0.04}
+    cells = {}
+    for t in (0, 1):
+        for r in (0, 1):
+            for x in (0, 1):
+                y = base + 0.1 * t + 0.2 * r + 0.3 * x + 0.05 * t * r - 0.07 * t * x + 0.02 * r * x
+                cells[(t, r, x)] = (y + 0.04 * t * r * x)[:, None]
+    effects = es.factorial_readout(cells, 500, np.random.default_rng(2))
+    assert {e.name: round(e.estimate, 12) for e in effects} == planted
+    # Every item carries the same contrast: each interval is that point, and the readings follow its sign.
+    readings = {e.name: e.reading for e in effects if e.order > 1}
+    assert readings == {
+        "training x retrieval": es.COMPLEMENTS,
+        "training x tools": es.SUBSTITUTES,
+        "retrieval x tools": es.COMPLEMENTS,
+        "training x retrieval x tools": es.COMPLEMENTS,
+    }
+
+
+def test_an_interaction_is_read_from_its_interval_alone():
+    assert es.interaction_reading(es.Interval(0.0001, 0.3, "x")) == es.COMPLEMENTS
+    assert es.interaction_reading(es.Interval(-0.3, -0.0001, "x")) == es.SUBSTITUTES
+    assert es.interaction_reading(es.Interval(-0.0001, 0.3, "x")) == es.NO_INTERACTION
+    assert es.interaction_reading(es.Interval(0.0, 0.0, "x")) == es.NO_INTERACTION

@@ -101,3 +101,27 @@ def test_cli_refuses_an_arm_override_and_an_unknown_arm_in_one_line(tmp_path: Pa
         assert res.returncode == 2, (args, res.stderr)
         assert res.stderr.count("\n") == 1 and res.stderr.startswith(expected), res.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_any_number_of_models_one_engine_each_from_the_arm_files(tmp_path: Path) -> None:
+    from pipeline.config import load_arm, load_params
+
+    params = yaml.safe_load((ROOT / "params.yaml").read_text())
+    params["models"] |= {
+        "step-200": {"path": "demo/models/step-200"},
+        "placebo": {"path": "demo/models/placebo"},
+    }
+    params["arms"] = ["base", "step-200", "trained", "placebo", "+rag"]
+    params["trajectory"] = {"checkpoints": ["base", "step-200", "trained"], "placebo": "placebo"}
+    path = tmp_path / "params.yaml"
+    path.write_text(yaml.safe_dump(params, sort_keys=False))
+    loaded = load_params(path)
+    assert list(loaded.models) == ["base", "trained", "step-200", "placebo"]
+    models = {a: load_arm(a).model for a in loaded.arms or []}
+    assert all(m in loaded.models for m in models.values())
+    assert by_model(loaded.arms or [], models) == [
+        ("base", ["base", "+rag"]),
+        ("step-200", ["step-200"]),
+        ("trained", ["trained"]),
+        ("placebo", ["placebo"]),
+    ]

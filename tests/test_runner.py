@@ -58,8 +58,15 @@ def _copy_checkpoint(src: Path, dest: Path) -> Path:
 
 def test_the_seven_arms_of_params_yaml_are_defined() -> None:
     params = yaml.safe_load((ROOT / "params.yaml").read_text())
-    assert set(known_arms()) == set(params["arms"]) == set(ARMS)
-    for name, (model, retrieval, tools, attribution) in ARMS.items():
+    assert set(params["arms"]) == set(ARMS)
+    # The trajectory's arms are defined too, and run only when params.yaml lists them (with their models).
+    trajectory = {
+        "step-200": ("step-200", False, False, "parametric"),
+        "placebo": ("placebo", False, False, "placebo"),
+    }
+    assert set(known_arms()) == set(ARMS) | set(trajectory)
+    assert set(params["models"]) == {"base", "trained"}
+    for name, (model, retrieval, tools, attribution) in (ARMS | trajectory).items():
         arm = load_arm(name)
         assert (arm.model, arm.retrieval, arm.tools, arm.attribution) == (
             model,

@@ -1,0 +1,249 @@
+"""The checkpoint trajectory: is the gain there at every checkpoint, and does a random-reward placebo get it?
+
+    python -m analysis.trajectory --logs evallogs --out reports/trajectory [--params params.yaml]
+
+reads params.yaml `trajectory` (`checkpoints`: plain arms of the checkpoints in training order, the first
+the reference, usually base; `placebo`: the plain arm of the same trainer run with a random reward, or
+null) and the EvalLog of each arm, and writes trajectory_report.json, trajectory_report.md and
+trajectory.png: every checkpoint's paired delta over the reference with its interval, the placebo's, and
+the contrast of the last checkpoint against the placebo, the one that says whether the reward, rather than
+training as such, moved the score. Without a `trajectory` section, or when a checkpoint's arm is not in
+params.yaml `arms` or has no log yet, it writes a short report saying so and exits 0: a default run never
+fails on it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from analysis import evalstats as es
+from analysis.align import (
+    EXIT_REFUSED,
+    Refusal,
+    Settings,
+    arm_arrays,
+    check_matched,
+    dump_json,
+    item_order,
+    load_log,
+    read_arm_list,
+    read_section,
+    read_settings,
+    settings_dict,
+    write_outputs,
+)
+from analysis.delta import mean_contrast, too_few_items
+from contract.evallog import collector_paused
+
+NOT_CONFIGURED, ARMS_MISSING, DONE = "not configured", "arms missing", "done"
+CONFIGURE = (
+    "add to params.yaml `trajectory: {checkpoints: [base, <a checkpoint's plain arm>, ..., trained], "
+    "placebo: <the random-reward run's plain arm>}` and those arms to `arms` (README: The checkpoint "
+    "trajectory)"
+)
+
+
+def read_trajectory(path: str | Path | None) -> tuple[list[str], str | None] | None:
+    """params.yaml `trajectory` as (checkpoint arms, placebo arm or None); None when there is no section."""
+    p = Path(path) if path is not None else Path("params.yaml")
+    section = read_section(p, "trajectory")
+    if section is None:
+        return None
+    if not isinstance(section, dict):
+        raise Refusal(f"{p}: trajectory: must be a mapping with checkpoints and placebo; {CONFIGURE}")
+    unknown = sorted(set(section) - {"checkpoints", "placebo"})
+    if unknown:
+        raise Refusal(
+            f"{p}: trajectory.{unknown[0]}: unknown key (a typo?); known keys: checkpoints, placebo"
+        )
+    checkpoints, placebo = section.get("checkpoints"), section.get("placebo")
+    if (
+        not isinstance(checkpoints, list)
+        or len(checkpoints) < 2
+        or not all(isinstance(c, str) for c in checkpoints)
+    ):
+        raise Refusal(
+            f"{p}: trajectory.checkpoints: must list at least two arms in training order, the reference "
+            f"first, e.g. [base, step-200, trained]; got {checkpoints!r}"
+        )
+    if len(set(checkpoints)) != len(checkpoints):
+        raise Refusal(f"{p}: trajectory.checkpoints: an arm is listed twice in {checkpoints!r}")
+    if placebo is not None and (not isinstance(placebo, str) or placebo in checkpoints):
+        raise Refusal(
+            f"{p}: trajectory.placebo: must be one arm that is not a checkpoint (or null); got {placebo!r}"
+        )
+    return list(checkpoints), placebo
+
+
+def _short(status: str, detail: str, settings: Settings, **extra: Any) -> dict[str, Any]:
+    return {
+        "report": "trajectory",
+        "status": status,
+        "detail": detail,
+        **extra,
+        "settings": settings_dict(settings),
+    }
+
+
+def _row(arm: str, ref: str, data: dict[str, Any], models: dict[str, str], settings: Settings) -> dict:
+    # The arm report's draws for the same contrast: a number carries the same interval on both pages.
+    row = mean_contrast(data[ref].item_mean, data[arm].item_mean, settings)
+    return {"arm": arm, "reference": ref, "model_name": models[arm], **row}
+
+
+def reward_claim(row: dict[str, Any] | None, settings: Settings) -> str:
+    """What the last checkpoint vs the placebo says about the reward, decided by its interval."""
+    if row is None:
+        return (
+            "no placebo configured: the trajectory shows what training did, but not whether the reward, "
+            "rather than training as such (more steps on the model's own samples), moved the score."
+        )
+    if (why := too_few_items(row["n_items"], settings)) is not None:
+        return why
+    lo, hi = row["ci95"]
+    gap = f"{row['arm']} - {row['reference']} = {row['delta']:+.4f}, CI [{lo:+.4f}, {hi:+.4f}]"
+    # As in the other reports, a claim needs what the significant column needs: q <= fdr and the CI.
+    if row["significant"] and lo > 0:
+        return (
+            f"the reward moved the score: {gap} lies above 0. The placebo ran the same trainer on the same "
+            "problems for the same steps with a random reward, so what separates the two is the reward."
+        )
+    if row["significant"] and hi < 0:
+        return f"the placebo scores higher than the rewarded run ({gap} below 0): the reward did not help."
+    if lo > 0 or hi < 0:
+        return (
+            f"{gap} excludes 0, but q = {row['q_value']:.3g} > fdr {settings.fdr} among the report's "
+            "contrasts: not significant, no claim about the reward."
+        )
+    return (
+        f"no difference between the rewarded run and the placebo detected ({gap} includes 0): the gain over "
+        "the reference cannot be credited to the reward rather than to training as such."
+    )
+
+
+LIMITS = (
+    "The claim compares one rewarded run with one placebo run: the interval covers the items and the "
+    "evaluation's samples, not the variation between training runs (seeds), which only more runs of each "
+    "would measure. It holds for this suite, protocol and trainer; the placebo matches the trainer, the "
+    "problems and the steps, not which completions were kept (that is the point) nor exactly how many. The "
+    "placebo's own change over the reference, a gain or a loss, is what training without the reward does "
+    "(format practice, drift from fine-tuning on wrong answers), so the rewarded run's lead over the placebo "
+    "can exceed its gain over the reference."
+)
+
+
+def build(logs_dir: str, settings: Settings, params: str | Path | None) -> dict[str, Any]:
+    """The trajectory report as a JSON-ready dict, or a short one when it is not configured or arms miss."""
+    config = read_trajectory(params)
+    if config is None:
+        return _short(NOT_CONFIGURED, f"no trajectory section in the params file; {CONFIGURE}.", settings)
+    checkpoints, placebo = config
+    run = read_arm_list(params)
+    folder = Path(logs_dir)
+    wanted = [*checkpoints, *([placebo] if placebo else [])]
+    absent = [a for a in wanted if (run is not None and a not in run) or not (folder / f"{a}.json").is_file()]
+    if [a for a in absent if a in checkpoints]:
+        return _short(
+            ARMS_MISSING,
+            "no log of "
+            + ", ".join(absent)
+            + f" in {folder} among the arms of the params file; add them to `arms` (each a conf/arm file "
+            "naming its model) and run dvc repro",
+            settings,
+            checkpoints=checkpoints,
+            placebo=placebo,
+            missing=absent,
+        )
+    if placebo in absent:
+        placebo = None
+    present = [*checkpoints, *([placebo] if placebo else [])]
+    logs = {a: (folder / f"{a}.json", load_log(folder / f"{a}.json", samples=False)) for a in present}
+    ref = checkpoints[0]
+    ref_path, ref_log = logs[ref]
+    matched: dict[str, Any] = {}
+    for arm in present[1:]:
+        matched = check_matched(ref_path, ref_log, logs[arm][0], logs[arm][1], distinct_models=True)
+    order = item_order(ref_log)
+    data = {a: arm_arrays(log, order) for a, (_, log) in logs.items()}
+    models = {a: log.model_name for a, (_, log) in logs.items()}
+    rows = [{"arm": ref, "reference": ref, "model_name": models[ref], "n_items": len(order),
+             "mean_ref": float(data[ref].item_mean.mean()), "mean_arm": float(data[ref].item_mean.mean()),
+             "delta": 0.0, "ci95": None}]  # fmt: skip
+    rows += [_row(a, ref, data, models, settings) for a in checkpoints[1:]]
+    placebo_row = _row(placebo, ref, data, models, settings) if placebo else None
+    versus = _row(checkpoints[-1], placebo, data, models, settings) if placebo else None
+    tests = [*rows[1:], *([placebo_row, versus] if placebo else [])]
+    for row, q in zip(tests, es.bh_qvalues([t["p_value"] for t in tests]), strict=True):
+        lo, hi = row["ci95"]
+        row["q_value"] = float(q)
+        row["significant"] = bool(q <= settings.fdr and (lo > 0 or hi < 0))
+    notes = []
+    if config[1] and placebo is None:
+        notes.append(
+            f"placebo arm {config[1]} has no log among the arms of the params file: no claim about the reward"
+        )
+    return {
+        "report": "trajectory",
+        "status": DONE,
+        "suite": ref_log.suite,
+        "suite_revision": ref_log.suite_revision,
+        "n_items": len(order),
+        "n_samples": ref_log.n_samples,
+        "checkpoints": checkpoints,
+        "placebo": placebo,
+        "logs": {a: str(p) for a, (p, _) in logs.items()},
+        "matched_protocol": matched,
+        "trajectory": rows,
+        "placebo_delta": placebo_row,
+        "reward_contrast": versus,
+        "reward_claim": reward_claim(versus, settings),
+        "limits": LIMITS,
+        "n_tests": len(tests),
+        "settings": settings_dict(settings),
+        "notes": notes,
+    }
+
+
+# The logs live until the report is written and the run makes little cyclic garbage: no collection.
+@collector_paused()
+def main(argv: list[str] | None = None) -> int:
+    """Command line entry: build, render and write the trajectory report."""
+    ap = argparse.ArgumentParser(prog="python -m analysis.trajectory", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--logs", required=True, help="folder with one EvalLog JSON per arm (<arm>.json)")
+    ap.add_argument("--out", required=True, help="folder for trajectory_report.{json,md} and trajectory.png")
+    ap.add_argument(
+        "--params",
+        default=None,
+        help="params.yaml with the `trajectory`, `arms` and `analysis` sections (default: ./params.yaml)",
+    )
+    args = ap.parse_args(argv)
+    try:
+        report = build(args.logs, read_settings(args.params), args.params)
+    except Refusal as e:
+        print(f"refused: {e}", file=sys.stderr)
+        return EXIT_REFUSED
+    from analysis import render  # matplotlib loads only when there is something to draw
+
+    write_outputs(
+        Path(args.out),
+        {
+            "trajectory_report.json": dump_json(report),
+            "trajectory_report.md": render.trajectory_markdown(report).encode(),
+            "trajectory.png": render.trajectory_figure(report),
+        },
+    )
+    if report["status"] != DONE:
+        print(f"trajectory: {report['status']}: {report['detail']} -> {args.out}")
+        return 0
+    for row in report["trajectory"][1:]:
+        lo, hi = row["ci95"]
+        print(f"{row['arm']} vs {row['reference']}: {row['delta']:+.4f} [{lo:+.4f}, {hi:+.4f}]")
+    print(f"reward: {report['reward_claim']} -> {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
