@@ -3,7 +3,8 @@
     python -m analysis.compare LOG_A LOG_B [LOG_C ...] --out DIR [--alpha A --n-boot N --n-perm N --seed S]
 
 writes DIR/delta/ (the delta report of LOG_B against LOG_A, as python -m analysis.delta writes it) and
-DIR/arms/ (the arm comparison of every log against LOG_A, as python -m analysis.arms writes it). LOG_A is the
+DIR/arms/ (the arm comparison of every log against LOG_A, as python -m analysis.arms writes it) and
+DIR/items.html (the item browser of these logs, which every contrast row links to). LOG_A is the
 base; each other log's arm is its `arm` field, else its file stem (an arm named trained is read as the
 parametric contrast). Logs imported from other tools (python -m pipeline.imports) and pipeline logs alike;
 the same refusals as those commands (another protocol, item set, suite, seeds; a pre/post of one model):
@@ -18,7 +19,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from analysis import arms, delta
+from analysis import arms, delta, items
 from analysis.align import EXIT_REFUSED, Refusal, Settings, load_log, write_outputs
 from contract.evallog import EvalLog, collector_paused
 
@@ -89,13 +90,19 @@ def main(argv: list[str] | None = None) -> int:
         settings = settings_from(args)
         logs = [load_log(p) for p in args.logs]
         report = delta.build(args.logs[0], logs[0], args.logs[1], logs[1], settings)
-        comparison = arms.build_found(arm_names(args.logs, logs), settings, "the command line")
+        named = arm_names(args.logs, logs)
+        comparison = arms.build_found(named, settings, "the command line")
     except Refusal as e:
         print(f"refused: {e}", file=sys.stderr)
         return EXIT_REFUSED
     out = Path(args.out)
     write_outputs(out / "delta", delta.outputs(report))
     write_outputs(out / "arms", arms.outputs(comparison))
+    # The reports' contrast rows link to ../items.html: the item browser of exactly these logs.
+    page = items.render_page(
+        items.page_data({a: log for a, (_, log) in named.items()}, (next(iter(named)), list(named)[1]))
+    )
+    write_outputs(out, {"items.html": page.encode()})
     print(
         f"{report['claim']}: delta {report['delta_mean']:+.4f} CI {report['delta_ci95']} -> {out / 'delta'}"
     )

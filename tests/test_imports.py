@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import re
 import subprocess
 import sys
 from collections import defaultdict
@@ -172,6 +173,14 @@ def test_inspect_logs_import_with_their_epochs_and_compare_as_inspect_scored_the
         arms["arms_found"] == ["base", "trained"] and arms["contrasts"][0]["mean_arm"] == report["mean_post"]
     )
     assert (tmp_path / "delta/delta_report.md").is_file() and (tmp_path / "arms/arm_deltas.png").is_file()
+    # The contrast rows link to ../items.html: the item browser of these two logs, with their flips.
+    page = (tmp_path / "items.html").read_text()
+    assert "../items.html" in (tmp_path / "arms/arm_comparison_report.md").read_text()
+    data = json.loads(
+        re.search(r'<script type="application/json" id="item-data">(.*?)</script>', page, re.S)[1]
+    )
+    assert data["arms"] == ["base", "trained"]
+    assert len(data["items"]) == report["flips_wrong_to_right"] + report["flips_right_to_wrong"]
 
 
 def test_compare_writes_the_delta_report_that_analysis_delta_writes(pair: Pair, tmp_path: Path) -> None:
