@@ -290,8 +290,13 @@ def build(logs_dir: str, settings: Settings, arms: list[str] | None = None) -> d
     return build_found(discover(logs_dir, arms), settings, str(logs_dir))
 
 
-def build_found(found: dict[str, tuple[Path, EvalLog]], settings: Settings, logs_dir: str) -> dict[str, Any]:
-    """The arm comparison of logs already read, by arm name (base required), in the order to report them."""
+def build_found(
+    found: dict[str, tuple[Path, EvalLog]], settings: Settings, logs_dir: str, expected: bool = True
+) -> dict[str, Any]:
+    """The arm comparison of logs already read, by arm name (base required), in the order to report them.
+
+    expected=False: the logs are all there is (analysis.compare), so no arm of the design is reported missing.
+    """
     found = dict(found)
     unusable: list[dict[str, Any]] = []
     for arm, (path, log) in list(found.items()):
@@ -417,7 +422,7 @@ def build_found(found: dict[str, tuple[Path, EvalLog]], settings: Settings, logs
         "logs_dir": str(logs_dir),
         "arms_found": list(found),
         "arms_missing": [
-            a for a in CANONICAL_ARMS if a not in found and a not in {u["arm"] for u in unusable}
+            a for a in CANONICAL_ARMS if expected and a not in found and a not in {u["arm"] for u in unusable}
         ],
         "arms_unusable": unusable,
         "logs": {arm: str(path) for arm, (path, _) in found.items()},

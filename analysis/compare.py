@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         logs = [load_log(p) for p in args.logs]
         report = delta.build(args.logs[0], logs[0], args.logs[1], logs[1], settings)
         named = arm_names(args.logs, logs)
-        comparison = arms.build_found(named, settings, "the command line")
+        comparison = arms.build_found(named, settings, "the command line", expected=False)
     except Refusal as e:
         print(f"refused: {e}", file=sys.stderr)
         return EXIT_REFUSED

@@ -179,7 +179,7 @@ def test_inspect_logs_import_with_their_epochs_and_compare_as_inspect_scored_the
     data = json.loads(
         re.search(r'<script type="application/json" id="item-data">(.*?)</script>', page, re.S)[1]
     )
-    assert data["arms"] == ["base", "trained"]
+    assert data["arms"] == ["base", "trained"] and arms["arms_missing"] == []
     assert len(data["items"]) == report["flips_wrong_to_right"] + report["flips_right_to_wrong"]
 
 
