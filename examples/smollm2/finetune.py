@@ -190,6 +190,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batch", type=int, default=8, help="samples per step (default 8)")
     ap.add_argument("--lr", type=float, default=2e-4, help="peak learning rate (default 2e-4)")
     ap.add_argument("--seed", type=int, default=world.TRAIN_SEED, help="sampling and training seed")
+    ap.add_argument(
+        "--samples", help="train on these accepted samples (an rft_samples.jsonl) instead of sampling again"
+    )
     args = ap.parse_args(argv)
     base, out = Path(args.base), Path(args.out)
     if not (base / "config.json").is_file():
@@ -197,26 +200,31 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     protocol = load_params(HERE / "params.yaml").protocol
     log = Log()
-    train = world.problems(args.per_family, args.seed, world.suite_questions())
-    log(
-        f"finetune: {len(train)} problems (seed {args.seed}, none a suite question), k={args.k}, "
-        f"temperature {protocol.temperature}, max_tokens {protocol.max_tokens}"
-    )
-    samples = sample_and_verify(
-        base, train, args.k, protocol.max_tokens, protocol.temperature, args.seed, log
-    )
-    right = sum(s["right"] for s in samples)
-    log(f"verified: {right} of {len(samples)} samples right ({right / len(samples):.1%})")
-    for fam in world.FAMILIES:
-        fs = [s for s in samples if s["family"] == fam]
-        log(f"  {fam:<9} {sum(s['right'] for s in fs)}/{len(fs)} right")
-    data = select(samples, args.keep)
-    log(f"accepted: {len(data)} samples of {len({s['item_id'] for s in data})} problems")
-    model = train_lora(base, data, args, log)
     out.mkdir(parents=True, exist_ok=True)
+    if args.samples:
+        data = [json.loads(line) for line in Path(args.samples).read_text().splitlines() if line.strip()]
+        log(f"finetune: {len(data)} accepted samples read from {args.samples} (no sampling)")
+    else:
+        train = world.problems(args.per_family, args.seed, world.suite_questions())
+        log(
+            f"finetune: {len(train)} problems (seed {args.seed}, none a suite question), k={args.k}, "
+            f"temperature {protocol.temperature}, max_tokens {protocol.max_tokens}"
+        )
+        samples = sample_and_verify(
+            base, train, args.k, protocol.max_tokens, protocol.temperature, args.seed, log
+        )
+        right = sum(s["right"] for s in samples)
+        log(f"verified: {right} of {len(samples)} samples right ({right / len(samples):.1%})")
+        for fam in world.FAMILIES:
+            fs = [s for s in samples if s["family"] == fam]
+            log(f"  {fam:<9} {sum(s['right'] for s in fs)}/{len(fs)} right")
+        data = select(samples, args.keep)
+        log(f"accepted: {len(data)} samples of {len({s['item_id'] for s in data})} problems")
+        # Saved before training, so that a failed training run retrains from them (--samples).
+        atomic_write(out / "rft_samples.jsonl", "".join(json.dumps(s, sort_keys=True) + "\n" for s in data))
+    model = train_lora(base, data, args, log)
     model.save_pretrained(out)
     (out / "README.md").unlink(missing_ok=True)  # peft's model-card stub; this folder is described in README
-    atomic_write(out / "rft_samples.jsonl", "".join(json.dumps(s, sort_keys=True) + "\n" for s in data))
     atomic_write(out / "train_log.txt", "\n".join(log.lines) + "\n")
     return 0
 
