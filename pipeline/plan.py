@@ -11,6 +11,7 @@ import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from contract.arm import ArmSpec
@@ -19,6 +20,7 @@ from contract.generations import RetrievedDoc
 from contract.seeds import sample_seed
 from contract.suite import SuiteError, SuiteItem, load_suite
 from pipeline.config import ConfigError, ModelRef, Params
+from pipeline.hub import model_dir
 from pipeline.prompts import is_chat_model, make_prompt, stops_for
 
 
@@ -34,14 +36,15 @@ class Plan:
     tool_names: list[str]
 
 
-def load_tokenizer(ref: ModelRef) -> Any:
+def load_tokenizer(ref: ModelRef, key: str = "model", source: Path | str = "params.yaml") -> Any:
     """The model's tokenizer (it tells chat models from plain ones, and renders chat prompts)."""
     from transformers import AutoTokenizer
 
+    where = model_dir(ref, key, source)
     try:
-        return AutoTokenizer.from_pretrained(ref.location, revision=ref.revision)
+        return AutoTokenizer.from_pretrained(where)
     except OSError as e:
-        raise ConfigError(f"{ref.location}: cannot load the tokenizer: {e}") from None
+        raise ConfigError(f"{where}: cannot load the tokenizer: {e}") from None
 
 
 def open_index(params: Params) -> Any:
@@ -64,7 +67,7 @@ def plan_run(params: Params, arm: ArmSpec, tools: Sequence[dict[str, Any]]) -> P
         items = load_suite(params.suite.path)
     except SuiteError as e:
         raise ConfigError(str(e)) from None
-    tokenizer = load_tokenizer(params.models[arm.model])
+    tokenizer = load_tokenizer(params.models[arm.model], arm.model, params.source)
     chat = is_chat_model(tokenizer)
     index = open_index(params) if arm.retrieval else None
     if index is not None:
