@@ -171,9 +171,16 @@ def test_dvc_parses_and_lists_every_stage_with_two_hub_models(tmp_path: Path) ->
 
     stages = set(yaml.safe_load((clone / "dvc.yaml").read_text())["stages"]) - {"score"}
     every = stages | {f"score@{a}" for a in params["arms"]}
+    listed = dvc("stage", "list", "--name-only")
+    assert listed.returncode == 0, listed.stderr
+    assert set(listed.stdout.split()) == every
+    # A fresh clone: the stages whose outputs are not committed are out of date; the pin stage names the
+    # changed models (the report stage's inputs and outputs are committed: it is up to date by itself).
     status = dvc("status", "--json")
     assert status.returncode == 0, status.stderr
-    assert set(json.loads(status.stdout)) == every
+    stale = json.loads(status.stdout)
+    assert every - {"report"} <= set(stale) <= every, stale
+    assert stale["pin"][0]["changed deps"]["params.yaml"] == {"models": "modified"}
     # A fresh clone has no generations yet: DVC's dry run hashes the dependencies of stages it did not run
     # unless -f skips its run-cache lookup, so the clone lists every stage with -f.
     dry = dvc("repro", "--dry", "-f")
