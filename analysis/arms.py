@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from analysis import evalstats as es
+from analysis import truncation
 from analysis.align import (
     EXIT_REFUSED,
     ArmData,
@@ -381,6 +382,7 @@ def build(logs_dir: str, settings: Settings, arms: list[str] | None = None) -> d
         "marginal": marginal,
         "families": families,
         "paths": paths,
+        "truncation": truncation.section({arm: log for arm, (_, log) in found.items()}, base_log.max_tokens),
         "n_tests": len(all_rows),
         "n_family_tests": len(families),
         "settings": settings_dict(settings),

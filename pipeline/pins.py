@@ -242,8 +242,21 @@ def arm_pin(
             )
         pin["index"] = index
         pin["rag"] = params.rag.model_dump()
+    template = _chat_template(params)
+    if template is not None:
+        pin["chat_template"] = template
     pin["code"] = file_hashes(generation_sources(arm.retrieval, arm.tools))
     return pin
+
+
+def _chat_template(params: Params) -> dict[str, str] | None:
+    """The pin of protocol.chat_template (path and sha256): the prompts follow its content, not its name."""
+    path = params.protocol.chat_template
+    if path is None:
+        return None
+    if not Path(path).is_file():
+        raise PinError(f"{path}: chat template not found ({params.source} protocol.chat_template)")
+    return {"path": path, "sha256": file_sha256(path)}
 
 
 def compute_pins(params: Params, conf_dir: Path = CONF_DIR, cache: HashCache | None = None) -> dict[str, Any]:
@@ -329,6 +342,14 @@ def check_pins(
     ref = params.models[arm.model]
     _model_drift(arm.model, pinned.get("model", {}), ref, path, params.source)
     flat = {"questions": questions}
+    template = _chat_template(params)
+    if pinned.get("chat_template") != template:
+        raise PinError(
+            f"{path}: chat_template: {params.source} protocol.chat_template or its file changed since "
+            f"pinning; {_REPIN}"
+        )
+    if template is not None:
+        flat["chat_template"] = f"sha256:{template['sha256']}"
     flat["model"] = f"hf:{ref.hf}@{ref.revision}" if ref.hf else f"sha256:{pinned['model']['sha256']}"
     if arm.retrieval:
         index = _index(params)
