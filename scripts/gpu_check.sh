@@ -38,7 +38,8 @@ echo "gpu_check: $smi"
 work="$(mktemp -d "${TMPDIR:-/tmp}/gpu-check.XXXXXX")"
 git clone -q "$root" "$work/repo"
 # The clone reads this checkout's DVC cache and remotes (the CPU generations are there, or on the remote).
-( cd "$work/repo" && "$py" -m dvc cache dir --local "$root/.dvc/cache" )
+cache="$("$py" -m dvc cache dir)"
+( cd "$work/repo" && "$py" -m dvc cache dir --local "$cache" )
 [ -f "$root/.dvc/config.local" ] && cp "$root/.dvc/config.local" "$work/repo/.dvc/config.local"
 if [ -n "${GPU_CHECK_DTYPE:-}" ]; then
   sed -i "s/^dtype: [a-z0-9]*/dtype: $GPU_CHECK_DTYPE/" "$work/repo/conf/engine/vllm.yaml"
@@ -70,7 +71,8 @@ run_world demo "$work/repo" "dvc repro"
 
 # ---- World 2: the SmolLM2 world ------------------------------------------------------------------------------
 # ADJUST HERE when examples/smollm2/ lands: SMOLLM2_CMD is the command its README documents (a build script
-# that makes the checkpoints, then `dvc repro` inside the folder).
+# that makes the checkpoints, then `dvc repro` inside the folder); run_world expects the world's generations
+# in examples/smollm2/generations/ (change the folder in run_world if the world writes them elsewhere).
 if [ -d "$work/repo/examples/smollm2" ]; then
   run_world smollm2 "$work/repo/examples/smollm2" "${SMOLLM2_CMD:-bash build.sh && dvc repro}"
 else
