@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from analysis import evalstats as es
+from analysis import truncation
 from analysis.align import (
     EXIT_REFUSED,
     ArmData,
@@ -442,6 +443,7 @@ def build_found(
         "families": families,
         "paths": paths,
         "factorial": factorial,
+        "truncation": truncation.section({arm: log for arm, (_, log) in found.items()}, base_log.max_tokens),
         "n_tests": len(all_rows),
         "n_family_tests": len(families),
         "settings": settings_dict(settings),

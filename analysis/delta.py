@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from analysis import evalstats as es
+from analysis import truncation
 from analysis.align import (
     EXIT_REFUSED,
     ArmData,
@@ -279,6 +280,7 @@ def build(pre_path: str, pre: EvalLog, post_path: str, post: EvalLog, settings: 
             for i, k in enumerate(ks)
         ],
         "budget_curve": curve,
+        "truncation": truncation.section({"pre": pre, "post": post}, pre.max_tokens),
         "families": families,
         "settings": settings_dict(settings),
         "notes": notes,

@@ -86,6 +86,33 @@ def _noise_rows(nf: dict[str, Any] | None, pct: str) -> list[list[str]]:
     ]
 
 
+def truncation_lines(t: dict[str, Any] | None, curve: str) -> list[str]:
+    """The section on samples that ended at the budget (analysis.truncation), or nothing without one."""
+    if not t or all(a["samples"] is None for a in t["arms"]):
+        return []
+    lines = ["## Samples that ended at the budget", ""]
+    lines += _table(
+        ["arm", "samples", f"ended at the budget (finish reason {t['finish_reason']})", "share"],
+        [
+            [md(a["arm"]), str(a["samples"] if a["samples"] is not None else "-"),
+             str(a["at_budget"] if a["at_budget"] is not None else "not recorded"), _num(a["share"], ".1%")]
+            for a in t["arms"]
+        ],
+    )  # fmt: skip
+    gap = t["share_gap"]
+    lines += [
+        "",
+        f"Every arm had the same budget of {t['max_tokens']} generated tokens (max_tokens): a sample ending "
+        "there was cut off, and it scores as wrong unless its answer came before the cut (one cut inside its "
+        "thinking has no answer). A gap between arms in this share is a budget effect inside the accuracy "
+        "delta: one arm writes or thinks longer, which is not the same as reasoning worse"
+        + (f" (here the shares differ by up to {gap:.1%})" if gap else "")
+        + f"; {curve} shows the delta at smaller budgets.",
+        "",
+    ]
+    return lines
+
+
 def delta_markdown(r: dict[str, Any]) -> str:
     """The delta report as markdown: sensitivity first, then claim, protocol, headline, flips, pass@k."""
     mde = r["mde"]
@@ -235,6 +262,7 @@ def delta_markdown(r: dict[str, Any]) -> str:
             + ".",
             "",
         ]
+    lines += truncation_lines(r.get("truncation"), "the token budget curve above")
     for note in r["notes"]:
         lines.append(f"Note: {md(note)}")
     lines += [
@@ -404,6 +432,7 @@ def arms_markdown(r: dict[str, Any]) -> str:
                 ],
             )
             lines.append("")
+    lines += truncation_lines(r.get("truncation"), "the delta report's token budget curve")
     budget = [c for c in [*r["contrasts"], *r["marginal"]] if c["budget_no_support"]]
     for c in budget:
         lines.append(

@@ -94,6 +94,8 @@ class ItemResult(_Strict):
     # The per-sample seeds of a log read without its samples (contract.logreader), so that two logs can
     # still be checked for the same seeds; a log with samples reads them from the samples.
     _seeds: tuple[int | None, ...] | None = PrivateAttr(default=None)
+    # Likewise each sample's finish reason, so that the reports can count the samples that hit the budget.
+    _finish: tuple[str | None, ...] | None = PrivateAttr(default=None)
 
     def sample_seeds(self) -> tuple[int | None, ...] | None:
         """The seed of each sample, from the samples or kept when they were dropped; None if unknown."""
@@ -101,6 +103,12 @@ class ItemResult(_Strict):
         if seeds is None or all(s is None for s in seeds):
             return None
         return seeds
+
+    def sample_finish_reasons(self) -> tuple[str | None, ...] | None:
+        """Each sample's finish reason ('length': it hit max_tokens), kept when the samples were dropped."""
+        if self.samples is not None:
+            return tuple(s.finish_reason for s in self.samples)
+        return self._finish
 
     @field_validator("scores")
     @classmethod

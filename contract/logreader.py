@@ -194,6 +194,7 @@ def _read(data: bytes) -> EvalLog:
                 views.append(result)
                 continue
             result._seeds = tuple(getattr(s, "seed", None) for s in it.samples)
+            result._finish = tuple(getattr(s, "finish_reason", None) for s in it.samples)
             view = _view(result, samples=it.samples)
             for check in item_validators:
                 check(view)
@@ -223,5 +224,6 @@ def read_log(path: str | Path) -> EvalLog:
 def _without_samples(log: EvalLog) -> EvalLog:
     for it in log.items:
         it._seeds = it.sample_seeds()
+        it._finish = it.sample_finish_reasons()
         it.samples = None
     return log

@@ -3,11 +3,16 @@ sections of params.yaml it lives among."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 
 class Protocol(BaseModel):
-    """params.yaml `protocol`: samples per item, budget, decoding, seed, tool-call cap; equal in every arm."""
+    """params.yaml `protocol`: samples, budget, decoding, seeds, tool calls, chat prompting; one for all arms.
+
+    Chat prompting: the system prompt, the instruction, the chat template and its options (`enable_thinking`).
+    """
 
     # Strict: YAML reads `k: true` as a bool and `k: 8.5` as a float, which lax parsing would run as 1 and 8.
     model_config = ConfigDict(extra="forbid", strict=True)
@@ -17,6 +22,26 @@ class Protocol(BaseModel):
     top_p: float = Field(gt=0, le=1)
     seed: int
     max_tool_calls: int = Field(default=0, ge=0)
+    # Chat models only (pipeline.prompts); None is the built-in: no system message, the built-in instruction,
+    # the tokenizer's own template with no options.
+    system_prompt: str | None = None
+    instruction: str | None = None
+    chat_template: str | None = Field(default=None, min_length=1)
+    chat_template_kwargs: dict[str, Any] | None = None
+
+    @model_serializer(mode="wrap")
+    def _built_in_prompting_left_out(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # A protocol that prompts as the built-in does serializes as before these keys existed, so the files
+        # and fingerprints of earlier runs stay valid (nothing regenerates for a key nobody set).
+        data = handler(self)
+        for key in PROMPTING_KEYS:
+            if data.get(key) is None:
+                data.pop(key, None)
+        return data
+
+
+# The protocol keys that shape a chat model's prompt (left out of a dump when unset).
+PROMPTING_KEYS: tuple[str, ...] = ("system_prompt", "instruction", "chat_template", "chat_template_kwargs")
 
 
 # The keys of the protocol; an arm (conf/arm/*.yaml or a command-line override) may set none of them.

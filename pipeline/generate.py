@@ -60,6 +60,7 @@ from pipeline.config import (
     tool_server_settings,
 )
 from pipeline.engines import get_engine, is_running
+from pipeline.hub import model_dir
 from pipeline.pins import PinError, check_pins
 from pipeline.plan import Plan, chunks, plan_run, requests_sha256
 from pipeline.shards import RunLock, Shard, ShardError, now_iso
@@ -596,7 +597,9 @@ def _run(
         pending = [c for c in todo if any(r.key not in shard.records for r in c)]
         if pending:
             if engine is None:
-                engine, engine_start_s = start_engine(settings.engine, arm.name, ref.location, ref.revision)
+                # A hub model runs from its cached snapshot: the engine never reaches the hub.
+                where = model_dir(ref, arm.model, params.source)
+                engine, engine_start_s = start_engine(settings.engine, arm.name, where, None)
             check_context(engine, plan, proto.max_tokens)
             if "engine" not in shard.meta:
                 shard.set_meta("engine", engine.info.model_dump(mode="json"))

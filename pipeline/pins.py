@@ -15,6 +15,12 @@ full 40-hex commit sha (a branch or tag is refused: it moves). Each generate sta
 file only, so DVC regenerates an arm exactly when something its generation reads changed: an answer fix
 or another arm's model leaves it alone. The runner checks an arm's pins again before it generates and
 refuses on any difference.
+
+A hub model must be in the local Hugging Face cache at its commit (pipeline.hub); the pins refuse one
+that is not, naming the command that fetches it. Checkpoint files are hashed through a stat-keyed cache
+(`--hash-cache`, default .pins-cache.json, not tracked): a file whose size, mtime, ctime and inode are
+those it had when it was hashed is not read again, so the pin stage stays cheap enough to run on every
+`dvc repro` with checkpoints of many gigabytes.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ import hashlib
 import json
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +38,7 @@ from contract.atomic import atomic_write
 from contract.digest import file_sha256
 from contract.suite import SuiteError, load_suite, questions_sha256
 from pipeline.config import CONF_DIR, ConfigError, ModelRef, Params, arms_of, load_arm, load_params
+from pipeline.hub import snapshot_dir
 from pipeline.sources import file_hashes, generation_sources
 
 
@@ -38,7 +46,55 @@ class PinError(RuntimeError):
     """Inputs that are not pinned or drifted from their pins; the message names the file and the fix."""
 
 
-def dir_files(root: str | Path) -> dict[str, str]:
+DEFAULT_HASH_CACHE = Path(".pins-cache.json")
+# A file modified this recently may be modified again within the same mtime tick without its stat
+# changing (git's "racy" case): its hash is used but not kept, so the next pin reads it again.
+_RACY_S = 2.0
+
+
+class HashCache:
+    """sha256 of files keyed by their stat (size, mtime, ctime, inode, device), kept in a JSON file.
+
+    Hand-written: DVC's own hash cache is internal to DVC; this one is a few lines and has no schema to
+    follow. A corrupt or missing cache file is an empty cache (it only saves time).
+    """
+
+    def __init__(self, path: Path | None, racy_s: float = _RACY_S) -> None:
+        self.path = path
+        self.racy_s = racy_s
+        self.entries: dict[str, list[Any]] = {}
+        self.hits = 0
+        if path is not None and path.is_file():
+            try:
+                loaded = json.loads(path.read_text())
+            except (json.JSONDecodeError, UnicodeDecodeError):
+                loaded = {}
+            self.entries = loaded if isinstance(loaded, dict) else {}
+        self._changed = False
+
+    def sha256(self, file: Path) -> str:
+        """The file's sha256: from the cache when its stat is unchanged, else read and kept."""
+        key = str(file.resolve())
+        st = file.stat()
+        stat = [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev]
+        entry = self.entries.get(key)
+        if isinstance(entry, list) and entry[:-1] == stat:
+            self.hits += 1
+            return str(entry[-1])
+        sha = file_sha256(file)
+        if time.time() - max(st.st_mtime, st.st_ctime) >= self.racy_s:
+            self.entries[key] = [*stat, sha]
+            self._changed = True
+        return sha
+
+    def save(self) -> None:
+        """Write the cache back if anything was added (atomically: a killed pin leaves the old one)."""
+        if self.path is not None and self._changed:
+            atomic_write(self.path, json.dumps(self.entries, sort_keys=True) + "\n")
+            self._changed = False
+
+
+def dir_files(root: str | Path, cache: HashCache | None = None) -> dict[str, str]:
     """Relative path (posix) -> sha256 of every file under root, following symlinks (hub caches use them)."""
     base = Path(root)
     out: dict[str, str] = {}
@@ -46,7 +102,7 @@ def dir_files(root: str | Path) -> dict[str, str]:
         dirnames.sort()
         for name in filenames:
             full = Path(dirpath) / name
-            out[full.relative_to(base).as_posix()] = file_sha256(full)
+            out[full.relative_to(base).as_posix()] = cache.sha256(full) if cache else file_sha256(full)
     return dict(sorted(out.items()))
 
 
@@ -58,17 +114,24 @@ def dir_hash(files: dict[str, str]) -> str:
     return h.hexdigest()
 
 
-def model_pin(key: str, ref: ModelRef, source: Path = Path("params.yaml")) -> dict[str, Any]:
+def model_pin(
+    key: str, ref: ModelRef, source: Path = Path("params.yaml"), cache: HashCache | None = None
+) -> dict[str, Any]:
     """The pin of one model: content hash and per-file hashes of a directory, or repository and commit.
 
-    source is the params file that names the model, for the messages.
+    source is the params file that names the model, for the messages. A hub model must be in the local
+    cache at its commit (the commit names its content, so it is not hashed again).
     """
     if ref.hf is not None:
+        try:
+            snapshot_dir(ref, key, source)
+        except ConfigError as e:
+            raise PinError(str(e)) from None
         return {"hf": ref.hf, "revision": ref.revision}
     root = Path(str(ref.path))
     if not root.is_dir():
         raise PinError(f"{root}: checkpoint directory not found ({source} models.{key}.path)")
-    files = dir_files(root)
+    files = dir_files(root, cache)
     if not files:
         raise PinError(f"{root}: checkpoint directory is empty ({source} models.{key}.path)")
     return {"path": ref.path, "sha256": dir_hash(files), "files": files}
@@ -98,10 +161,13 @@ def _model_drift(key: str, pinned: dict[str, Any], ref: ModelRef, pins_path: Pat
                 f"{where}: {source} names {ref.hf}@{ref.revision}, pinned "
                 f"{pinned.get('hf')}@{pinned.get('revision')}; {_REPIN}"
             )
+        model_pin(key, ref, source)  # still in the local cache
         return
     if pinned.get("path") != ref.path:
         raise PinError(f"{where}: {source} names {ref.path}, pinned {pinned.get('path')}; {_REPIN}")
-    now = model_pin(key, ref, source)
+    cache = HashCache(DEFAULT_HASH_CACHE)
+    now = model_pin(key, ref, source, cache)
+    cache.save()
     if now["sha256"] == pinned.get("sha256"):
         return
     old: dict[str, str] = pinned.get("files", {})
@@ -176,14 +242,29 @@ def arm_pin(
             )
         pin["index"] = index
         pin["rag"] = params.rag.model_dump()
+    template = _chat_template(params)
+    if template is not None:
+        pin["chat_template"] = template
     pin["code"] = file_hashes(generation_sources(arm.retrieval, arm.tools))
     return pin
 
 
-def compute_pins(params: Params, conf_dir: Path = CONF_DIR) -> dict[str, Any]:
+def _chat_template(params: Params) -> dict[str, str] | None:
+    """The pin of protocol.chat_template (path and sha256): the prompts follow its content, not its name."""
+    path = params.protocol.chat_template
+    if path is None:
+        return None
+    if not Path(path).is_file():
+        raise PinError(f"{path}: chat template not found ({params.source} protocol.chat_template)")
+    return {"path": path, "sha256": file_sha256(path)}
+
+
+def compute_pins(params: Params, conf_dir: Path = CONF_DIR, cache: HashCache | None = None) -> dict[str, Any]:
     """The whole record (inputs) and one pin per arm that can be pinned (arms)."""
     suite = _suite(params)
-    models = {key: model_pin(key, ref, params.source) for key, ref in sorted(params.models.items())}
+    models = {key: model_pin(key, ref, params.source, cache) for key, ref in sorted(params.models.items())}
+    if cache is not None:
+        cache.save()
     index = _index(params)
     inputs: dict[str, Any] = {"suite": suite, "models": models}
     if index is not None:
@@ -205,9 +286,11 @@ def _dump(obj: Any) -> str:
     return json.dumps(obj, indent=2, sort_keys=True) + "\n"
 
 
-def write_pins(params: Params, out: str | Path, conf_dir: Path = CONF_DIR) -> dict[str, Any]:
+def write_pins(
+    params: Params, out: str | Path, conf_dir: Path = CONF_DIR, cache: HashCache | None = None
+) -> dict[str, Any]:
     """Compute the pins and write out/inputs.json and out/arms/<arm>.json (each atomically)."""
-    pins = compute_pins(params, conf_dir)
+    pins = compute_pins(params, conf_dir, cache)
     dest = Path(out)
     atomic_write(dest / "inputs.json", _dump(pins["inputs"]))
     arms_dir = dest / "arms"
@@ -259,6 +342,14 @@ def check_pins(
     ref = params.models[arm.model]
     _model_drift(arm.model, pinned.get("model", {}), ref, path, params.source)
     flat = {"questions": questions}
+    template = _chat_template(params)
+    if pinned.get("chat_template") != template:
+        raise PinError(
+            f"{path}: chat_template: {params.source} protocol.chat_template or its file changed since "
+            f"pinning; {_REPIN}"
+        )
+    if template is not None:
+        flat["chat_template"] = f"sha256:{template['sha256']}"
     flat["model"] = f"hf:{ref.hf}@{ref.revision}" if ref.hf else f"sha256:{pinned['model']['sha256']}"
     if arm.retrieval:
         index = _index(params)
@@ -282,9 +373,16 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m pipeline.pins", description=__doc__.split("\n\n")[0])
     ap.add_argument("--params", default="params.yaml", help="params file (default params.yaml)")
     ap.add_argument("--out", default="pins", help="pins folder to write (default pins)")
+    ap.add_argument(
+        "--hash-cache",
+        default=str(DEFAULT_HASH_CACHE),
+        help="file of checkpoint file hashes keyed by their stat, so unchanged files are not read again "
+        "(default .pins-cache.json; 'none' reads every file)",
+    )
     args = ap.parse_args(argv)
+    cache = HashCache(None if args.hash_cache == "none" else Path(args.hash_cache))
     try:
-        pins = write_pins(load_params(args.params), args.out)
+        pins = write_pins(load_params(args.params), args.out, cache=cache)
     except (PinError, ConfigError) as e:
         print(f"pins: {e}", file=sys.stderr)
         return 2
@@ -294,7 +392,8 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"{args.out}: suite={inputs['suite']['sha256'][:12]} "
         f"questions={inputs['suite']['questions_sha256'][:12]} "
-        f"{models} index={str(index)[:12]} arms={','.join(pins['arms'])}"
+        f"{models} index={str(index)[:12]} arms={','.join(pins['arms'])} "
+        f"(checkpoint files read from the hash cache: {cache.hits})"
     )
     return 0
 

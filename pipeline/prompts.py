@@ -6,8 +6,11 @@ Plain models (the demo):
     tools   "[passages]Tools: a, b\\nQuestion: {q}\\n"       the model writes
             '<tool_call>{"name": ..., "arguments": {...}}</tool_call>', the tool loop appends
             "\\n<tool_response>{...}</tool_response>\\n", and the model ends with "Answer: {answer}\\n".
-Chat models (a tokenizer with a chat template) get one user message through that template, with the tool
-schemas passed as `tools=`. The demo's training data is built with build_prompt too, so both agree.
+Chat models (a tokenizer with a chat template) get the protocol's system prompt (if any) and one user message
+(passages, question, instruction) through that template, or through params.yaml protocol.chat_template when
+set, with the tool schemas passed as `tools=` and protocol.chat_template_kwargs (e.g. enable_thinking) as
+template variables. The defaults render exactly what they rendered before those settings existed. The demo's
+training data is built with build_prompt too, so both agree.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from contract.protocol import Protocol
 from contract.textformat import ANSWER_TAG
 
 # Plain prompts end in "Answer:"; a model that goes on to invent the next question is stopped there.
@@ -53,19 +57,57 @@ def tool_schemas(tools: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
+# Arguments make_prompt passes to apply_chat_template itself; protocol.chat_template_kwargs may not set them.
+RESERVED_TEMPLATE_KWARGS = frozenset(
+    {"conversation", "tools", "documents", "chat_template", "add_generation_prompt", "tokenize",
+     "continue_final_message", "return_dict", "return_tensors"}
+)  # fmt: skip
+
+
+def chat_messages(question: str, passages: Sequence[str], protocol: Protocol | None) -> list[dict[str, str]]:
+    """The messages of a chat prompt: the protocol's system prompt, then the user's passages, question and
+    instruction (the built-in one unless protocol.instruction is set; an empty one adds nothing)."""
+    instruction = (
+        CHAT_INSTRUCTION if protocol is None or protocol.instruction is None else protocol.instruction
+    )
+    content = f"{passages_block(passages)}{question}" + (f"\n{instruction}" if instruction else "")
+    system = None if protocol is None else protocol.system_prompt
+    return ([{"role": "system", "content": system}] if system is not None else []) + [
+        {"role": "user", "content": content}
+    ]
+
+
 def make_prompt(
-    tokenizer: Any, chat: bool, question: str, passages: Sequence[str], tools: Sequence[dict[str, Any]]
+    tokenizer: Any,
+    chat: bool,
+    question: str,
+    passages: Sequence[str],
+    tools: Sequence[dict[str, Any]],
+    protocol: Protocol | None = None,
+    template: str | None = None,
 ) -> str:
-    """The arm's prompt: the plain format, or the model's chat template with the tool schemas."""
+    """The arm's prompt: the plain format, or a chat template (template's text, else the tokenizer's) with
+    the tool schemas and the protocol's template options."""
     if not chat:
         return build_prompt(question, passages, [t["name"] for t in tools])
-    content = f"{passages_block(passages)}{question}\n{CHAT_INSTRUCTION}"
+    options = dict(protocol.chat_template_kwargs or {}) if protocol is not None else {}
     return tokenizer.apply_chat_template(
-        [{"role": "user", "content": content}],
+        chat_messages(question, passages, protocol),
         tools=tool_schemas(tools) or None,
+        chat_template=template,
         add_generation_prompt=True,
         tokenize=False,
+        **options,
     )
+
+
+def tools_not_rendered(with_tools: str, without_tools: str, tools: Sequence[dict[str, Any]]) -> list[str]:
+    """The tools a rendered chat prompt does not show: all of them when the template ignored `tools=` (the
+    prompt equals the one rendered without tools), else those whose name is absent from it."""
+    names = [t["name"] for t in tools]
+    if with_tools == without_tools:
+        return names
+    return [n for n in names if n not in with_tools]
 
 
 def stops_for(chat: bool) -> tuple[str, ...]:

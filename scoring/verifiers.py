@@ -359,3 +359,13 @@ def score(item: SuiteItem, text: str, chat: bool = False) -> Verdict:
 def scored_text(prompt: str, generated: str) -> str:
     """The text the oracle reads: the generation, prefixed by `Answer:` when the prompt ended with it."""
     return (ANSWER_TAG if prompt.endswith(ANSWER_TAG) else "") + generated
+
+
+def reference_answer(solution: str) -> str | None:
+    """The answer a worked reference solution marks: its last \\boxed{} (MATH), else its last `####` line
+    (GSM8K); None when it marks none (the suite freezer reads answers of solutions with this)."""
+    boxed = last_boxed(solution)
+    if boxed:
+        return boxed
+    marked = [m.strip() for m in _HASHES.findall(solution) if m.strip()]
+    return marked[-1] if marked else None

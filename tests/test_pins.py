@@ -159,7 +159,13 @@ def test_an_arm_file_changed_after_pinning_is_refused(tmp_path, untrained_checkp
         check_pins(load_params(w.params), w.pins, "base", conf)
 
 
-def test_hub_models_are_pinned_by_full_commit_and_branches_are_refused(tmp_path) -> None:
+def test_hub_models_are_pinned_by_full_commit_and_branches_are_refused(tmp_path, monkeypatch) -> None:
+    from huggingface_hub import constants
+
+    from tests.test_hub_models import fake_hub_cache
+
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hf-cache"))
+    fake_hub_cache(tmp_path / "hf-cache", "org/model", "0123456789abcdef0123456789abcdef01234567")
     suite = tmp_path / "s.jsonl"
     suite.write_text(json.dumps(arithmetic_items(1)[0]) + "\n")
     params = {
@@ -269,8 +275,14 @@ def test_params_has_exactly_the_documented_sections() -> None:
     assert tuple(Params.model_fields) == PARAMS_SECTIONS
 
 
-def test_an_uppercase_commit_sha_is_the_same_commit_and_a_short_one_says_why(tmp_path) -> None:
+def test_an_uppercase_commit_sha_is_the_same_commit_and_a_short_one_says_why(tmp_path, monkeypatch) -> None:
+    from huggingface_hub import constants
+
+    from tests.test_hub_models import fake_hub_cache
+
     upper = "0123456789ABCDEF0123456789ABCDEF01234567"
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hf-cache"))
+    fake_hub_cache(tmp_path / "hf-cache", "org/model", upper.lower())
     p = _params_file(tmp_path, models={"base": {"hf": "org/model", "revision": upper}})
     assert load_params(p).models["base"].revision == upper.lower()
     assert compute_pins(load_params(p))["inputs"]["models"]["base"]["revision"] == upper.lower()
@@ -292,3 +304,35 @@ def test_messages_name_the_params_file_that_was_given(tmp_path, untrained_checkp
     other.write_text(yaml.safe_dump(raw, sort_keys=False))
     with pytest.raises(PinError, match=r"gone: checkpoint directory not found \(\S*experiment.yaml models"):
         write_pins(load_params(other), w.pins)
+
+
+def test_the_hash_cache_skips_unchanged_files_and_rereads_edited_ones(tmp_path, untrained_checkpoint) -> None:
+    from pipeline.pins import HashCache
+
+    ckpt = _copy(untrained_checkpoint, tmp_path / "ckpt")
+    cache_file = tmp_path / "hashes.json"
+    # racy_s=0: the files were written just now, which the default keeps out of the cache (below).
+    first = HashCache(cache_file, racy_s=0)
+    truth = dir_files(ckpt, first)
+    first.save()
+    assert truth == dir_files(ckpt) and first.hits == 0
+    # An entry whose stat still matches is believed without reading the file: plant a wrong hash in one.
+    entries = json.loads(cache_file.read_text())
+    key = str((ckpt / "config.json").resolve())
+    entries[key][-1] = "f" * 64
+    cache_file.write_text(json.dumps(entries))
+    second = HashCache(cache_file, racy_s=0)
+    assert dir_files(ckpt, second)["config.json"] == "f" * 64
+    assert second.hits == len(truth)
+    # Writing the file changes its stat (ctime at least): it is read again.
+    (ckpt / "config.json").write_bytes((ckpt / "config.json").read_bytes())
+    third = HashCache(cache_file)
+    assert dir_files(ckpt, third)["config.json"] == truth["config.json"]
+    assert third.hits == len(truth) - 1
+    # A file written within the last seconds is hashed but not cached (an edit in the same clock tick
+    # could keep its stat): the planted entry stays, and the next pin reads the file again.
+    third.save()
+    assert json.loads(cache_file.read_text())[key][-1] == "f" * 64
+    # A damaged cache file is an empty cache.
+    cache_file.write_text("{not json")
+    assert dir_files(ckpt, HashCache(cache_file)) == truth

@@ -1,0 +1,129 @@
+"""`python -m pipeline.suite freeze`: MATH-style and GSM8K-style sources into the project's suite format."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from contract.suite import load_suite
+from scoring.verifiers import score
+from tests.conftest import ROOT
+
+# Records as MATH-500 and GSM8K publish them (fields and answer markup), a few of each.
+MATH = [
+    {"problem": "Compute $\\frac{3}{4} - \\frac{1}{4}$.", "subject": "Prealgebra", "level": 1,
+     "solution": "We have $\\frac{3}{4}-\\frac{1}{4}=\\frac{2}{4}=\\boxed{\\frac{1}{2}}$.",
+     "unique_id": "test/prealgebra/1.json"},
+    {"problem": "Solve $x^2 = 2$ for $x > 0$.", "subject": "Algebra", "level": 2,
+     "solution": "First try \\boxed{x} is wrong; in the end $x = \\boxed{\\sqrt{2}}$.",
+     "unique_id": "test/algebra/7.json"},
+]  # fmt: skip
+GSM8K = [
+    {"question": "Ann has 3 boxes of 12 pencils. How many pencils?", "answer": "3 * 12 = 36\n#### 36"},
+    {"question": "A book costs $1,200 and is cut by $200. Price?", "answer": "1200 - 200 = 1000\n#### 1000"},
+]
+
+
+def freeze(*args: str) -> subprocess.CompletedProcess:
+    """Run the freeze command (as a user does) from the repository root."""
+    return subprocess.run(
+        [sys.executable, "-m", "pipeline.suite", "freeze", *args],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+
+
+def write_jsonl(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def test_a_math_style_jsonl_is_frozen_with_answers_read_from_the_last_box(tmp_path: Path) -> None:
+    src = write_jsonl(tmp_path / "math500.jsonl", MATH)
+    out = tmp_path / "suite" / "math-mini.jsonl"
+    fields = ["--field", "question=problem", "--field", "family=subject", "--field", "item_id=unique_id"]
+    done = freeze(str(src), "--out", str(out), *fields, "--answer-from", "solution", "--revision", "r1")
+    assert done.returncode == 0, done.stderr
+    items = load_suite(out)
+    assert [it.item_id for it in items] == ["test/prealgebra/1.json", "test/algebra/7.json"]
+    assert [it.answer for it in items] == ["\\frac{1}{2}", "\\sqrt{2}"]  # the last box, nested braces whole
+    assert {it.family for it in items} == {"Prealgebra", "Algebra"}
+    assert all(it.verifier.type == "math" and it.question.startswith(("Compute", "Solve")) for it in items)
+    digest = hashlib.sha256(out.read_bytes()).hexdigest()
+    assert out.with_suffix(".sha256").read_text() == f"{digest}  math-mini.jsonl\n"
+    assert f"sha256: {digest}" in done.stdout and "revision: r1" in done.stdout
+    assert f"path: {out}" in done.stdout and "name: math-mini" in done.stdout
+    # The oracle judges the frozen answers as it judges any math item.
+    assert score(items[0], "So the result is \\boxed{\\dfrac{1}{2}}.", chat=True).score == 1.0
+    assert score(items[0], "So the result is \\boxed{0.5}.", chat=True).score == 1.0
+    assert score(items[1], "\\boxed{2}", chat=True).score == 0.0
+
+
+def test_a_gsm8k_style_json_list_gets_ids_a_default_family_and_a_numeric_verifier(tmp_path: Path) -> None:
+    src = tmp_path / "gsm8k.json"
+    src.write_text(json.dumps(GSM8K, indent=1))
+    out = tmp_path / "gsm.jsonl"
+    done = freeze(str(src), "--out", str(out), "--answer-from", "answer", "--verifier", "numeric",
+                  "--family", "word-problems", "--name", "gsm8k-mini")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    items = load_suite(out)
+    assert [it.item_id for it in items] == ["gsm8k-mini-00001", "gsm8k-mini-00002"]
+    assert [it.answer for it in items] == ["36", "1000"] and {it.family for it in items} == {"word-problems"}
+    assert items[0].verifier.model_dump() == {"type": "numeric", "rel_tol": 0.0, "abs_tol": 0.0}
+    digest = hashlib.sha256(out.read_bytes()).hexdigest()
+    # No --revision: the revision names the content.
+    assert f"revision: sha256:{digest[:12]}" in done.stdout
+    assert score(items[0], "3 boxes of 12 is 36 pencils.\n#### 36", chat=True).score == 1.0
+    # Freezing the same source again gives the same bytes.
+    again = tmp_path / "again.jsonl"
+    assert freeze(str(src), "--out", str(again), "--answer-from", "answer", "--verifier", "numeric",
+                  "--family", "word-problems", "--name", "gsm8k-mini").returncode == 0  # fmt: skip
+    assert again.read_bytes() == out.read_bytes()
+
+
+@pytest.mark.parametrize(
+    ("rows", "args", "message"),
+    [
+        (MATH, ["--field", "question=problem", "--answer-from", "answers"],
+         r"math.jsonl:1: field 'answers' \(for answer\) is missing; its fields: level, problem, solution, "
+         r"subject, unique_id; name another with --answer-from FIELD"),
+        (MATH, ["--answer-from", "solution"],
+         r"math.jsonl:1: field 'question' \(for question\) is missing.* --field question=FIELD"),
+        ([MATH[0], {**MATH[1], "solution": "x is the square root of two"}],
+         ["--field", "question=problem", "--answer-from", "solution"],
+         r"math.jsonl:2: field 'solution': no \\boxed\{\} and no '####' line"),
+        ([MATH[0], MATH[0]], ["--field", "question=problem", "--answer-from", "solution", "--field",
+                              "item_id=unique_id"],
+         r"math.jsonl:2: item_id: 'test/prealgebra/1.json' already used on line 1"),
+        (MATH, ["--field", "question=problem", "--answer-from", "solution", "--verifier", "numeric"],
+         r"math.jsonl:1: item 'math-00001': answer: a numeric verifier needs a finite number, got "
+         r"'\\\\frac\{1\}\{2\}'"),
+        ([{**MATH[0], "problem": ""}], ["--field", "question=problem", "--answer-from", "solution"],
+         r"math.jsonl:1: question \(source field 'problem'\): String should have at least 1 character"),
+        (MATH, ["--field", "query=problem"], r"--field 'query=problem': 'query' is not a suite field"),
+        (MATH, ["--verifier", "fuzzy"], r"--verifier 'fuzzy': one of math, numeric, exact, choice"),
+    ],
+)  # fmt: skip
+def test_what_cannot_be_frozen_is_refused_in_one_line_naming_file_line_and_field(
+    tmp_path: Path, rows: list[dict], args: list[str], message: str
+) -> None:
+    src = write_jsonl(tmp_path / "math.jsonl", rows)
+    out = tmp_path / "out" / "math.jsonl"
+    done = freeze(str(src), "--out", str(out), *args)
+    assert done.returncode == 2, done.stdout
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
+    assert re.search(message, lines[0]), lines[0]
+    assert not out.exists() and not out.with_suffix(".sha256").exists()
+
+
+def test_a_line_that_is_not_json_is_named(tmp_path: Path) -> None:
+    src = tmp_path / "bad.jsonl"
+    src.write_text(json.dumps(MATH[0]) + "\n{not json\n")
+    done = freeze(str(src), "--out", str(tmp_path / "o.jsonl"), "--field", "question=problem")
+    assert done.returncode == 2 and "bad.jsonl:2: not JSON" in done.stderr, done.stderr
