@@ -186,9 +186,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--k", type=int, default=4, help="samples per problem (default 4)")
     ap.add_argument("--keep", type=int, default=2, help="right samples kept per problem at most (default 2)")
     ap.add_argument("--rank", type=int, default=8, help="LoRA rank (default 8)")
-    ap.add_argument("--epochs", type=int, default=2, help="passes over the accepted samples (default 2)")
-    ap.add_argument("--batch", type=int, default=8, help="samples per step (default 8)")
-    ap.add_argument("--lr", type=float, default=2e-4, help="peak learning rate (default 2e-4)")
+    ap.add_argument("--epochs", type=int, default=8, help="passes over the accepted samples (default 8)")
+    ap.add_argument("--batch", type=int, default=4, help="samples per step (default 4)")
+    ap.add_argument("--lr", type=float, default=1e-3, help="peak learning rate (default 1e-3)")
     ap.add_argument("--seed", type=int, default=world.TRAIN_SEED, help="sampling and training seed")
     ap.add_argument(
         "--samples", help="train on these accepted samples (an rft_samples.jsonl) instead of sampling again"
