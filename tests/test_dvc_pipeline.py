@@ -15,7 +15,6 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -250,14 +249,11 @@ def test_an_answer_checking_edit_rescores_without_an_engine(repo: Path) -> None:
     before = scorer.read_text()
     scorer.write_text(before.replace('SCORER_VERSION = "', 'SCORER_VERSION = "test-'))
     assert stale_stages(repo) == {f"score@{a}" for a in ARMS}
-    t0 = time.perf_counter()
     out = dvc(repo, "repro").stdout
-    took = time.perf_counter() - t0
     ran = ran_stages(out)
     assert {f"score@{a}" for a in ARMS} <= ran
     assert not {s for s in ran if s.startswith("generate")}, ran
     assert "vllm" not in out.lower(), out
-    assert took < 60, f"rescoring took {took:.0f} s"
     log = json.loads((repo / "evallogs" / "base.json").read_text())
     assert log["scorer"]["version"].startswith("test-")
     scorer.write_text(before)
