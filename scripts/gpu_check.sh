@@ -43,7 +43,7 @@ cache="$("$py" -m dvc cache dir)"
 [ -f "$root/.dvc/config.local" ] && cp "$root/.dvc/config.local" "$work/repo/.dvc/config.local"
 if [ -n "${GPU_CHECK_DTYPE:-}" ]; then
   sed -i "s/^dtype: [a-z0-9]*/dtype: $GPU_CHECK_DTYPE/" "$work/repo/conf/engine/vllm.yaml"
-  # The SmolLM2 world may read its own engine settings; the lead adjusts this if it does.
+  # The SmolLM2 world runs the repository's conf/, so the same setting applies to it.
 fi
 
 # run_world NAME DIR CMD: reference from DVC, fresh GPU generations with CMD in DIR, comparison into the JSON.
@@ -70,11 +70,11 @@ run_world() {
 run_world demo "$work/repo" "dvc repro"
 
 # ---- World 2: the SmolLM2 world ------------------------------------------------------------------------------
-# ADJUST HERE when examples/smollm2/ lands: SMOLLM2_CMD is the command its README documents (a build script
-# that makes the checkpoints, then `dvc repro` inside the folder); run_world expects the world's generations
-# in examples/smollm2/generations/ (change the folder in run_world if the world writes them elsewhere).
+# The world is a DVC project of its own (examples/smollm2/.dvc): the clone reads this checkout's cache of it.
+# SMOLLM2_CMD is the command its README documents: build the checkpoints, then `dvc repro` in the folder.
 if [ -d "$work/repo/examples/smollm2" ]; then
-  run_world smollm2 "$work/repo/examples/smollm2" "${SMOLLM2_CMD:-bash build.sh && dvc repro}"
+  ( cd "$work/repo/examples/smollm2" && "$py" -m dvc cache dir --local "$root/examples/smollm2/.dvc/cache" )
+  run_world smollm2 "$work/repo/examples/smollm2" "${SMOLLM2_CMD:-python build.py && dvc repro}"
 else
   echo "gpu_check: examples/smollm2/ is not in this checkout; only the demo world was checked"
 fi
