@@ -29,7 +29,7 @@ from analysis.align import (
     check_matched,
     dump_json,
     item_order,
-    load_log,
+    load_logs_without_samples,
     measured_line,
     read_settings,
     settings_dict,
@@ -154,6 +154,10 @@ def build(pre_path: str, pre: EvalLog, post_path: str, post: EvalLog, settings: 
     d = b.item_mean - a.item_mean
     seed, alpha = settings.seed, settings.alpha
 
+    tokens_a, tokens_b = sample_tokens(pre, order), sample_tokens(post, order)
+    budgets = es.budget_grid(pre.max_tokens) if tokens_a is not None and tokens_b is not None else []
+    # The headline's draw is the arm comparison's for the same contrast (same interval in both reports);
+    # the cluster bootstrap's mean difference is the same statistic, so it reuses the draw.
     theta_b = es.bootstrap_distribution(d, es.weighted_means, settings.n_boot, es.rng_for(seed, "item"))
     bca_lo, bca_hi, bca_method = es.bca_interval_means(d, theta_b, alpha)
     pct_lo, pct_hi = es.percentile_interval(theta_b, alpha)
@@ -164,8 +168,9 @@ def build(pre_path: str, pre: EvalLog, post_path: str, post: EvalLog, settings: 
 
     ks = es.k_grid(pre.n_samples)
     passk = es.pass_at_k_bootstrap(
-        a.scores, b.scores, settings.n_boot, es.rng_for(seed, "cluster"), alpha=alpha, ks=ks
-    )
+        a.scores, b.scores, settings.n_boot, es.rng_for(seed, "cluster"), alpha=alpha, ks=ks,
+        mean_draws=theta_b,
+    )  # fmt: skip
     headline = es.Interval(float(bca_lo[0]), float(bca_hi[0]), bca_method[0])
     delta_methods = ["percentile (cluster)"] * len(ks)
     if np.isin(a.scores, (0.0, 1.0)).all() and np.isin(b.scores, (0.0, 1.0)).all():
@@ -174,16 +179,14 @@ def build(pre_path: str, pre: EvalLog, post_path: str, post: EvalLog, settings: 
         passk = dataclasses.replace(passk, delta_ci=[headline, *passk.delta_ci[1:]])
         delta_methods[0] = f"{headline.method}, item-level (the headline interval)"
     noise = es.aa_noise_floor(a.scores, settings.n_boot, es.rng_for(seed, "noise"), alpha=alpha)
-    tokens_a, tokens_b = sample_tokens(pre, order), sample_tokens(post, order)
     curve = []
-    if tokens_a is not None and tokens_b is not None:
+    if budgets:
         points = es.budget_curve(
-            a.scores, b.scores, tokens_a, tokens_b, es.budget_grid(pre.max_tokens), settings.n_boot,
+            a.scores, b.scores, tokens_a, tokens_b, budgets, settings.n_boot,
             es.rng_for(seed, "budget-curve"), alpha=alpha,
         )  # fmt: skip
         longest = max(tokens_a.max(), tokens_b.max())
         # Once every sample finishes within B the row is the headline delta: it carries the headline interval.
-        curve = []
         for p in points:
             ci = headline if p.budget >= longest else p.ci
             method = f"{ci.method} (the headline interval)" if ci is headline else ci.method
@@ -240,7 +243,8 @@ def build(pre_path: str, pre: EvalLog, post_path: str, post: EvalLog, settings: 
         "delta_ci95_method": bca_method[0],
         "delta_ci95_percentile": [float(pct_lo[0]), float(pct_hi[0])],
         "delta_ci95_cluster": passk.mean_delta_ci.as_list(),
-        "delta_ci95_cluster_method": "percentile, cluster bootstrap (items resampled with their k samples)",
+        "delta_ci95_cluster_method": "percentile, cluster bootstrap (items resampled with their k samples; "
+        "the headline's draw)",
         "noise_floor": None
         if noise is None
         else {
@@ -252,6 +256,7 @@ def build(pre_path: str, pre: EvalLog, post_path: str, post: EvalLog, settings: 
             "flip_share": noise.flip_share,
             "false_positive_rate": noise.false_positive_rate,
             "n_splits": noise.n_splits,
+            "fpr_n_boot": noise.fpr_n_boot,
         },
         "perm_p": float(flip.p[0]),
         "perm_exact": flip.exact,
@@ -313,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         settings = read_settings(args.params)
         # The report reads scores, budgets and families: the samples are validated, then dropped.
-        pre, post = load_log(args.pre, samples=False), load_log(args.post, samples=False)
+        pre, post = load_logs_without_samples([args.pre, args.post])
         report = build(args.pre, pre, args.post, post, settings)
     except Refusal as e:
         print(f"refused: {e}", file=sys.stderr)

@@ -80,10 +80,15 @@ def _noise_rows(nf: dict[str, Any] | None, pct: str) -> list[list[str]]:
         ],
         [
             f"A/A: items whose verdict flips between halves; false-positive rate of the {pct} CI over "
-            f"{nf['n_splits']} random splits (expected near alpha)",
+            f"{nf['n_splits']} random splits{_fpr_resamples(nf)} (expected near alpha)",
             f"{_num(nf['flip_share'], '.3f')}; {_num(nf['false_positive_rate'], '.3f')}",
         ],
     ]
+
+
+def _fpr_resamples(nf: dict[str, Any]) -> str:
+    """How many resamples each split's interval used, where the report records it."""
+    return f", {nf['fpr_n_boot']} resamples each" if nf.get("fpr_n_boot") else ""
 
 
 def truncation_lines(t: dict[str, Any] | None, curve: str) -> list[str]:

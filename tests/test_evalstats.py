@@ -758,3 +758,34 @@ def test_an_interaction_is_read_from_its_interval_alone():
     assert es.interaction_reading(es.Interval(-0.3, -0.0001, "x")) == es.SUBSTITUTES
     assert es.interaction_reading(es.Interval(-0.0001, 0.3, "x")) == es.NO_INTERACTION
     assert es.interaction_reading(es.Interval(0.0, 0.0, "x")) == es.NO_INTERACTION
+
+
+def test_threaded_draws_do_not_depend_on_the_number_of_threads(monkeypatch):
+    rows = np.random.default_rng(5).random((700, 3))
+    runs = []
+    for threads in (1, 2, 3):
+        monkeypatch.setattr(es, "_DRAW_THREADS", threads)
+        runs.append(es.bootstrap_distribution(rows, es.weighted_means, 900, es.rng_for(1, "x"), batch=100))
+    assert np.array_equal(runs[0], runs[1]) and np.array_equal(runs[0], runs[2])
+    # A statistic of more than four columns is counted in the caller's thread: the same draws.
+    wide = np.hstack([rows, rows])
+    theta = es.bootstrap_distribution(wide, es.weighted_means, 900, es.rng_for(1, "x"), batch=100)
+    assert theta[:, :3] == pytest.approx(runs[0], abs=1e-12)
+    assert theta.var(axis=0) == pytest.approx(wide.var(axis=0) / 700, rel=0.15)
+
+
+@pytest.mark.parametrize("k", [4, 5, 20])
+def test_half_deltas_are_uniform_over_the_splits_of_each_item(k):
+    # Two right samples of k: the A/A delta of an item is +-2/h when both fall in one half, 0 when split
+    # (or, for odd k, +-1/h when one is left out). Every path gives the combinatorial frequencies.
+    h = k // 2
+    scores = np.zeros((4000, k))
+    scores[:, :2] = 1
+    deltas = es.half_deltas(scores, 3, np.random.default_rng(7)).ravel()
+    both_b = math.comb(k - 2, h - 2) * math.comb(k - h, h) / (math.comb(k, h) * math.comb(k - h, h))
+    share = np.mean(np.isclose(deltas, 2 / h))
+    assert share == pytest.approx(both_b, abs=4 * math.sqrt(both_b / deltas.size))
+    assert np.mean(np.isclose(deltas, -2 / h)) == pytest.approx(
+        both_b, abs=4 * math.sqrt(both_b / deltas.size)
+    )
+    assert deltas.mean() == pytest.approx(0, abs=4 * deltas.std() / math.sqrt(deltas.size))

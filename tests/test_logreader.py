@@ -186,3 +186,50 @@ def test_a_large_log_reads_as_load_reads_it(tmp_path: Path) -> None:
     got = logreader.read_log(path)
     assert all(it.samples is None for it in got.items)
     assert outcome(lambda p: got, path) == outcome(load, path)
+
+
+def test_the_sample_check_runs_vectorized_and_leaves_a_refusal_to_the_validator(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A valid log never calls the validator that compares samples with the item's lists; a log where
+    # one sample disagrees calls it, and it words the refusal.
+    calls: list[str] = []
+    validator = logreader._SAMPLES_AGREE
+
+    def counted(view: Any) -> Any:
+        calls.append(view.item_id)
+        return validator(view)
+
+    planned = logreader._PLAN
+    assert planned is not None
+    swapped = [counted if v is validator else v for v in planned[1]]
+    monkeypatch.setattr(logreader, "_PLAN", (planned[0], swapped, planned[2]))
+    monkeypatch.setattr(logreader, "_SAMPLES_AGREE", counted)
+    path = tmp_path / "log.json"
+    path.write_text(json.dumps(BASE))
+    log = logreader.read_log(path)
+    assert calls == [] and all(it.sample_seeds() is not None for it in log.items)
+    doc = copy.deepcopy(BASE)
+    doc["items"][2]["samples"][1]["gen_tokens"] += 1
+    path.write_text(json.dumps(doc))
+    with pytest.raises(EvalLogError, match=r"item 'q2': samples\[1\]\.gen_tokens"):
+        logreader.read_log(path)
+    assert calls[-1] == "q2"
+
+
+def test_read_logs_reads_side_by_side_what_read_log_reads_and_raises_its_errors(tmp_path: Path) -> None:
+    paths = []
+    for i in range(3):
+        doc = copy.deepcopy(BASE)
+        doc["model_name"] = f"m{i}"
+        paths.append(tmp_path / f"log{i}.json")
+        paths[-1].write_text(json.dumps(doc))
+    logs = logreader.read_logs(paths)
+    assert [outcome(lambda _, log=log: log, p) for log, p in zip(logs, paths, strict=True)] == [
+        outcome(logreader.read_log, p) for p in paths
+    ]
+    assert [it.sample_seeds() for it in logs[2].items] == [
+        it.sample_seeds() for it in logreader.read_log(paths[2]).items
+    ]
+    with pytest.raises(EvalLogError, match="missing.json: file not found"):
+        logreader.read_logs([paths[0], tmp_path / "missing.json"])
