@@ -229,6 +229,8 @@ def check_matched(
     if both:
         for item_id, theirs in both:
             mine = seeds[item_id]
+            if theirs[: len(mine)] == mine[: len(theirs)]:  # the common case, compared in C
+                continue
             for j, seed in enumerate(theirs):
                 if j < len(mine) and seed != mine[j]:
                     raise refuse(

@@ -23,9 +23,9 @@ def budget_hits(log: EvalLog) -> dict[str, Any] | None:
     reasons = [it.sample_finish_reasons() for it in log.items]
     if any(r is None or None in r for r in reasons):
         return None
-    flat = [x for r in reasons if r is not None for x in r]
-    hits = sum(x == AT_BUDGET for x in flat)
-    return {"samples": len(flat), "at_budget": hits, "share": hits / len(flat) if flat else None}
+    samples = sum(len(r) for r in reasons if r is not None)
+    hits = sum(r.count(AT_BUDGET) for r in reasons if r is not None)
+    return {"samples": samples, "at_budget": hits, "share": hits / samples if samples else None}
 
 
 def section(logs: Mapping[str, EvalLog], max_tokens: int) -> dict[str, Any]:

@@ -100,7 +100,7 @@ class ItemResult(_Strict):
     def sample_seeds(self) -> tuple[int | None, ...] | None:
         """The seed of each sample, from the samples or kept when they were dropped; None if unknown."""
         seeds = tuple(s.seed for s in self.samples) if self.samples is not None else self._seeds
-        if seeds is None or all(s is None for s in seeds):
+        if seeds is None or seeds.count(None) == len(seeds):
             return None
         return seeds
 

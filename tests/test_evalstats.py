@@ -101,7 +101,13 @@ def test_pass_at_k_bootstrap_at_k_1024_equals_a_direct_resampling(compress):
         rows = np.hstack([item_pre, item_post, (c_post - c_pre)[:, None] / n])
         distinct, counts = es._distinct_rows(rows)
         assert 8 * len(distinct) <= n_items  # the grouped path is the one exercised
-        weights = draw.multinomial(n_items, counts / n_items, size=n_boot)
+        # In batches, each from its own child Generator (threads draw them side by side).
+        step = -(-n_boot // es._MIN_BATCHES)
+        sizes = [min(step, n_boot - s) for s in range(0, n_boot, step)]
+        weights = np.vstack(
+            [child.multinomial(n_items, counts / n_items, size=size)
+             for child, size in zip(draw.spawn(len(sizes)), sizes, strict=True)]
+        )  # fmt: skip
         keys = [tuple(row) for row in rows]
         groups = [[i for i, key in enumerate(keys) if key == tuple(row)] for row in distinct]
         w = np.zeros((n_boot, n_items))
