@@ -221,6 +221,9 @@ def vllm_engine():
                 seed=0,
                 max_model_len=1024,
                 enable_prefix_caching=True,
+                # As the pipeline runs vLLM on a CPU (pipeline.engines.vllm_engine): compiled graphs
+                # cost a start twice as long and generate no faster for a model this small.
+                enforce_eager=True,
             )
         return held[name]
 
