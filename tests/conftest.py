@@ -25,6 +25,21 @@ TINY_RECIPE = "arith-v1"
 TINY_SIZE = {"hidden": 64, "layers": 2, "heads": 2}
 
 
+# The test modules that drive a vLLM engine in the test process. The test command (--dist loadgroup) runs
+# them one after another on one pytest-xdist worker: vLLM's import (about 15 s of a CPU) and each
+# checkpoint's engine start are paid once, not once per worker. Every other module is a group of its own,
+# as --dist loadfile would make it (module-scoped fixtures stay on one worker).
+IN_PROCESS_ENGINE = {"test_demo_world", "test_layers", "test_loop", "test_ray_run", "test_runner_engine",
+                     "test_vllm_engine"}  # fmt: skip
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """xdist groups for --dist loadgroup: the in-process engine modules together, any other by module."""
+    for item in items:
+        module = item.path.stem
+        item.add_marker(pytest.mark.xdist_group("vllm-in-process" if module in IN_PROCESS_ENGINE else module))
+
+
 def arithmetic_items(n: int, seed: int = 0) -> list[dict[str, Any]]:
     """n suite items 'What is a op b?' with one-digit operands (what the tiny checkpoint was trained on)."""
     rng = random.Random(seed)

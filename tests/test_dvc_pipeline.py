@@ -246,7 +246,7 @@ def test_a_forced_rerun_reproduces_every_tracked_artifact_byte_for_byte(repo: Pa
 
 def test_an_answer_checking_edit_rescores_without_an_engine(repo: Path) -> None:
     scorer = repo / "scoring" / "scorer.py"
-    before = scorer.read_text()
+    before, lock = scorer.read_text(), (repo / "dvc.lock").read_text()
     scorer.write_text(before.replace('SCORER_VERSION = "', 'SCORER_VERSION = "test-'))
     assert stale_stages(repo) == {f"score@{a}" for a in ARMS}
     out = dvc(repo, "repro").stdout
@@ -256,8 +256,13 @@ def test_an_answer_checking_edit_rescores_without_an_engine(repo: Path) -> None:
     assert "vllm" not in out.lower(), out
     log = json.loads((repo / "evallogs" / "base.json").read_text())
     assert log["scorer"]["version"].startswith("test-")
+    # Back as a user goes back: the scorer and the lock restored, the logs checked out of DVC's cache
+    # (nothing rescored); what DVC does not cache (pins, reports) is rewritten.
     scorer.write_text(before)
-    dvc(repo, "repro")
+    (repo / "dvc.lock").write_text(lock)
+    dvc(repo, "checkout", "--force")
+    out = dvc(repo, "repro").stdout
+    assert not {s for s in ran_stages(out) if s.startswith(("score@", "generate"))}, out
     assert stale_stages(repo) == set()
 
 
