@@ -40,6 +40,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         item.add_marker(pytest.mark.xdist_group("vllm-in-process" if module in IN_PROCESS_ENGINE else module))
 
 
+@pytest.fixture(autouse=True)
+def _environment_as_it_was() -> Any:
+    """Each test's changes to os.environ are undone after it.
+
+    Starting a vLLM engine sets some twenty variables in the process (LD_PRELOAD and LD_LIBRARY_PATH among
+    them), which every subprocess a later test starts would inherit: a command-line run of the transformers
+    engine would then behave as it never does for a user. An engine the process keeps needs none of them
+    after its start.
+    """
+    saved = dict(os.environ)
+    yield
+    os.environ.clear()
+    os.environ.update(saved)
+
+
 def arithmetic_items(n: int, seed: int = 0) -> list[dict[str, Any]]:
     """n suite items 'What is a op b?' with one-digit operands (what the tiny checkpoint was trained on)."""
     rng = random.Random(seed)

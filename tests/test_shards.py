@@ -211,7 +211,9 @@ def test_a_full_disk_ends_the_run_in_one_line_and_the_rerun_resumes_to_the_same_
     assert rc == 2, err
     (line,) = _runner_lines(err)
     assert "cannot use" in line and "File too large" in line and "rerun the same command" in line, err
-    kept = (out / ".partial" / "base.jsonl").read_text().count('"item_id"')
+    partial = out / ".partial" / "base.jsonl"
+    assert partial.is_file(), err
+    kept = partial.read_text().count('"item_id"')
     assert kept > 0
     proc = _cli(w, out)
     rc, _, err = proc.wait(timeout=300), *proc.communicate()
