@@ -33,6 +33,8 @@ IN_PROCESS_ENGINE = {"test_demo_world", "test_layers", "test_loop", "test_ray_ru
                      "test_vllm_engine"}  # fmt: skip
 
 
+# First: pytest-xdist reads the marks in its own hook of the same name, on each worker.
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """xdist groups for --dist loadgroup: the in-process engine modules together, any other by module."""
     for item in items:
