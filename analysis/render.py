@@ -88,7 +88,7 @@ def _noise_rows(nf: dict[str, Any] | None, pct: str) -> list[list[str]]:
 
 def _fpr_resamples(nf: dict[str, Any]) -> str:
     """How many resamples each split's interval used, where the report records it."""
-    return f", {nf['fpr_n_boot']} resamples each" if nf.get("fpr_n_boot") else ""
+    return f", {nf['fpr_n_boot']:,} resamples each" if nf.get("fpr_n_boot") else ""
 
 
 def truncation_lines(t: dict[str, Any] | None, curve: str) -> list[str]:
