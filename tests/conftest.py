@@ -38,9 +38,18 @@ IN_PROCESS_ENGINE = {"test_demo_world", "test_layers", "test_loop", "test_ray_ru
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """xdist groups for --dist loadgroup: the in-process engine modules together, any other by module."""
+    grouping = getattr(config.option, "loadgroup", False)  # set on pytest-xdist's workers under loadgroup
     for item in items:
         module = item.path.stem
-        item.add_marker(pytest.mark.xdist_group("vllm-in-process" if module in IN_PROCESS_ENGINE else module))
+        group = "vllm-in-process" if module in IN_PROCESS_ENGINE else module
+        item.add_marker(pytest.mark.xdist_group(group))
+        if grouping and hasattr(item, "_id"):
+            # pytest-xdist 3.8 tells the controller an item's group by suffixing its node id, which it sets
+            # as Item._nodeid; pytest 9 reads a node id from Item._id, so the suffix is set there too (else
+            # every test is a group of its own and module fixtures are set up once per worker).
+            from _pytest.nodeid import coerce_node_id
+
+            item._id = coerce_node_id(f"{item.nodeid}@{group}")
 
 
 @pytest.fixture(autouse=True)

