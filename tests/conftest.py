@@ -32,15 +32,12 @@ TINY_SIZE = {"hidden": 64, "layers": 2, "heads": 2}
 # one of them: it checks that a released engine is collected, which another module's engine kept alive in
 # the same process (test_loop holds one for the session) would defeat.
 IN_PROCESS_ENGINE = {"test_demo_world", "test_layers", "test_loop", "test_ray_run", "test_runner_engine"}
-# The longest groups first (minutes of a quiet run), so that no worker starts one when the other is done.
-LONGEST_FIRST = ["test_dvc_pipeline", "vllm-in-process", "test_smollm2_world", "test_shards",
-                 "test_tool_arm_faults", "test_tools_server", "test_delta", "test_imports"]  # fmt: skip
 
 
 # First: pytest-xdist reads the marks in its own hook of the same name, on each worker.
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Groups for --dist loadgroup (the in-process engine modules, else the module), longest first."""
+    """xdist groups for --dist loadgroup: the in-process engine modules together, any other by module."""
     grouping = getattr(config.option, "loadgroup", False)  # set on pytest-xdist's workers under loadgroup
     for item in items:
         module = item.path.stem
@@ -53,13 +50,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             from _pytest.nodeid import coerce_node_id
 
             item._id = coerce_node_id(f"{item.nodeid}@{group}")
-    rank = {group: i for i, group in enumerate(LONGEST_FIRST)}
-
-    def longest_first(item: pytest.Item) -> int:
-        module = item.path.stem
-        return rank.get("vllm-in-process" if module in IN_PROCESS_ENGINE else module, len(rank))
-
-    items.sort(key=longest_first)  # stable: a module's tests keep their order
 
 
 @pytest.fixture(autouse=True)
