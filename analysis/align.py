@@ -153,16 +153,15 @@ def settings_dict(s: Settings) -> dict[str, Any]:
 
 def load_log(path: str | Path, samples: bool = True) -> EvalLog:
     """Load and validate one EvalLog (samples=False: checked, then dropped); a bad file is a Refusal."""
-    try:
-        return load(path) if samples else read_log(path)
-    except EvalLogError as e:
-        raise Refusal(str(e)) from e
+    return load_logs([path], samples)[0]
 
 
-def load_logs_without_samples(paths: list[str | Path]) -> list[EvalLog]:
-    """load_log(path, samples=False) of several logs, read side by side on the spare CPUs."""
+def load_logs(paths: list[str | Path], samples: bool = True) -> list[EvalLog]:
+    """load_log of several logs; without samples they are read side by side on the spare CPUs."""
     try:
-        return read_logs(paths)
+        if not samples:
+            return read_logs(paths) if len(paths) > 1 else [read_log(paths[0])]
+        return [load(p) for p in paths]
     except EvalLogError as e:
         raise Refusal(str(e)) from e
 

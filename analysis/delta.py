@@ -29,7 +29,7 @@ from analysis.align import (
     check_matched,
     dump_json,
     item_order,
-    load_logs_without_samples,
+    load_logs,
     measured_line,
     read_settings,
     settings_dict,
@@ -154,8 +154,6 @@ def build(pre_path: str, pre: EvalLog, post_path: str, post: EvalLog, settings: 
     d = b.item_mean - a.item_mean
     seed, alpha = settings.seed, settings.alpha
 
-    tokens_a, tokens_b = sample_tokens(pre, order), sample_tokens(post, order)
-    budgets = es.budget_grid(pre.max_tokens) if tokens_a is not None and tokens_b is not None else []
     # The headline's draw is the arm comparison's for the same contrast (same interval in both reports);
     # the cluster bootstrap's mean difference is the same statistic, so it reuses the draw.
     theta_b = es.bootstrap_distribution(d, es.weighted_means, settings.n_boot, es.rng_for(seed, "item"))
@@ -179,10 +177,11 @@ def build(pre_path: str, pre: EvalLog, post_path: str, post: EvalLog, settings: 
         passk = dataclasses.replace(passk, delta_ci=[headline, *passk.delta_ci[1:]])
         delta_methods[0] = f"{headline.method}, item-level (the headline interval)"
     noise = es.aa_noise_floor(a.scores, settings.n_boot, es.rng_for(seed, "noise"), alpha=alpha)
+    tokens_a, tokens_b = sample_tokens(pre, order), sample_tokens(post, order)
     curve = []
-    if budgets:
+    if tokens_a is not None and tokens_b is not None:
         points = es.budget_curve(
-            a.scores, b.scores, tokens_a, tokens_b, budgets, settings.n_boot,
+            a.scores, b.scores, tokens_a, tokens_b, es.budget_grid(pre.max_tokens), settings.n_boot,
             es.rng_for(seed, "budget-curve"), alpha=alpha,
         )  # fmt: skip
         longest = max(tokens_a.max(), tokens_b.max())
@@ -318,7 +317,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         settings = read_settings(args.params)
         # The report reads scores, budgets and families: the samples are validated, then dropped.
-        pre, post = load_logs_without_samples([args.pre, args.post])
+        pre, post = load_logs([args.pre, args.post], samples=False)
         report = build(args.pre, pre, args.post, post, settings)
     except Refusal as e:
         print(f"refused: {e}", file=sys.stderr)

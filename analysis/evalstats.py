@@ -811,21 +811,21 @@ def half_deltas(scores: np.ndarray, n_splits: int, rng: np.random.Generator) -> 
         every = np.arange(1 << k, dtype=np.uint32)
         bits = every[((every[:, None] >> np.arange(k, dtype=np.uint32)) & 1).sum(axis=1) == h]
         mask = bits[rng.integers(0, bits.size, (n_splits, n))]
-        # Half B is the named half, half A the rest: B - A = 2 * sum(B) - total. sum(B) is read byte by
-        # byte of the mask from each item's sums over the 256 subsets of 8 samples (one product per
-        # byte, one lookup per split and item, instead of k passes over every split and item).
+        # Half B is the named half, half A the rest: B - A = 2 * sum(B) - total.
         if hasattr(np, "bitwise_count") and np.isin(scores, (0.0, 1.0)).all():
             # 0/1 scores: sum(B) counts the right samples in the half, the bits both masks share.
             right = (scores.astype(np.uint32) << np.arange(k, dtype=np.uint32)).sum(axis=1, dtype=np.uint32)
             sum_b = np.bitwise_count(mask & right).astype(np.float64)
-            return ((2.0 * sum_b - scores.sum(axis=1)) / h).T
-        sum_b = np.zeros((n_splits, n))
-        subsets = ((np.arange(256)[:, None] >> np.arange(8)) & 1).astype(np.float64)
-        items = np.arange(n)
-        for first in range(0, k, 8):
-            part = scores[:, first : first + 8]
-            sums = part @ subsets[:, : part.shape[1]].T  # (n, 256)
-            sum_b += sums[items, (mask >> first) & 255]
+        else:
+            # sum(B) read byte by byte of the mask from each item's sums over the 256 subsets of 8 samples
+            # (one product per byte, one lookup per split and item, not k passes over them all).
+            sum_b = np.zeros((n_splits, n))
+            subsets = ((np.arange(256)[:, None] >> np.arange(8)) & 1).astype(np.float64)
+            items = np.arange(n)
+            for first in range(0, k, 8):
+                part = scores[:, first : first + 8]
+                sums = part @ subsets[:, : part.shape[1]].T  # (n, 256)
+                sum_b += sums[items, (mask >> first) & 255]
         return ((2.0 * sum_b - scores.sum(axis=1)) / h).T
     rows = np.arange(n)[:, None]
     out = np.empty((n, n_splits))

@@ -251,22 +251,17 @@ def _read(data: bytes) -> EvalLog:
     if raw.items is not msgspec.UNSET:
         names = [n for n in ItemResult.model_fields if n != "samples"]
         header["items"] = _ITEMS.validate_python([_present(it, names) for it in raw.items])
-        with_samples = [
-            (result, it.samples)
-            for result, it in zip(header["items"], raw.items, strict=True)
-            if it.samples is not msgspec.UNSET and it.samples is not None
-        ]
-        agree = _agreeing([r for r, _ in with_samples], [x for _, x in with_samples]) if with_samples else []
+        samples = [None if it.samples is msgspec.UNSET else it.samples for it in raw.items]
+        held = [(r, x) for r, x in zip(header["items"], samples, strict=True) if x is not None]
+        agree = iter(_agreeing([r for r, _ in held], [x for _, x in held]) if held else [])
         # The one validator replayed by a faster equivalent where it surely accepts; any other as it is.
-        quick = dict(zip((id(r) for r, _ in with_samples), agree, strict=True))
         others = [check for check in item_validators if check is not _SAMPLES_AGREE]
-        by_id = {id(r): x for r, x in with_samples}
-        for result in header["items"]:
-            if id(result) not in by_id:
+        for result, x in zip(header["items"], samples, strict=True):
+            if x is None:
                 views.append(result)
                 continue
-            view = _view(result, samples=by_id[id(result)])
-            for check in others if quick[id(result)] else item_validators:
+            view = _view(result, samples=x)
+            for check in others if next(agree) else item_validators:
                 check(view)
             views.append(view)
     log = EvalLog.model_validate(header)
