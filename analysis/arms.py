@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from analysis import evalstats as es
-from analysis import truncation
+from analysis import render, truncation
 from analysis.align import (
     EXIT_REFUSED,
     ArmData,
@@ -44,6 +44,7 @@ from analysis.align import (
     write_outputs,
 )
 from analysis.delta import family_groups, mean_contrast, too_few_items
+from analysis.drawing import Drawing
 from contract.evallog import EvalLog, collector_paused
 
 CANONICAL_ARMS = ["base", "trained", "+rag", "+tools", "trained+rag", "trained+tools", "trained+rag+tools"]
@@ -451,14 +452,16 @@ def build_found(
     }
 
 
-def outputs(report: dict[str, Any]) -> dict[str, bytes]:
-    """The files of an arm comparison: arm_comparison_report.json, its markdown and its forest plot."""
-    from analysis import render  # matplotlib loads only when there is something to draw
+def outputs(report: dict[str, Any], drawing: Drawing | None = None) -> dict[str, bytes]:
+    """The files of an arm comparison: arm_comparison_report.json, its markdown and its forest plot.
 
+    drawing: the process that draws the forest plot while the markdown is written, else drawn here.
+    """
+    figure = (drawing or Drawing(aside=False)).submit("forest_figure", report)
     return {
         "arm_comparison_report.json": dump_json(report),
         "arm_comparison_report.md": render.arms_markdown(report).encode(),
-        "arm_deltas.png": render.forest_figure(report),
+        "arm_deltas.png": figure(),
     }
 
 
@@ -480,15 +483,17 @@ def main(argv: list[str] | None = None) -> int:
         help="comma-separated arms to compare (default: the arms of --params, else every *.json in --logs)",
     )
     args = ap.parse_args(argv)
-    try:
-        # The arm list of a params file named on the command line (the DVC stage names params.yaml); without
-        # one, every log of the folder.
-        arms = args.arms.split(",") if args.arms else (read_arm_list(args.params) if args.params else None)
-        report = build(args.logs, read_settings(args.params), arms)
-    except Refusal as e:
-        print(f"refused: {e}", file=sys.stderr)
-        return EXIT_REFUSED
-    write_outputs(Path(args.out), outputs(report))
+    with Drawing() as drawing:
+        try:
+            # The arm list of a params file named on the command line (the DVC stage names params.yaml);
+            # without one, every log of the folder.
+            listed = read_arm_list(args.params) if args.params else None
+            arms = args.arms.split(",") if args.arms else listed
+            report = build(args.logs, read_settings(args.params), arms)
+        except Refusal as e:
+            print(f"refused: {e}", file=sys.stderr)
+            return EXIT_REFUSED
+        write_outputs(Path(args.out), outputs(report, drawing))
     for c in [*report["contrasts"], *report["marginal"]]:
         lo, hi = c["ci95"]
         print(f"{c['arm']} vs {c['reference']}: {c['naive_delta']:+.4f} [{lo:+.4f}, {hi:+.4f}] {c['claim']}")

@@ -13,13 +13,14 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from analysis import evalstats as es
-from analysis import truncation
+from analysis import render, truncation
 from analysis.align import (
     EXIT_REFUSED,
     ArmData,
@@ -35,6 +36,7 @@ from analysis.align import (
     settings_dict,
     write_outputs,
 )
+from analysis.drawing import Drawing, draw_here
 from analysis.mdtext import p_text
 from contract.evallog import EvalLog, collector_paused
 
@@ -146,8 +148,19 @@ def _interval(ci: es.Interval) -> list[float]:
     return ci.as_list()
 
 
-def build(pre_path: str, pre: EvalLog, post_path: str, post: EvalLog, settings: Settings) -> dict[str, Any]:
-    """The delta report as a JSON-ready dict (a pure function of the two logs and the settings)."""
+def build(
+    pre_path: str,
+    pre: EvalLog,
+    post_path: str,
+    post: EvalLog,
+    settings: Settings,
+    on_pass_at_k: Callable[[dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
+    """The delta report as a JSON-ready dict (a pure function of the two logs and the settings).
+
+    on_pass_at_k, when given, is called once the pass@k rows and the claim are known with the part of
+    the report the pass@k figure draws (so that it can be drawn while the rest is computed).
+    """
     matched = check_matched(pre_path, pre, post_path, post, distinct_models=True)
     order = item_order(pre)
     a, b = arm_arrays(pre, order), arm_arrays(post, order)
@@ -176,6 +189,30 @@ def build(pre_path: str, pre: EvalLog, post_path: str, post: EvalLog, settings: 
         # the headline's, and the claim line quotes that same interval.
         passk = dataclasses.replace(passk, delta_ci=[headline, *passk.delta_ci[1:]])
         delta_methods[0] = f"{headline.method}, item-level (the headline interval)"
+    verdict, detail = claim(passk, len(order), settings)
+    passk_rows = [
+        {
+            "k": k,
+            "pre": float(passk.pre[i]),
+            "post": float(passk.post[i]),
+            "delta": float(passk.delta[i]),
+            "pre_ci95": _interval(passk.pre_ci[i]),
+            "post_ci95": _interval(passk.post_ci[i]),
+            "delta_ci95": _interval(passk.delta_ci[i]),
+            "delta_ci95_method": delta_methods[i],
+        }
+        for i, k in enumerate(ks)
+    ]
+    if on_pass_at_k is not None:
+        on_pass_at_k(
+            {
+                "pre_model": pre.model_name,
+                "post_model": post.model_name,
+                "claim": verdict,
+                "pass_at_k": passk_rows,
+                "settings": settings_dict(settings),
+            }
+        )
     noise = es.aa_noise_floor(a.scores, settings.n_boot, es.rng_for(seed, "noise"), alpha=alpha)
     tokens_a, tokens_b = sample_tokens(pre, order), sample_tokens(post, order)
     curve = []
@@ -202,7 +239,6 @@ def build(pre_path: str, pre: EvalLog, post_path: str, post: EvalLog, settings: 
     notes = []
     if any(f is not None for f in a.families) and a.families != b.families:
         notes.append("family labels differ between the logs; families are taken from the pre log")
-    verdict, detail = claim(passk, len(order), settings)
     return {
         "report": "delta",
         "suite": pre.suite,
@@ -270,19 +306,7 @@ def build(pre_path: str, pre: EvalLog, post_path: str, post: EvalLog, settings: 
         "mcnemar_p": flips.exact_p,
         "pass_at_k_pre": {str(k): float(v) for k, v in zip(ks, passk.pre, strict=True)},
         "pass_at_k_post": {str(k): float(v) for k, v in zip(ks, passk.post, strict=True)},
-        "pass_at_k": [
-            {
-                "k": k,
-                "pre": float(passk.pre[i]),
-                "post": float(passk.post[i]),
-                "delta": float(passk.delta[i]),
-                "pre_ci95": _interval(passk.pre_ci[i]),
-                "post_ci95": _interval(passk.post_ci[i]),
-                "delta_ci95": _interval(passk.delta_ci[i]),
-                "delta_ci95_method": delta_methods[i],
-            }
-            for i, k in enumerate(ks)
-        ],
+        "pass_at_k": passk_rows,
         "budget_curve": curve,
         "truncation": truncation.section({"pre": pre, "post": post}, pre.max_tokens),
         "families": families,
@@ -291,14 +315,16 @@ def build(pre_path: str, pre: EvalLog, post_path: str, post: EvalLog, settings: 
     }
 
 
-def outputs(report: dict[str, Any]) -> dict[str, bytes]:
-    """The files of a delta report: delta_report.json and its renderings (markdown, pass@k figure)."""
-    from analysis import render  # matplotlib loads only when there is something to draw
+def outputs(report: dict[str, Any], figure: Callable[[], bytes] | None = None) -> dict[str, bytes]:
+    """The files of a delta report: delta_report.json and its renderings (markdown, pass@k figure).
 
+    figure: the pass@k figure already under way (Drawing.submit), else it is drawn here.
+    """
+    figure = figure or (lambda: draw_here("passk_figure", report))
     return {
         "delta_report.json": dump_json(report),
         "delta_report.md": render.delta_markdown(report).encode(),
-        "passk_curve.png": render.passk_figure(report),
+        "passk_curve.png": figure(),
     }
 
 
@@ -314,15 +340,22 @@ def main(argv: list[str] | None = None) -> int:
         "--params", default=None, help="params.yaml with an `analysis` section (default: ./params.yaml)"
     )
     args = ap.parse_args(argv)
-    try:
-        settings = read_settings(args.params)
-        # The report reads scores, budgets and families: the samples are validated, then dropped.
-        pre, post = load_logs([args.pre, args.post], samples=False)
-        report = build(args.pre, pre, args.post, post, settings)
-    except Refusal as e:
-        print(f"refused: {e}", file=sys.stderr)
-        return EXIT_REFUSED
-    write_outputs(Path(args.out), outputs(report))
+    # The figure's process loads matplotlib while the logs are read, and draws while the rest is computed.
+    with Drawing() as drawing:
+        figure: list[Callable[[], bytes]] = []
+
+        def draw(part: dict[str, Any]) -> None:
+            figure.append(drawing.submit("passk_figure", part))
+
+        try:
+            settings = read_settings(args.params)
+            # The report reads scores, budgets and families: the samples are validated, then dropped.
+            pre, post = load_logs([args.pre, args.post], samples=False)
+            report = build(args.pre, pre, args.post, post, settings, on_pass_at_k=draw)
+        except Refusal as e:
+            print(f"refused: {e}", file=sys.stderr)
+            return EXIT_REFUSED
+        write_outputs(Path(args.out), outputs(report, figure[0]))
     print(
         f"{report['claim']}: delta {report['delta_mean']:+.4f} CI {report['delta_ci95']} "
         f"perm p {p_text(report['perm_p'], report['perm_n'], report['perm_exact'])} -> {args.out}"

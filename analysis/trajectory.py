@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis import evalstats as es
+from analysis import render
 from analysis.align import (
     EXIT_REFUSED,
     Refusal,
@@ -36,6 +37,7 @@ from analysis.align import (
     write_outputs,
 )
 from analysis.delta import mean_contrast, too_few_items
+from analysis.drawing import Drawing
 from contract.evallog import collector_paused
 
 NOT_CONFIGURED, ARMS_MISSING, DONE = "not configured", "arms missing", "done"
@@ -220,21 +222,21 @@ def main(argv: list[str] | None = None) -> int:
         help="params.yaml with the `trajectory`, `arms` and `analysis` sections (default: ./params.yaml)",
     )
     args = ap.parse_args(argv)
-    try:
-        report = build(args.logs, read_settings(args.params), args.params)
-    except Refusal as e:
-        print(f"refused: {e}", file=sys.stderr)
-        return EXIT_REFUSED
-    from analysis import render  # matplotlib loads only when there is something to draw
-
-    write_outputs(
-        Path(args.out),
-        {
-            "trajectory_report.json": dump_json(report),
-            "trajectory_report.md": render.trajectory_markdown(report).encode(),
-            "trajectory.png": render.trajectory_figure(report),
-        },
-    )
+    with Drawing() as drawing:
+        try:
+            report = build(args.logs, read_settings(args.params), args.params)
+        except Refusal as e:
+            print(f"refused: {e}", file=sys.stderr)
+            return EXIT_REFUSED
+        figure = drawing.submit("trajectory_figure", report)
+        write_outputs(
+            Path(args.out),
+            {
+                "trajectory_report.json": dump_json(report),
+                "trajectory_report.md": render.trajectory_markdown(report).encode(),
+                "trajectory.png": figure(),
+            },
+        )
     if report["status"] != DONE:
         print(f"trajectory: {report['status']}: {report['detail']} -> {args.out}")
         return 0

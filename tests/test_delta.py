@@ -174,6 +174,20 @@ def test_cli_writes_the_report_and_reruns_byte_identical(pair, tmp_path):
     assert "passk_curve.png" in md
 
 
+def test_the_figure_drawn_beside_the_statistics_is_the_one_drawn_here(pair, tmp_path):
+    """The CLI draws in a forked process while it computes; the bytes are those of drawing in-process."""
+    pre, post = pair
+    params = write_params(tmp_path / "params.yaml")
+    out = tmp_path / "cli"
+    r = run_cli("analysis.delta", "--pre", str(pre), "--post", str(post), "--out", str(out),
+                "--params", str(params))  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    here = delta.outputs(build(pre, post, read_settings(params)))
+    assert set(here) == {p.name for p in out.iterdir()}
+    for name, data in here.items():
+        assert (out / name).read_bytes() == data, name
+
+
 def test_names_reach_the_markdown_and_the_figure_as_written(tmp_path):
     """A '|' in a family shifted every later cell of its row, HTML rendered, a '$' crashed the figure."""
     rng = np.random.default_rng(4)

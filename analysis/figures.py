@@ -1,0 +1,191 @@
+"""Figures of the report dicts with matplotlib (Agg, no pyplot), never a number of their own.
+
+Figures are written without a date or software stamp so a rerun on the same inputs gives the same bytes,
+and with mathtext off: a '$' in a model or arm name is a character, not a formula. Importing this module
+loads matplotlib (about half a second): the reports import it only where they draw (analysis.drawing
+draws beside the statistics in a forked process).
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+from collections.abc import Callable
+from typing import Any
+
+import matplotlib
+
+# Figure without pyplot: no global figure state to clean up and half the import time; savefig renders
+# with the Agg canvas.
+from matplotlib.figure import Figure
+
+from analysis.mdtext import ci_percent
+
+_PNG_METADATA = {"Software": None}
+
+
+def warm_up() -> None:
+    """Draw and discard a small figure with text: loads the fonts and caches that every first figure pays."""
+    fig = Figure(figsize=(2, 1), layout="tight")
+    ax = fig.subplots()
+    ax.plot([1, 2], [0.0, 1.0], marker="o", label="warm")
+    ax.set_xscale("log", base=2)
+    ax.set_title("warm-up")
+    ax.legend(fontsize=8)
+    _png(fig)
+
+
+def _png(fig: Figure) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110, metadata=_PNG_METADATA)
+    return buf.getvalue()
+
+
+def _literal_text(draw: Callable[[dict[str, Any]], bytes]) -> Callable[[dict[str, Any]], bytes]:
+    """Draw a figure with mathtext off: a '$' in a model or arm name is a character, not a formula."""
+
+    @functools.wraps(draw)
+    def drawn(r: dict[str, Any]) -> bytes:
+        # Tick labels are laid out at savefig, so the whole drawing runs inside the setting.
+        with matplotlib.rc_context({"text.parse_math": False}):
+            return draw(r)
+
+    return drawn
+
+
+@_literal_text
+def passk_figure(r: dict[str, Any]) -> bytes:
+    """pass@k of both models with CI bands, and the delta with its CI band, against k (log2 axis)."""
+    rows = r["pass_at_k"]
+    ks = [row["k"] for row in rows]
+    fig = Figure(figsize=(9, 3.6), layout="tight")
+    ax, ax_d = fig.subplots(1, 2)
+    for key, label, marker in (("pre", r["pre_model"], "o"), ("post", r["post_model"], "s")):
+        y = [row[key] for row in rows]
+        ax.plot(ks, y, marker=marker, label=f"{key}: {label}")
+        ax.fill_between(
+            ks, [row[f"{key}_ci95"][0] for row in rows], [row[f"{key}_ci95"][1] for row in rows], alpha=0.25
+        )
+    ax.set_ylabel("pass@k")
+    ax.set_title("pass@k vs k (matched budget)")
+    ax.legend(fontsize=8)
+    ax_d.plot(ks, [row["delta"] for row in rows], marker="D", color="C2", label="post - pre")
+    ax_d.fill_between(
+        ks,
+        [row["delta_ci95"][0] for row in rows],
+        [row["delta_ci95"][1] for row in rows],
+        color="C2",
+        alpha=0.25,
+        label=f"{ci_percent(r['settings']['alpha'])} CI",
+    )
+    ax_d.axhline(0.0, color="black", linewidth=0.8)
+    ax_d.set_ylabel("pass@k delta")
+    ax_d.set_title(f"claim: {r['claim']}")
+    ax_d.legend(fontsize=8)
+    for a in (ax, ax_d):
+        a.set_xscale("log", base=2)
+        a.set_xticks(ks, [str(k) for k in ks])
+        a.set_xlabel("k (samples)")
+        a.grid(alpha=0.3)
+    return _png(fig)
+
+
+@_literal_text
+def forest_figure(r: dict[str, Any]) -> bytes:
+    """Forest plot: naive delta with its CI per contrast, budget-adjusted delta as an open marker."""
+    rows = [*r["contrasts"], *r["marginal"]]
+    fig = Figure(figsize=(8, 0.55 * len(rows) + 1.6), layout="tight")
+    ax = fig.subplots()
+    ys = list(range(len(rows)))[::-1]
+    for y, c in zip(ys, rows, strict=True):
+        color = "grey" if c["ceiling"] else ("C0" if c["reference"] == "base" else "C1")
+        lo, hi = c["ci95"]
+        ax.errorbar(
+            c["naive_delta"],
+            y,
+            xerr=[[c["naive_delta"] - lo], [hi - c["naive_delta"]]],
+            fmt="o",
+            color=color,
+            capsize=3,
+        )
+        if c["adjusted_delta"] is not None:
+            # Drawn just below the naive estimate so equal values stay distinguishable.
+            ax.plot(
+                c["adjusted_delta"],
+                y - 0.22,
+                marker="D",
+                markerfacecolor="none",
+                color=color,
+                linestyle="none",
+            )
+            if c["adjusted_ci95"] is not None:
+                ax.plot(c["adjusted_ci95"], [y - 0.22] * 2, color=color, linewidth=0.8, linestyle=":")
+    labels = []
+    for c in rows:
+        label = f"{c['arm']} vs {c['reference']}"
+        if c["ceiling"]:
+            label += "\n(CEILING, not attributable)"
+        labels.append(label)
+    ax.set_yticks(ys, labels, fontsize=8)
+    ax.axvline(0.0, color="black", linewidth=0.8)
+    m = r["settings"]["min_effect"]
+    ax.axvspan(-m, m, color="grey", alpha=0.15, label=f"|delta| < min_effect ({m})")
+    pct = ci_percent(r["settings"]["alpha"])
+    ax.plot([], [], marker="o", color="C0", linestyle="none", label=f"naive delta, {pct} CI")
+    ax.plot([], [], marker="D", markerfacecolor="none", color="C0", linestyle="none", label="budget-adjusted")
+    ax.set_xlabel("delta in mean score (arm - reference)")
+    ax.set_title("Arm deltas")
+    ax.legend(fontsize=7, loc="lower right")
+    ax.grid(axis="x", alpha=0.3)
+    return _png(fig)
+
+
+@_literal_text
+def trajectory_figure(r: dict[str, Any]) -> bytes:
+    """Delta over the reference per checkpoint in training order with CIs; the placebo; trained vs placebo."""
+    if r["status"] != "done":
+        fig = Figure(figsize=(6, 1.6), layout="tight")
+        ax = fig.subplots()
+        ax.axis("off")
+        ax.text(0.5, 0.5, f"trajectory: {r['status']}", ha="center", va="center")
+        return _png(fig)
+    rows, pct = r["trajectory"], ci_percent(r["settings"]["alpha"])
+    with_placebo = r["placebo_delta"] is not None
+    fig = Figure(figsize=(9 if with_placebo else 6, 3.8), layout="tight")
+    axes = fig.subplots(1, 2, width_ratios=[3, 1]) if with_placebo else [fig.subplots()]
+    ax = axes[0]
+    xs = list(range(len(rows)))
+    ys = [row["delta"] for row in rows]
+    lo = [row["delta"] - (row["ci95"] or [row["delta"]] * 2)[0] for row in rows]
+    hi = [(row["ci95"] or [row["delta"]] * 2)[1] - row["delta"] for row in rows]
+    ax.errorbar(xs, ys, yerr=[lo, hi], fmt="o-", color="C0", capsize=4, label=f"checkpoint, {pct} CI")
+    if with_placebo:
+        p = r["placebo_delta"]
+        ax.errorbar(
+            [xs[-1] + 0.15],
+            [p["delta"]],
+            yerr=[[p["delta"] - p["ci95"][0]], [p["ci95"][1] - p["delta"]]],
+            fmt="s",
+            color="C3",
+            capsize=4,
+            label=f"placebo ({p['arm']}), {pct} CI",
+        )
+    ax.axhline(0.0, color="black", linewidth=0.8)
+    ax.set_xticks(xs, [row["arm"] for row in rows], fontsize=8)
+    ax.set_xlabel("checkpoint (training order)")
+    ax.set_ylabel(f"delta in mean score over {rows[0]['arm']}")
+    ax.set_title("Checkpoint trajectory")
+    ax.legend(fontsize=7)
+    ax.grid(alpha=0.3)
+    if with_placebo:
+        rc, ax_r = r["reward_contrast"], axes[1]
+        ax_r.errorbar(
+            [0], [rc["delta"]], yerr=[[rc["delta"] - rc["ci95"][0]], [rc["ci95"][1] - rc["delta"]]],
+            fmt="D", color="C2", capsize=4,
+        )  # fmt: skip
+        ax_r.axhline(0.0, color="black", linewidth=0.8)
+        ax_r.set_xticks([0], [f"{rc['arm']}\nvs {rc['reference']}"], fontsize=8)
+        ax_r.set_xlim(-0.8, 0.8)
+        ax_r.set_title("the reward's effect", fontsize=9)
+        ax_r.grid(alpha=0.3)
+    return _png(fig)

@@ -1,0 +1,57 @@
+"""Figures drawn in a forked process (analysis.drawing): the same bytes as drawn here, errors that say so."""
+
+from __future__ import annotations
+
+import pytest
+
+from analysis.drawing import Drawing, draw_here
+
+REPORT = {
+    "pre_model": "base $x$",
+    "post_model": "trained",
+    "claim": "SHARPENING",
+    "settings": {"alpha": 0.05},
+    "pass_at_k": [
+        {"k": k, "pre": 0.2 + 0.1 * i, "post": 0.3 + 0.1 * i, "delta": 0.1,
+         "pre_ci95": [0.1 + 0.1 * i, 0.3 + 0.1 * i], "post_ci95": [0.2 + 0.1 * i, 0.4 + 0.1 * i],
+         "delta_ci95": [0.05, 0.15]}
+        for i, k in enumerate((1, 2, 4))
+    ],
+}  # fmt: skip
+
+
+def test_figures_drawn_aside_equal_figures_drawn_here_one_after_another():
+    with Drawing() as drawing:
+        assert drawing._proc is not None and drawing._proc.is_alive()
+        first = drawing.submit("passk_figure", REPORT)
+        second = drawing.submit("passk_figure", {**REPORT, "claim": "EXPANSION"})
+        a, b = first(), second()
+        proc = drawing._proc
+    assert not proc.is_alive() and proc.exitcode == 0
+    assert a.startswith(b"\x89PNG") and a != b
+    assert a == draw_here("passk_figure", REPORT)
+    assert b == draw_here("passk_figure", {**REPORT, "claim": "EXPANSION"})
+
+
+def test_a_failing_figure_raises_here_with_the_childs_traceback_and_the_child_draws_on():
+    with Drawing() as drawing:
+        broken = drawing.submit("passk_figure", {k: v for k, v in REPORT.items() if k != "pass_at_k"})
+        with pytest.raises(
+            RuntimeError, match=r"drawing passk_figure failed in the drawing process:(.|\n)*KeyError"
+        ):
+            broken()
+        assert drawing.submit("passk_figure", REPORT)() == draw_here("passk_figure", REPORT)
+
+
+def test_a_drawing_process_that_died_is_named_not_waited_for():
+    with Drawing() as drawing:
+        drawing._proc.kill()
+        drawing._proc.join()
+        with pytest.raises(RuntimeError, match=r"the drawing process ended \(exit code -9\) before drawing"):
+            drawing.submit("passk_figure", REPORT)()
+
+
+def test_without_fork_the_figure_is_drawn_here():
+    with Drawing(aside=False) as drawing:
+        assert drawing._proc is None
+        assert drawing.submit("passk_figure", REPORT)() == draw_here("passk_figure", REPORT)
