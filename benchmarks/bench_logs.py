@@ -16,11 +16,19 @@ pydantic object); and the whole `python -m analysis.delta` process (interpreter 
 read and validated, every statistic, markdown and figure written): its wall time, minimum and median of
 --repeats runs (other jobs on a shared machine only ever add time), and its CPU time (user + system), with
 the load average before and after.
+
+A second table splits the process's CPU time into its parts, each measured in a fresh interpreter as the
+process runs it (collector paused): the imports, reading both logs, handing one log back from the reader's
+process (pickle there and here), every statistic (`analysis.delta.build`, its threads included), and the
+figure (matplotlib's import and one drawing). The imports come before anything else; the rest can at
+best be shared evenly by the CPUs, so imports + rest / CPUs is a floor no arrangement of this work beats
+on this machine.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import resource
 import statistics
@@ -44,6 +52,7 @@ SIZES = {  # name -> (items, k, process target in seconds)
     "10000x16": (10_000, 16, 2.0),
     "500x1024": (500, 1024, 10.0),
 }
+PART_NAMES = ("imports", "read", "handover", "statistics", "figure")
 FAMILIES = ["lookup", "compute", "raise", "compound"]
 WORDS = ["the", "orbit", "period", "radius", "altitude", "velocity", "so", "we", "get", "then", "which",
          "gives", "answer", "km", "s"]  # fmt: skip
@@ -135,6 +144,45 @@ def cpu_seconds(read: object, path: Path) -> float:
     return time.process_time() - t0
 
 
+# Run in a fresh interpreter by delta_parts: each part's CPU time as `python -m analysis.delta` spends it.
+PARTS = """
+import gc, json, pickle, sys, time
+c0 = time.process_time()
+from analysis import delta
+from analysis.align import read_settings
+from contract.logreader import read_log
+c1 = time.process_time()
+gc.disable()
+pre_path, post_path, params = sys.argv[1:4]
+pre, post = read_log(pre_path), read_log(post_path)
+c2 = time.process_time()
+pickle.loads(pickle.dumps(post))
+c3 = time.process_time()
+report = delta.build(pre_path, pre, post_path, post, read_settings(params))
+c4 = time.process_time()
+from analysis import figures
+figures.passk_figure(report)
+c5 = time.process_time()
+print(json.dumps({"imports": c1 - c0, "read": c2 - c1, "handover": c3 - c2, "statistics": c4 - c3,
+                  "figure": c5 - c4}))
+"""
+
+
+def delta_parts(pre: Path, post: Path, params: Path) -> dict[str, float]:
+    """CPU seconds of each part of the delta process (PARTS), in a fresh interpreter."""
+    proc = subprocess.run(
+        [sys.executable, "-c", PARTS, str(pre), str(post), str(params)],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise SystemExit(f"the parts of the delta process could not be timed:\n{proc.stderr}")
+    return json.loads(proc.stdout)
+
+
 def children_cpu() -> float:
     """User + system time of the finished child processes so far."""
     use = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -185,7 +233,8 @@ def main(argv: list[str] | None = None) -> int:
         f"{'':<10} {'':<10} {'':>6} {'cpu s':>8} {'cpu s':>6} {'wall s':>7} {'wall s':>6} {'s':>5} "
         f"{'wall s':>6}"
     )
-    rows = []
+    rows, part_rows = [], []
+    n_cpus = os.cpu_count() or 1
     with tempfile.TemporaryDirectory() as tmp:
         root = args.keep or Path(tmp)
         params = root / "params.yaml"
@@ -212,10 +261,23 @@ def main(argv: list[str] | None = None) -> int:
                     f"{size:<10} {kind:<10} {mb:6.1f} {reader_s:8.2f} {load_s:6.2f} {best:7.2f} "
                     f"{median:6.2f} {min(cpus):5.2f} {target:6.1f}  {'yes' if best <= target else 'NO'}"
                 )
+                parts = delta_parts(pre, post, params)
+                rest = sum(v for name, v in parts.items() if name != "imports")
+                floor = parts["imports"] + rest / n_cpus
+                part_rows.append(
+                    f"{size:<10} {kind:<10} "
+                    + " ".join(f"{parts[name]:>10.2f}" for name in PART_NAMES)
+                    + f" {parts['imports'] + rest:>6.2f} {floor:>7.2f} {target:>6.1f}"
+                )
                 print(f"  {size} {kind}: done", file=sys.stderr, flush=True)
     print(header)
     print(units)
     print("\n".join(rows))
+    print(f"\nCPU seconds by part (each in a fresh interpreter); floor = imports + the rest / {n_cpus} CPUs:")
+    print(
+        f"{'size':<10} {'scores':<10} " + " ".join(f"{n:>10}" for n in PART_NAMES) + "    sum   floor target"
+    )
+    print("\n".join(part_rows))
     print(f"load average after: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
     return 0
 
