@@ -273,6 +273,22 @@ def test_monte_carlo_sign_flip_agrees_with_scipy():
     assert abs(ours.p[0] - ref.pvalue) < 0.01
 
 
+@pytest.mark.parametrize(("n", "m"), [(13, 1), (1_003, 1), (250, 3), (64, 9)])
+def test_sign_flips_summed_from_byte_tables_equal_unpacked_flips_times_d(n, m):
+    """The Monte Carlo null sums each random byte's flips from a table: the sums of unpacking the bits."""
+    d = np.random.default_rng(n).normal(0.1, 1.0, (n, m))
+    null, exact = es._sign_flip_null(d, 1_000, np.random.default_rng(3))
+    rng = np.random.default_rng(3)
+    step = max(1, min(1_000, es._BATCH_ELEMENTS // n))
+    expected = []
+    for start in range(0, 1_000, step):
+        random_bytes = rng.integers(0, 256, (min(step, 1_000 - start), (n + 7) // 8), dtype=np.uint8)
+        flips = np.unpackbits(random_bytes, axis=1, count=n).astype(np.float64)
+        expected.append(d.sum(axis=0) - 2.0 * (flips @ d))
+    assert not exact and null.shape == (1_000, m)
+    np.testing.assert_allclose(null, np.concatenate(expected), rtol=0, atol=1e-11 * np.abs(d).sum())
+
+
 def test_grouped_sign_flip_matches_the_exact_binomial_null():
     # 20 differences of size 1 and 20 of size 2 (the grouped path): T = (2 B1 - 20) + 2 (2 B2 - 20),
     # B1, B2 ~ Bin(20, 1/2) independent.
