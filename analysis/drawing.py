@@ -13,7 +13,7 @@ from __future__ import annotations
 import gc
 import multiprocessing
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -27,8 +27,14 @@ def draw_here(name: str, report: Report) -> bytes:
     return getattr(figures, name)(report)
 
 
-def _serve(conn: Connection) -> None:
-    """The child: load matplotlib, warm it up, then draw each (name, report) received until None."""
+def _serve(conn: Connection, parents_end: Connection) -> None:
+    """The child: load matplotlib, warm it up, then draw each (name, report) received until None.
+
+    A parent that dies without sending None (killed) closes the pipe: recv then raises EOFError and the
+    child ends with it, as it must once nobody waits for a figure.
+    """
+    # Fork copied the parent's end too: while the child held it, the pipe could never close.
+    parents_end.close()
     # The parent pauses the collector while it holds the logs; drawing makes cyclic garbage.
     gc.enable()
     try:
@@ -38,8 +44,7 @@ def _serve(conn: Connection) -> None:
         loaded = None
     except Exception:
         loaded = traceback.format_exc()
-    while (request := conn.recv()) is not None:
-        name, report = request
+    for name, report in _requests(conn):
         if loaded is not None:
             conn.send((False, loaded))
             continue
@@ -47,6 +52,18 @@ def _serve(conn: Connection) -> None:
             conn.send((True, getattr(figures, name)(report)))
         except Exception:
             conn.send((False, traceback.format_exc()))
+
+
+def _requests(conn: Connection) -> Iterator[tuple[str, Report]]:
+    """The (name, report) pairs the parent sends, until None or until its end of the pipe closes."""
+    while True:
+        try:
+            request = conn.recv()
+        except EOFError:
+            return
+        if request is None:
+            return
+        yield request
 
 
 class Drawing:
@@ -62,7 +79,7 @@ class Drawing:
         if aside and "fork" in multiprocessing.get_all_start_methods():
             ctx = multiprocessing.get_context("fork")
             self._conn, child = ctx.Pipe()
-            self._proc = ctx.Process(target=_serve, args=(child,), name="drawing", daemon=True)
+            self._proc = ctx.Process(target=_serve, args=(child, self._conn), name="drawing", daemon=True)
             self._proc.start()
             child.close()
 

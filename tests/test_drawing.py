@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import time
+from pathlib import Path
+
 import pytest
 
 from analysis.drawing import Drawing, draw_here
@@ -55,3 +60,34 @@ def test_without_fork_the_figure_is_drawn_here():
     with Drawing(aside=False) as drawing:
         assert drawing._proc is None
         assert drawing.submit("passk_figure", REPORT)() == draw_here("passk_figure", REPORT)
+
+
+def _running(pid: int) -> bool:
+    """True while pid is a live process (a zombie left for its reaper counts as ended)."""
+    stat = Path(f"/proc/{pid}/stat")
+    try:
+        return stat.read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads process states from /proc")
+def test_the_drawing_process_ends_when_its_parent_is_killed():
+    """A killed report (no close, no atexit) must not leave its drawing process waiting for ever."""
+    script = (
+        "import os, signal, sys\n"
+        "from analysis.drawing import Drawing\n"
+        "d = Drawing()\n"
+        "print(d._proc.pid, flush=True)\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.run(
+        [sys.executable, "-c", script], cwd=root, capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == -9, proc.stderr
+    child = int(proc.stdout.split()[0])
+    deadline = time.monotonic() + 30
+    while _running(child) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _running(child)
