@@ -3,9 +3,9 @@
 Importing matplotlib and drawing a report's first figure take about a second of one CPU: after the
 statistics, that is a third of a large delta report's time. A Drawing forks before the logs are read; the
 child imports analysis.figures and draws a warm-up figure (fonts loaded, text laid out once) while the
-parent reads and computes, then draws each figure it is sent. Where fork is not available (macOS and
-Windows start processes by spawn, which would import everything again) the figures are drawn here, the
-same bytes either way.
+parent reads and computes, then draws each figure it is sent. Where fork is not available (Windows; a
+spawned process would import everything again) the figures are drawn here, the same bytes either way.
+The child draws with the Agg canvas only, never a GUI backend, so forking is safe where it exists.
 """
 
 from __future__ import annotations
