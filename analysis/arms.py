@@ -37,7 +37,7 @@ from analysis.align import (
     dump_json,
     generated_by,
     item_order,
-    load_log,
+    load_logs,
     read_arm_list,
     read_settings,
     settings_dict,
@@ -126,8 +126,9 @@ def discover(logs_dir: str | Path, arms: list[str] | None = None) -> dict[str, t
                 "file's arms lists; run its stages (dvc repro) or remove it from arms"
             )
     paths = sorted(folder.glob("*.json")) if arms is None else [folder / f"{a}.json" for a in arms]
-    for path in paths:
-        log = load_log(path)
+    # The report reads scores, budgets, families and what the reader keeps of the samples (seeds, finish
+    # reasons, path verdicts): every sample is validated, then dropped, and the logs are read side by side.
+    for path, log in zip(paths, load_logs(paths, samples=False), strict=True):
         arm = log.arm or path.stem
         if arm in found:
             raise Refusal(f"{found[arm][0]} and {path}: both hold arm {arm!r}; keep one log per arm")
@@ -214,9 +215,10 @@ def path_table(arm: str, log: EvalLog) -> dict[str, Any] | None:
     """Share and accuracy of each path verdict over an arm's samples; None when no sample carries one."""
     verdicts, scores = [], []
     for it in log.items:
-        for s in it.samples or []:
-            verdicts.append(s.path if s.path is not None else "(not evaluated)")
-            scores.append(s.score)
+        # Samples' scores are the item's (the log's validator checks them), kept when samples are dropped.
+        paths = it.sample_paths() or (None,) * len(it.scores)
+        verdicts.extend(p if p is not None else "(not evaluated)" for p in paths)
+        scores.extend(it.scores)
     if not any(v != "(not evaluated)" for v in verdicts):
         return None
     v, sc = np.array(verdicts, dtype=object), np.array(scores, dtype=np.float64)
@@ -271,7 +273,7 @@ def tool_call_problem(arm: str, log: EvalLog, max_failed: float) -> str | None:
     """Why an arm's log cannot stand for its tool access (failed tool calls), or None when it can."""
     counts = log.tool_calls
     if counts is None:
-        if any(s.tool_calls is not None for it in log.items for s in it.samples or []):
+        if any(it.records_tool_calls() for it in log.items):
             return (
                 f"its log records tool calls but not how many failed (format_version {log.format_version}, "
                 "older than 3, or a log from elsewhere); regenerate and rescore it (dvc repro)"

@@ -29,7 +29,7 @@ from analysis.align import (
     check_matched,
     dump_json,
     item_order,
-    load_log,
+    load_logs,
     read_arm_list,
     read_section,
     read_settings,
@@ -162,7 +162,9 @@ def build(logs_dir: str, settings: Settings, params: str | Path | None) -> dict[
     if placebo in absent:
         placebo = None
     present = [*checkpoints, *([placebo] if placebo else [])]
-    logs = {a: (folder / f"{a}.json", load_log(folder / f"{a}.json", samples=False)) for a in present}
+    paths = [folder / f"{a}.json" for a in present]
+    # Side by side on the spare CPUs; every sample validated, then dropped.
+    logs = dict(zip(present, zip(paths, load_logs(paths, samples=False), strict=True), strict=True))
     ref = checkpoints[0]
     ref_path, ref_log = logs[ref]
     matched: dict[str, Any] = {}

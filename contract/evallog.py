@@ -94,8 +94,12 @@ class ItemResult(_Strict):
     # The per-sample seeds of a log read without its samples (contract.logreader), so that two logs can
     # still be checked for the same seeds; a log with samples reads them from the samples.
     _seeds: tuple[int | None, ...] | None = PrivateAttr(default=None)
-    # Likewise each sample's finish reason, so that the reports can count the samples that hit the budget.
+    # Likewise each sample's finish reason, so that the reports can count the samples that hit the budget,
+    # its path verdict (None where no sample has one) and whether any sample records its tool calls, for
+    # the arm comparison's path table and tool-call check.
     _finish: tuple[str | None, ...] | None = PrivateAttr(default=None)
+    _paths: tuple[str | None, ...] | None = PrivateAttr(default=None)
+    _tool_calls: bool = PrivateAttr(default=False)
 
     def sample_seeds(self) -> tuple[int | None, ...] | None:
         """The seed of each sample, from the samples or kept when they were dropped; None if unknown."""
@@ -109,6 +113,19 @@ class ItemResult(_Strict):
         if self.samples is not None:
             return tuple(s.finish_reason for s in self.samples)
         return self._finish
+
+    def sample_paths(self) -> tuple[str | None, ...] | None:
+        """Each sample's path verdict (tool arms), kept when samples are dropped; None if none has one."""
+        if self.samples is None:
+            return self._paths
+        paths = tuple(s.path for s in self.samples)
+        return None if paths.count(None) == len(paths) else paths
+
+    def records_tool_calls(self) -> bool:
+        """True when a sample records its tool calls (kept when the samples were dropped)."""
+        if self.samples is None:
+            return self._tool_calls
+        return any(s.tool_calls is not None for s in self.samples)
 
     @field_validator("scores")
     @classmethod

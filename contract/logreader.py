@@ -187,12 +187,11 @@ def _present(struct: Any, names: Any) -> dict[str, Any]:
     return {n: v for n in names if (v := getattr(struct, n)) is not msgspec.UNSET}
 
 
-# What the sample-agreement validator compares, and what the analyses keep of each sample.
-_SAMPLE_FIELDS = ("index", "score", "gen_tokens", "seed", "finish_reason")
-
-
 def _agreeing(results: list[ItemResult], sample_lists: list[list[Any]]) -> np.ndarray:
-    """Per item, True where ItemResult._samples_agree surely accepts its samples; keeps seeds and reasons.
+    """Per item, True where ItemResult._samples_agree surely accepts its samples; keeps what it drops.
+
+    What is kept of the samples: seeds, finish reasons, path verdicts and whether tool calls are recorded
+    (ItemResult's private fields, read through its methods).
 
     The validator loops sample by sample in Python; this compares every sample of the log at once in
     numpy. It is never True where the validator would refuse: where an item's lists differ in length
@@ -202,9 +201,17 @@ def _agreeing(results: list[ItemResult], sample_lists: list[list[Any]]) -> np.nd
     lens = [len(x) for x in sample_lists]
     flat = list(chain.from_iterable(sample_lists))
     seeds, finish = tuple(map(attrgetter("seed"), flat)), tuple(map(attrgetter("finish_reason"), flat))
+    paths = tuple(map(attrgetter("path"), flat))
+    with_paths = paths.count(None) < len(paths)
+    with_calls = tuple(map(attrgetter("tool_calls"), flat)).count(None) < len(flat)
     end = 0
     for result, n in zip(results, lens, strict=True):
         result._seeds, result._finish = seeds[end : end + n], finish[end : end + n]
+        if with_paths:
+            mine = paths[end : end + n]
+            result._paths = None if mine.count(None) == n else mine
+        if with_calls:
+            result._tool_calls = any(s.tool_calls is not None for s in flat[end : end + n])
         end += n
     if not all(
         n > 0 and len(r.scores) == n and (r.gen_tokens is None or len(r.gen_tokens) == n)
@@ -290,6 +297,8 @@ def _without_samples(log: EvalLog) -> EvalLog:
     for it in log.items:
         it._seeds = it.sample_seeds()
         it._finish = it.sample_finish_reasons()
+        it._paths = it.sample_paths()
+        it._tool_calls = it.records_tool_calls()
         it.samples = None
     return log
 

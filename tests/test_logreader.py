@@ -80,14 +80,19 @@ PATHS = every_path(BASE)[1:]
 
 
 def outcome(read, path: Path) -> tuple[str, Any]:
-    """('ok', the log's fields without samples) or ('refused', the message)."""
+    """('ok', the log's fields without samples and what the analyses read of them) or ('refused', why)."""
     try:
         log = read(path)
     except EvalLogError as e:
         return "refused", str(e)
+    # From the samples (load) or from what the fast reader kept of them (read_log): the same either way.
+    kept = [
+        (it.sample_seeds(), it.sample_finish_reasons(), it.sample_paths(), it.records_tool_calls())
+        for it in log.items
+    ]
     for it in log.items:
         it.samples = None
-    return "ok", log.model_dump()
+    return "ok", (log.model_dump(), kept)
 
 
 def reachable(parent: Any, key: Any) -> bool:
