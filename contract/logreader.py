@@ -187,19 +187,13 @@ def _present(struct: Any, names: Any) -> dict[str, Any]:
     return {n: v for n in names if (v := getattr(struct, n)) is not msgspec.UNSET}
 
 
-def _agreeing(results: list[ItemResult], sample_lists: list[list[Any]]) -> np.ndarray:
-    """Per item, True where ItemResult._samples_agree surely accepts its samples; keeps what it drops.
+def _keep_dropped(results: list[ItemResult], flat: list[Any], lens: list[int]) -> None:
+    """Keep on each item what the analyses read of its samples before they are dropped.
 
-    What is kept of the samples: seeds, finish reasons, path verdicts and whether tool calls are recorded
-    (ItemResult's private fields, read through its methods).
-
-    The validator loops sample by sample in Python; this compares every sample of the log at once in
-    numpy. It is never True where the validator would refuse: where an item's lists differ in length
-    from its samples, or a number does not fit 64 bits, it answers False for every item, and a False
-    leaves the verdict, and the wording of a refusal, to the validator itself.
+    Seeds, finish reasons, path verdicts and whether tool calls are recorded (ItemResult's private
+    fields, read through its methods), taken from the whole log's samples at once: flat holds them in
+    item order, lens how many each item has.
     """
-    lens = [len(x) for x in sample_lists]
-    flat = list(chain.from_iterable(sample_lists))
     seeds, finish = tuple(map(attrgetter("seed"), flat)), tuple(map(attrgetter("finish_reason"), flat))
     paths = tuple(map(attrgetter("path"), flat))
     with_paths = paths.count(None) < len(paths)
@@ -213,6 +207,16 @@ def _agreeing(results: list[ItemResult], sample_lists: list[list[Any]]) -> np.nd
         if with_calls:
             result._tool_calls = any(s.tool_calls is not None for s in flat[end : end + n])
         end += n
+
+
+def _agreeing(results: list[ItemResult], flat: list[Any], lens: list[int]) -> np.ndarray:
+    """Per item, True where ItemResult._samples_agree surely accepts its samples (flat, lens as above).
+
+    The validator loops sample by sample in Python; this compares every sample of the log at once in
+    numpy. It is never True where the validator would refuse: where an item's lists differ in length
+    from its samples, or a number does not fit 64 bits, it answers False for every item, and a False
+    leaves the verdict, and the wording of a refusal, to the validator itself.
+    """
     if not all(
         n > 0 and len(r.scores) == n and (r.gen_tokens is None or len(r.gen_tokens) == n)
         for r, n in zip(results, lens, strict=True)
@@ -260,7 +264,10 @@ def _read(data: bytes) -> EvalLog:
         header["items"] = _ITEMS.validate_python([_present(it, names) for it in raw.items])
         samples = [None if it.samples is msgspec.UNSET else it.samples for it in raw.items]
         held = [(r, x) for r, x in zip(header["items"], samples, strict=True) if x is not None]
-        agree = iter(_agreeing([r for r, _ in held], [x for _, x in held]) if held else [])
+        results, lens = [r for r, _ in held], [len(x) for _, x in held]
+        flat = list(chain.from_iterable(x for _, x in held))
+        _keep_dropped(results, flat, lens)
+        agree = iter(_agreeing(results, flat, lens) if held else [])
         # The one validator replayed by a faster equivalent where it surely accepts; any other as it is.
         others = [check for check in item_validators if check is not _SAMPLES_AGREE]
         for result, x in zip(header["items"], samples, strict=True):
@@ -309,7 +316,7 @@ def read_logs(paths: Sequence[str | Path]) -> list[EvalLog]:
     Decoding and validating a 60 MB log is about half a second of one CPU; the logs of one report are
     independent, so a second core halves the wait. A log without samples pickles back in a tenth of its
     reading time. Errors come back as read_log raises them. Falls back to reading in turn where fork is
-    not available (macOS's default start method is spawn, which would import everything again).
+    not available (Windows; a spawned process would import everything again).
     """
     paths = list(paths)
     workers = min(len(paths) - 1, (os.cpu_count() or 1) - 1)
