@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +45,7 @@ from analysis.align import (
     write_outputs,
 )
 from analysis.delta import family_groups, mean_contrast, too_few_items
-from analysis.drawing import Drawing
+from analysis.drawing import Drawing, draw_here
 from contract.evallog import EvalLog, collector_paused
 
 CANONICAL_ARMS = ["base", "trained", "+rag", "+tools", "trained+rag", "trained+tools", "trained+rag+tools"]
@@ -454,12 +455,12 @@ def build_found(
     }
 
 
-def outputs(report: dict[str, Any], drawing: Drawing | None = None) -> dict[str, bytes]:
+def outputs(report: dict[str, Any], figure: Callable[[], bytes] | None = None) -> dict[str, bytes]:
     """The files of an arm comparison: arm_comparison_report.json, its markdown and its forest plot.
 
-    drawing: the process that draws the forest plot while the markdown is written, else drawn here.
+    figure: the forest plot already under way (Drawing.submit), else it is drawn here.
     """
-    figure = (drawing or Drawing(aside=False)).submit("forest_figure", report)
+    figure = figure or (lambda: draw_here("forest_figure", report))
     return {
         "arm_comparison_report.json": dump_json(report),
         "arm_comparison_report.md": render.arms_markdown(report).encode(),
@@ -495,7 +496,7 @@ def main(argv: list[str] | None = None) -> int:
         except Refusal as e:
             print(f"refused: {e}", file=sys.stderr)
             return EXIT_REFUSED
-        write_outputs(Path(args.out), outputs(report, drawing))
+        write_outputs(Path(args.out), outputs(report, drawing.submit("forest_figure", report)))
     for c in [*report["contrasts"], *report["marginal"]]:
         lo, hi = c["ci95"]
         print(f"{c['arm']} vs {c['reference']}: {c['naive_delta']:+.4f} [{lo:+.4f}, {hi:+.4f}] {c['claim']}")
