@@ -383,6 +383,8 @@ def _sign_flip_null(d: np.ndarray, n_perm: int, rng: np.random.Generator) -> tup
 
 
 _TABLE_COLUMNS = 8  # columns up to which sign flips are summed from byte tables (n/8 x 256 x m floats)
+# (256, 8): bit t of each byte value, least significant first; the subsets of 8 things a byte names.
+_BYTE_BITS = ((np.arange(256)[:, None] >> np.arange(8)) & 1).astype(np.float64)
 
 
 def _byte_tables(d: np.ndarray) -> np.ndarray:
@@ -394,8 +396,7 @@ def _byte_tables(d: np.ndarray) -> np.ndarray:
     n, m = d.shape
     padded = np.zeros((-(-n // 8) * 8, m))
     padded[:n] = d
-    bits = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1).astype(np.float64)  # (256, 8)
-    return np.einsum("vt,jtm->jvm", bits, padded.reshape(-1, 8, m))
+    return np.einsum("vt,jtm->jvm", _BYTE_BITS[:, ::-1], padded.reshape(-1, 8, m))
 
 
 def sign_flip_test(d: np.ndarray, n_perm: int, rng: np.random.Generator) -> SignFlip:
@@ -843,11 +844,10 @@ def half_deltas(scores: np.ndarray, n_splits: int, rng: np.random.Generator) -> 
             # sum(B) read byte by byte of the mask from each item's sums over the 256 subsets of 8 samples
             # (one product per byte, one lookup per split and item, not k passes over them all).
             sum_b = np.zeros((n_splits, n))
-            subsets = ((np.arange(256)[:, None] >> np.arange(8)) & 1).astype(np.float64)
             items = np.arange(n)
             for first in range(0, k, 8):
                 part = scores[:, first : first + 8]
-                sums = part @ subsets[:, : part.shape[1]].T  # (n, 256)
+                sums = part @ _BYTE_BITS[:, : part.shape[1]].T  # (n, 256)
                 sum_b += sums[items, (mask >> first) & 255]
         return ((2.0 * sum_b - scores.sum(axis=1)) / h).T
     rows = np.arange(n)[:, None]
