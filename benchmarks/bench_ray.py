@@ -34,8 +34,8 @@ def main() -> None:
 
     import ray
 
+    from demo.worlds import DEMO_BASE, DEMO_SUITE, make_world
     from pipeline.ray_run import run_sharded
-    from tests.conftest import DEMO_BASE, DEMO_SUITE, make_world
 
     items = [json.loads(line) for line in Path(DEMO_SUITE).read_text().splitlines()][: args.items]
     work = Path(tempfile.mkdtemp(prefix="bench-ray-"))

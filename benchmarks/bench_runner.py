@@ -36,7 +36,8 @@ def _model_and_items(model: str | None, n: int) -> tuple[Path, list[dict]]:
     """The checkpoint to measure and n suite items it was trained on."""
     import json
 
-    from tests.conftest import DEMO_BASE, DEMO_SUITE, TINY_RECIPE, arithmetic_items, build_tiny_checkpoint
+    from demo.tiny_models import TINY_RECIPE, arithmetic_items, build_tiny_checkpoint
+    from demo.worlds import DEMO_BASE, DEMO_SUITE
 
     if model is None and (DEMO_BASE / "model.safetensors").is_file():
         model = str(DEMO_BASE)
@@ -80,11 +81,11 @@ def main(argv: list[str] | None = None) -> int:
     from vllm import SamplingParams
 
     from contract.generations import load_generations
+    from demo.worlds import make_world
     from pipeline.config import engine_config, load_arm, load_params
     from pipeline.engines import make_engine
     from pipeline.generate import run
     from pipeline.plan import plan_run
-    from tests.conftest import make_world
 
     model, items = _model_and_items(args.model, args.items)
     cfg = engine_config("vllm")

