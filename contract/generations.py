@@ -1,9 +1,9 @@
 """The generations file: what one arm's generate stage produced, before any scoring.
 
     generations/<arm>.json
-        {"format_version": 1, "arm": {...}, "model": "...", "chat": false, "tools": [...],
+        {"format_version": 2, "arm": {...}, "model": "...", "chat": false, "tools": [...],
          "protocol": {...}, "pins": {...}, "engine": {...}, "retrieval": {...} | absent,
-         "inputs_sha256": "...",
+         "inputs_sha256": "...", "content_sha256": "...",
          "tool_calls": {"answered": ..., "failed": ..., "restarts": ...} | absent,
          "items": [{"item_id": "...", "prompt": "...", "prompt_sha256": "...", "retrieved": [...] | absent,
                     "samples": [{"index": 0, "seed": ..., "text": "...", "finish_reason": "stop",
@@ -19,6 +19,15 @@ byte for byte; `started_at` and `finished_at` are for generations made elsewhere
 A tool arm's file counts its tool calls (`tool_calls`): a call the tool server could not answer (it died
 or hung twice, once after a restart) is marked `failed: true` in its record and counted as failed, so an
 arm whose tools broke down says so instead of passing for an arm whose model used them badly.
+
+`content_sha256` seals the file as its writer made it, as `check` seals each shard line: a sha256 over the
+run's fingerprint (`inputs_sha256`) and the canonical JSON of everything else in the file (samples, prompts,
+passages, counts, engine). `dump_generations` writes it and `load_generations` checks it, so a hand edit that
+still validates (a sample's text changed, samples copied from another arm's file) is refused: the runner
+finds the file stale and regenerates it (`run_arms --status` says so) and the score stage refuses it in one
+line, never scores it. It guards against edits, not against a writer who recomputes it on purpose: a file
+made elsewhere is sealed by writing it with `dump_generations`. A format 1 file (written before the seal)
+is treated the same way: stale for the runner, refused by scoring.
 """
 
 from __future__ import annotations
@@ -36,7 +45,7 @@ from contract.engine import EngineInfo
 from contract.protocol import Protocol
 from contract.validation import describe_error
 
-GENERATIONS_FORMAT = 1
+GENERATIONS_FORMAT = 2
 
 
 class _Strict(BaseModel):
@@ -150,7 +159,7 @@ class GenItem(_Strict):
 class Generations(_Strict):
     """Everything one arm's generation produced, with the settings and pins it ran under."""
 
-    format_version: Literal[1] = GENERATIONS_FORMAT
+    format_version: Literal[1, 2] = GENERATIONS_FORMAT
     arm: ArmSpec
     model: str
     chat: bool
@@ -162,6 +171,8 @@ class Generations(_Strict):
     # sha256 of everything the generation read (the arm's pin file, the arm, the protocol, the engine
     # settings): a later run with the same inputs finds the file up to date and starts no engine.
     inputs_sha256: str | None = None
+    # The seal of the file (content_sha256 below): absent in memory, written by dump_generations.
+    content_sha256: str | None = None
     started_at: str | None = None
     finished_at: str | None = None
     tool_calls: ToolCallCounts | None = None
@@ -198,15 +209,43 @@ class GenerationsError(ValueError):
     """A generations file that cannot be read or does not validate; the message names file and field."""
 
 
+class StaleGenerations(GenerationsError):
+    """A generations file that validates but is not what its run wrote (edited, or older than the seal)."""
+
+
+def content_sha256(gens: Generations) -> str:
+    """The seal of a generations file: sha256 over its run's fingerprint and the rest of its content."""
+    body = gens.model_dump(mode="json", exclude_none=True, exclude={"content_sha256"})
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"))
+    return text_sha256(f"{gens.inputs_sha256 or ''}\n{canonical}")
+
+
+def check_seal(gens: Generations, where: str | Path) -> None:
+    """Refuse generations whose content is not what their writer sealed (StaleGenerations naming where)."""
+    if gens.format_version < GENERATIONS_FORMAT or gens.content_sha256 is None:
+        raise StaleGenerations(
+            f"{where}: format_version: {gens.format_version} without content_sha256, written before "
+            "generations were sealed; regenerate the arm (dvc repro, or python -m pipeline.run_arm arm=...)"
+        )
+    if gens.content_sha256 != content_sha256(gens):
+        raise StaleGenerations(
+            f"{where}: content_sha256: does not match the file's content (edited after it was written: a "
+            "sample's text, a count, samples of another run); regenerate the arm (python -m "
+            "pipeline.run_arm arm=... force=true) instead of editing it"
+        )
+
+
 def load_generations(path: str | Path) -> Generations:
-    """Read and validate a generations file; raise GenerationsError naming the file and the field."""
+    """Read, validate and check the seal of a generations file; GenerationsError naming the file and field."""
     p = Path(path)
     try:
         data = p.read_bytes()
     except FileNotFoundError:
         raise GenerationsError(f"{p}: generations file not found") from None
+    except IsADirectoryError:
+        raise GenerationsError(f"{p}: is a folder; give a generations file (<arm>.json)") from None
     try:
-        return Generations.model_validate_json(data)
+        gens = Generations.model_validate_json(data)
     except ValidationError as e:
         try:
             raw = json.loads(data)
@@ -214,8 +253,12 @@ def load_generations(path: str | Path) -> Generations:
             raise GenerationsError(f"{p}: not JSON (line {je.lineno}, column {je.colno}): {je.msg}") from None
         more = f" (and {e.error_count() - 1} more)" if e.error_count() > 1 else ""
         raise GenerationsError(f"{p}: {describe_error(e.errors()[0], raw)}{more}") from None
+    check_seal(gens, p)
+    return gens
 
 
 def dump_generations(gens: Generations) -> str:
-    """The canonical JSON text of a generations file."""
-    return gens.model_dump_json(indent=1, exclude_none=True) + "\n"
+    """The canonical JSON text of a generations file, sealed (format 2 with its content_sha256)."""
+    current = gens.model_copy(update={"format_version": GENERATIONS_FORMAT, "content_sha256": None})
+    sealed = current.model_copy(update={"content_sha256": content_sha256(current)})
+    return sealed.model_dump_json(indent=1, exclude_none=True) + "\n"

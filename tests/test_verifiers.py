@@ -27,7 +27,7 @@ from scoring.verifiers import (
     score,
     scored_text,
 )
-from tests.conftest import ROOT
+from tests.conftest import ROOT, write_generations
 
 
 def _num(answer: float, rel: float = 0.0, abs_: float = 0.0) -> SuiteItem:
@@ -396,7 +396,7 @@ def _chat_world(
             }
         )
     path = tmp_path / "gens.json"
-    path.write_text(json.dumps(gens))
+    write_generations(path, gens)
     return suite_path, path
 
 
