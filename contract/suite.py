@@ -33,6 +33,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from contract.digest import text_sha256
+from contract.jsonl import JsonlError, read_jsonl
 
 
 class SuiteError(ValueError):
@@ -114,28 +115,22 @@ def questions_sha256(items: Sequence[SuiteItem]) -> str:
 def load_suite(path: str | Path) -> list[SuiteItem]:
     """Read and validate a suite file; raise SuiteError naming file, line and field on the first problem."""
     p = Path(path)
-    try:
-        lines = p.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        raise SuiteError(
-            f"{p}: suite file not found; point suite.path of the params file (or --suite) at it"
-        ) from None
+    if not p.exists() and not p.is_symlink():
+        raise SuiteError(f"{p}: suite file not found; point suite.path of the params file (or --suite) at it")
     items: list[SuiteItem] = []
     seen: dict[str, int] = {}
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            raw = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise SuiteError(f"{p}:{n}: not JSON ({e.msg} at column {e.colno})") from None
+    try:
+        records = read_jsonl(p)
+    except JsonlError as e:
+        raise SuiteError(str(e)) from None
+    for n, raw in records:
         try:
             item = SuiteItem.model_validate(raw)
         except ValidationError as e:
             err = e.errors()[0]
             field = ".".join(str(x) for x in err["loc"]) or "item"
             raise SuiteError(f"{p}:{n}: {field}: {str(err['msg']).removeprefix('Value error, ')}") from None
-        if item.verifier.type == "numeric" and not _is_finite_number(item.answer):
+        if item.verifier.type == "numeric" and not is_finite_number(item.answer):
             raise SuiteError(
                 f"{p}:{n}: item {item.item_id!r}: answer: a numeric verifier needs a finite number, got "
                 f"{item.answer!r}"
@@ -154,7 +149,8 @@ def load_suite(path: str | Path) -> list[SuiteItem]:
     return items
 
 
-def _is_finite_number(v: object) -> bool:
+def is_finite_number(v: object) -> bool:
+    """Whether v is a finite number or a string that float() reads as one (never a bool)."""
     # float() reads "NaN" and "inf", and no answer can ever be within a tolerance of them.
     if isinstance(v, bool):
         return False
