@@ -174,6 +174,8 @@ class ScorerInfo(_Strict):
     version: str
     settings: dict[str, Any] = Field(default_factory=dict)
     verifiers: list[VerifierInfo] | None = None
+    # Answers whose verifier ran out of its time limit (scored 0, each sample's no_answer_reason says so).
+    timeouts: int | None = Field(default=None, ge=0)
 
 
 class EvalLog(_Strict):

@@ -12,7 +12,9 @@
 
 Verifier types: `numeric` (tolerances), `exact` (casefolded string), `math` (math-verify: LaTeX, fractions,
 intervals, sets), `choice` (a letter A-E) and `python` (a user's `module:function`, called with the
-extracted answer and the item's answer, returning True or False). scoring/verifiers.py judges them.
+extracted answer and the item's answer, returning True or False). scoring/verifiers.py judges them. `math`
+and `python` take `timeout_s`, the seconds one answer may take (default: the scorer's, 30 s); an answer
+that takes longer scores 0 with the reason in the log.
 
 `tool` (optional) names the tool a tool arm is expected to call for the item; the path evaluation then
 counts a sample as clean only when that tool's result reaches the answer. `metadata` (optional) holds
@@ -61,6 +63,8 @@ class MathVerifier(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     type: Literal["math"]
+    # Seconds math-verify may spend on one answer (None: the scorer's, conf/score.yaml verifier_timeout_s).
+    timeout_s: float | None = Field(default=None, gt=0)
 
 
 class ChoiceVerifier(BaseModel):
@@ -76,6 +80,8 @@ class PythonVerifier(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     type: Literal["python"]
     function: str = Field(pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
+    # Seconds the function may spend on one answer (None: the scorer's, conf/score.yaml verifier_timeout_s).
+    timeout_s: float | None = Field(default=None, gt=0)
 
 
 Verifier = Annotated[

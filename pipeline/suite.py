@@ -37,6 +37,7 @@ from contract.files import PathCheckError, input_file, output_file
 from contract.jsonl import JsonlError, jsonl_lines, parse_jsonl_line, read_jsonl_text
 from contract.suite import SuiteError, SuiteItem, Verifier, is_finite_number, load_suite
 from scoring import verifiers
+from scoring.timelimit import AnswerTimeout
 from scoring.verifiers import boxed_contents, reference_answer
 
 TARGETS = ("item_id", "family", "question", "answer", "tool")
@@ -219,6 +220,10 @@ def check_reference(where: str, item: SuiteItem) -> None:
         same = verifiers.check(item, str(item.answer))
     except verifiers.VerifierError as e:
         raise FreezeError(f"{where}: {str(e).removeprefix(f'item {item.item_id!r}: ')}") from None
+    except AnswerTimeout as e:
+        raise FreezeError(
+            f"{where}: answer: math-verify {e} reading {str(item.answer)[:60]!r}; simplify the reference"
+        ) from None
     if not same:
         raise FreezeError(
             f"{where}: answer: the {item.verifier.type} verifier does not find {item.answer!r} equal to "

@@ -400,9 +400,9 @@ def _chat_world(
     return suite_path, path
 
 
-def _score_cli(gens: Path, suite: Path, out: Path) -> subprocess.CompletedProcess[str]:
+def _score_cli(gens: Path, suite: Path, out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     """python -m pipeline.score in its explicit-files form, run in the folder of the files."""
-    args = ["--generations", str(gens), "--suite", str(suite), "--out", str(out)]
+    args = ["--generations", str(gens), "--suite", str(suite), "--out", str(out), *extra]
     return subprocess.run(
         [sys.executable, "-m", "pipeline.score", *args, "--params", str(out.parent / "none.yaml")],
         cwd=out.parent,
