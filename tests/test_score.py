@@ -245,3 +245,36 @@ def test_the_help_shows_both_forms(tmp_path: Path) -> None:
     res = cli("--help", cwd=tmp_path)
     assert res.returncode == 0
     assert "arm=<arm>" in res.stdout and "--generations G --suite S --out L" in res.stdout
+
+
+@pytest.mark.parametrize(
+    ("case", "message"),
+    [
+        ("suite folder", r"--suite .*: is a folder; give a file"),
+        ("generations folder", r"--generations .*: is a folder; give a file"),
+        ("out folder", r"--out .*: is a folder; give a file name"),
+        ("out under /proc", r"--out /proc/self/log.json: under /proc, not a place for output"),
+        ("suite loop", r"--suite .*loop.jsonl: a symbolic link loop"),
+        ("generations dangling", r"--generations .*: a dangling symbolic link"),
+    ],
+)
+def test_a_path_score_cannot_use_is_refused_in_one_line(tmp_path: Path, case: str, message: str) -> None:
+    suite, gens, _ = write_world(tmp_path)
+    out = tmp_path / "log.json"
+    if case == "suite folder":
+        suite = tmp_path
+    elif case == "generations folder":
+        gens = gens.parent
+    elif case == "out folder":
+        out = tmp_path
+    elif case == "out under /proc":
+        out = Path("/proc/self/log.json")
+    elif case == "suite loop":
+        suite = tmp_path / "loop.jsonl"
+        suite.symlink_to(suite)
+    else:
+        gens = tmp_path / "gone.json"
+        gens.symlink_to(tmp_path / "nowhere.json")
+    res = cli("--generations", str(gens), "--suite", str(suite), "--out", str(out), cwd=tmp_path)
+    assert res.returncode == 2 and res.stderr.count("\n") == 1 and "Traceback" not in res.stderr, res.stderr
+    assert res.stderr.startswith("score: ") and re.search(message, res.stderr), res.stderr
