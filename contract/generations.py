@@ -42,6 +42,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from contract.arm import ArmSpec
 from contract.digest import text_sha256
 from contract.engine import EngineInfo
+from contract.names import Name
 from contract.protocol import Protocol
 from contract.validation import describe_error
 
@@ -161,7 +162,7 @@ class Generations(_Strict):
 
     format_version: Literal[1, 2] = GENERATIONS_FORMAT
     arm: ArmSpec
-    model: str
+    model: Name
     chat: bool
     tools: list[str] = Field(default_factory=list)
     protocol: Protocol

@@ -36,6 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from contract.digest import text_sha256
 from contract.jsonl import JsonlError, read_jsonl
+from contract.names import Name
 
 
 class SuiteError(ValueError):
@@ -96,7 +97,7 @@ class SuiteItem(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     item_id: str = Field(min_length=1)
-    family: str = Field(min_length=1)
+    family: Name
     question: str = Field(min_length=1)
     answer: str | float | int
     verifier: Verifier
