@@ -1,9 +1,10 @@
 """The generations file: what one arm's generate stage produced, before any scoring.
 
     generations/<arm>.json
-        {"format_version": 2, "arm": {...}, "model": "...", "chat": false, "tools": [...],
+        {"format_version": 2, "content_sha256": "...",
+         "arm": {...}, "model": "...", "chat": false, "tools": [...],
          "protocol": {...}, "pins": {...}, "engine": {...}, "retrieval": {...} | absent,
-         "inputs_sha256": "...", "content_sha256": "...",
+         "inputs_sha256": "...",
          "tool_calls": {"answered": ..., "failed": ..., "restarts": ...} | absent,
          "items": [{"item_id": "...", "prompt": "...", "prompt_sha256": "...", "retrieved": [...] | absent,
                     "samples": [{"index": 0, "seed": ..., "text": "...", "finish_reason": "stop",
@@ -20,10 +21,11 @@ A tool arm's file counts its tool calls (`tool_calls`): a call the tool server c
 or hung twice, once after a restart) is marked `failed: true` in its record and counted as failed, so an
 arm whose tools broke down says so instead of passing for an arm whose model used them badly.
 
-`content_sha256` seals the file as its writer made it, as `check` seals each shard line: a sha256 over the
-run's fingerprint (`inputs_sha256`) and the canonical JSON of everything else in the file (samples, prompts,
-passages, counts, engine). `dump_generations` writes it and `load_generations` checks it, so a hand edit that
-still validates (a sample's text changed, samples copied from another arm's file) is refused: the runner
+`content_sha256` seals the file as its writer made it, as `check` seals each shard line: the sha256 of the
+file's text without the seal's own line, so of the run's fingerprint (`inputs_sha256`) and everything the
+run produced (samples, prompts, passages, counts, engine). `dump_generations` writes it on the second line
+and `load_generations` checks it on the bytes read (about 1 ms for a demo arm), so a hand edit that still
+validates (a sample's text changed, samples copied from another arm's file) is refused: the runner
 finds the file stale and regenerates it (`run_arms --status` says so) and the score stage refuses it in one
 line, never scores it. It guards against edits, not against a writer who recomputes it on purpose: a file
 made elsewhere is sealed by writing it with `dump_generations`. A format 1 file (written before the seal)
@@ -32,6 +34,7 @@ is treated the same way: stale for the runner, refused by scoring.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterable
 from pathlib import Path
@@ -172,7 +175,7 @@ class Generations(_Strict):
     # sha256 of everything the generation read (the arm's pin file, the arm, the protocol, the engine
     # settings): a later run with the same inputs finds the file up to date and starts no engine.
     inputs_sha256: str | None = None
-    # The seal of the file (content_sha256 below): absent in memory, written by dump_generations.
+    # The file's seal (module docstring): absent in memory; dump_generations writes it as the second line.
     content_sha256: str | None = None
     started_at: str | None = None
     finished_at: str | None = None
@@ -214,21 +217,31 @@ class StaleGenerations(GenerationsError):
     """A generations file that validates but is not what its run wrote (edited, or older than the seal)."""
 
 
-def content_sha256(gens: Generations) -> str:
-    """The seal of a generations file: sha256 over its run's fingerprint and the rest of its content."""
-    body = gens.model_dump(mode="json", exclude_none=True, exclude={"content_sha256"})
-    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"))
-    return text_sha256(f"{gens.inputs_sha256 or ''}\n{canonical}")
+_SEALED_HEAD = f'{{\n "format_version": {GENERATIONS_FORMAT},\n'
 
 
-def check_seal(gens: Generations, where: str | Path) -> None:
-    """Refuse generations whose content is not what their writer sealed (StaleGenerations naming where)."""
+def _seal_line(seal: str) -> str:
+    return f' "content_sha256": "{seal}",\n'
+
+
+def content_sha256(body: str | bytes) -> str:
+    """The seal of a generations file: sha256 of its text as dump_generations writes it, without the seal
+    line (so it covers `inputs_sha256`, the run's fingerprint, and everything the run produced)."""
+    return hashlib.sha256(body.encode("utf-8") if isinstance(body, str) else body).hexdigest()
+
+
+def check_seal(gens: Generations, data: bytes, where: str | Path) -> None:
+    """Refuse generations whose text is not what their writer sealed (StaleGenerations naming where)."""
     if gens.format_version < GENERATIONS_FORMAT or gens.content_sha256 is None:
         raise StaleGenerations(
             f"{where}: format_version: {gens.format_version} without content_sha256, written before "
             "generations were sealed; regenerate the arm (dvc repro, or python -m pipeline.run_arm arm=...)"
         )
-    if gens.content_sha256 != content_sha256(gens):
+    # The seal is checked on the bytes (a sha256 of the file, about 1 ms), not on a re-serialised model
+    # (ten times that, per file, every time a file is scored or found up to date).
+    head, line = _SEALED_HEAD.encode(), _seal_line(gens.content_sha256).encode()
+    body = head + data[len(head) + len(line) :] if data.startswith(head + line) else None
+    if body is None or content_sha256(body) != gens.content_sha256:
         raise StaleGenerations(
             f"{where}: content_sha256: does not match the file's content (edited after it was written: a "
             "sample's text, a count, samples of another run); regenerate the arm (python -m "
@@ -254,12 +267,12 @@ def load_generations(path: str | Path) -> Generations:
             raise GenerationsError(f"{p}: not JSON (line {je.lineno}, column {je.colno}): {je.msg}") from None
         more = f" (and {e.error_count() - 1} more)" if e.error_count() > 1 else ""
         raise GenerationsError(f"{p}: {describe_error(e.errors()[0], raw)}{more}") from None
-    check_seal(gens, p)
+    check_seal(gens, data, p)
     return gens
 
 
 def dump_generations(gens: Generations) -> str:
-    """The canonical JSON text of a generations file, sealed (format 2 with its content_sha256)."""
-    current = gens.model_copy(update={"format_version": GENERATIONS_FORMAT, "content_sha256": None})
-    sealed = current.model_copy(update={"content_sha256": content_sha256(current)})
-    return sealed.model_dump_json(indent=1, exclude_none=True) + "\n"
+    """The JSON text of a generations file, sealed: format 2 with content_sha256 on its second line."""
+    unsealed = gens.model_copy(update={"format_version": GENERATIONS_FORMAT, "content_sha256": None})
+    body = unsealed.model_dump_json(indent=1, exclude_none=True) + "\n"
+    return _SEALED_HEAD + _seal_line(content_sha256(body)) + body.removeprefix(_SEALED_HEAD)
