@@ -51,6 +51,11 @@ def clip(text: str, limit: int = MAX_TEXT) -> str:
     )
 
 
+def clip_or_none(text: str | None) -> str | None:
+    """clip(text), None kept."""
+    return None if text is None else clip(text)
+
+
 class _Strings:
     """A table of distinct strings; the page refers to each by its index."""
 
@@ -98,7 +103,14 @@ def _sample(s: SampleRecord) -> list[Any]:
     own: 1 when the turns are the source's own transcript (it holds its prompt), 0 when they are the turns
     after the prompt read from the text (the page puts the item's prompt first).
     """
-    info = [s.score, s.answer, s.path, s.finish_reason, s.gen_tokens, s.no_answer_reason]
+    info = [
+        s.score,
+        clip_or_none(s.answer),
+        s.path,
+        s.finish_reason,
+        s.gen_tokens,
+        clip_or_none(s.no_answer_reason),
+    ]
     if s.transcript:
         return [*info, _source_turns(s.transcript), 1]
     turns: list[list[Any]] = []
@@ -143,10 +155,18 @@ def page_data(logs: dict[str, EvalLog], default_pair: tuple[str, str] | None = N
             {
                 "id": item_id,
                 "f": families.index(head.family or ""),
-                "q": next((by_id[a][item_id].question for a in arms if by_id[a][item_id].question), None),
-                "r": next(
-                    (by_id[a][item_id].reference_answer for a in arms if by_id[a][item_id].reference_answer),
-                    None,
+                "q": clip_or_none(
+                    next((by_id[a][item_id].question for a in arms if by_id[a][item_id].question), None)
+                ),
+                "r": clip_or_none(
+                    next(
+                        (
+                            by_id[a][item_id].reference_answer
+                            for a in arms
+                            if by_id[a][item_id].reference_answer
+                        ),
+                        None,
+                    )
                 ),
                 "v": flags,
                 "m": [round(float(means[a][i]), 4) for a in arms],

@@ -34,6 +34,8 @@ from typing import Any
 
 import numpy as np
 
+from contract.jsonl import JsonlError, read_jsonl
+
 
 def _import_bm25s_without_numba() -> ModuleType:
     """Import bm25s on its numpy backend, keeping numba (and llvmlite) out of the process.
@@ -131,13 +133,11 @@ def read_corpus(corpus_path: str | Path) -> list[dict[str, str]]:
         raise CorpusError(f"{path}: corpus file not found; pass --corpus PATH to a JSONL file")
     docs: list[dict[str, str]] = []
     seen: dict[str, int] = {}
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise CorpusError(f"{path}:{lineno}: not a JSON object ({e.msg}); one document per line") from e
+    try:
+        rows = read_jsonl(path)
+    except JsonlError as e:
+        raise CorpusError(f"{e} (one document per line)") from None
+    for lineno, row in rows:
         if not isinstance(row, dict):
             raise CorpusError(f"{path}:{lineno}: not a JSON object; expected {{'doc_id', 'title', 'text'}}")
         for field in REQUIRED_FIELDS:
@@ -208,7 +208,10 @@ class Index:
         docs_file = root / DOCS_FILE
         if not docs_file.is_file():
             raise IndexLoadError(f"{docs_file}: not found; the index directory is incomplete, rebuild it")
-        docs = [json.loads(line) for line in docs_file.read_text(encoding="utf-8").splitlines() if line]
+        try:
+            docs = [row for _, row in read_jsonl(docs_file)]
+        except JsonlError as e:
+            raise IndexLoadError(f"{e}; rebuild the index") from None
         retriever = bm25s.BM25.load(str(root))
         tokenizer = _new_tokenizer()
         tokenizer.load_vocab(str(root))

@@ -42,6 +42,7 @@ from contract.generations import (
     check_tool_counts,
     count_tool_calls,
 )
+from contract.names import Name
 from contract.protocol import Protocol
 from contract.validation import describe_error
 
@@ -83,7 +84,7 @@ class ItemResult(_Strict):
 
     item_id: str
     scores: list[float]
-    family: str | None = None
+    family: Name | None = None
     gen_tokens: list[int] | None = None
     # The suite's question and reference answer, for a reader (the item browser); no analysis reads them.
     question: str | None = None
@@ -174,13 +175,15 @@ class ScorerInfo(_Strict):
     version: str
     settings: dict[str, Any] = Field(default_factory=dict)
     verifiers: list[VerifierInfo] | None = None
+    # Answers whose verifier ran out of its time limit (scored 0, each sample's no_answer_reason says so).
+    timeouts: int | None = Field(default=None, ge=0)
 
 
 class EvalLog(_Strict):
     """A whole arm's evaluation: the minimal fields every log has, plus optional provenance."""
 
-    model_name: str
-    suite: str
+    model_name: Name
+    suite: Name
     suite_revision: str
     n_samples: int = Field(ge=1)
     temperature: float
@@ -191,7 +194,7 @@ class EvalLog(_Strict):
 
     # Absent in the minimal form (version 1); logs the scorer writes carry FORMAT_VERSION.
     format_version: int = Field(default=1, ge=1)
-    arm: str | None = None
+    arm: Name | None = None
     attribution: str | None = None
     top_p: float | None = None
     seed: int | None = None

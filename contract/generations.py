@@ -1,7 +1,8 @@
 """The generations file: what one arm's generate stage produced, before any scoring.
 
     generations/<arm>.json
-        {"format_version": 1, "arm": {...}, "model": "...", "chat": false, "tools": [...],
+        {"format_version": 2, "content_sha256": "...",
+         "arm": {...}, "model": "...", "chat": false, "tools": [...],
          "protocol": {...}, "pins": {...}, "engine": {...}, "retrieval": {...} | absent,
          "inputs_sha256": "...",
          "tool_calls": {"answered": ..., "failed": ..., "restarts": ...} | absent,
@@ -19,10 +20,21 @@ byte for byte; `started_at` and `finished_at` are for generations made elsewhere
 A tool arm's file counts its tool calls (`tool_calls`): a call the tool server could not answer (it died
 or hung twice, once after a restart) is marked `failed: true` in its record and counted as failed, so an
 arm whose tools broke down says so instead of passing for an arm whose model used them badly.
+
+`content_sha256` seals the file as its writer made it, as `check` seals each shard line: the sha256 of the
+file's text without the seal's own line, so of the run's fingerprint (`inputs_sha256`) and everything the
+run produced (samples, prompts, passages, counts, engine). `dump_generations` writes it on the second line
+and `load_generations` checks it on the bytes read (about 1 ms for a demo arm), so a hand edit that still
+validates (a sample's text changed, samples copied from another arm's file) is refused: the runner
+finds the file stale and regenerates it (`run_arms --status` says so) and the score stage refuses it in one
+line, never scores it. It guards against edits, not against a writer who recomputes it on purpose: a file
+made elsewhere is sealed by writing it with `dump_generations`. A format 1 file (written before the seal)
+is treated the same way: stale for the runner, refused by scoring.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterable
 from pathlib import Path
@@ -33,10 +45,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from contract.arm import ArmSpec
 from contract.digest import text_sha256
 from contract.engine import EngineInfo
+from contract.names import Name
 from contract.protocol import Protocol
 from contract.validation import describe_error
 
-GENERATIONS_FORMAT = 1
+GENERATIONS_FORMAT = 2
 
 
 class _Strict(BaseModel):
@@ -150,9 +163,9 @@ class GenItem(_Strict):
 class Generations(_Strict):
     """Everything one arm's generation produced, with the settings and pins it ran under."""
 
-    format_version: Literal[1] = GENERATIONS_FORMAT
+    format_version: Literal[1, 2] = GENERATIONS_FORMAT
     arm: ArmSpec
-    model: str
+    model: Name
     chat: bool
     tools: list[str] = Field(default_factory=list)
     protocol: Protocol
@@ -162,6 +175,8 @@ class Generations(_Strict):
     # sha256 of everything the generation read (the arm's pin file, the arm, the protocol, the engine
     # settings): a later run with the same inputs finds the file up to date and starts no engine.
     inputs_sha256: str | None = None
+    # The file's seal (module docstring): absent in memory; dump_generations writes it as the second line.
+    content_sha256: str | None = None
     started_at: str | None = None
     finished_at: str | None = None
     tool_calls: ToolCallCounts | None = None
@@ -198,15 +213,53 @@ class GenerationsError(ValueError):
     """A generations file that cannot be read or does not validate; the message names file and field."""
 
 
+class StaleGenerations(GenerationsError):
+    """A generations file that validates but is not what its run wrote (edited, or older than the seal)."""
+
+
+_SEALED_HEAD = f'{{\n "format_version": {GENERATIONS_FORMAT},\n'
+
+
+def _seal_line(seal: str) -> str:
+    return f' "content_sha256": "{seal}",\n'
+
+
+def content_sha256(body: str | bytes) -> str:
+    """The seal of a generations file: sha256 of its text as dump_generations writes it, without the seal
+    line (so it covers `inputs_sha256`, the run's fingerprint, and everything the run produced)."""
+    return hashlib.sha256(body.encode("utf-8") if isinstance(body, str) else body).hexdigest()
+
+
+def check_seal(gens: Generations, data: bytes, where: str | Path) -> None:
+    """Refuse generations whose text is not what their writer sealed (StaleGenerations naming where)."""
+    if gens.format_version < GENERATIONS_FORMAT or gens.content_sha256 is None:
+        raise StaleGenerations(
+            f"{where}: format_version: {gens.format_version} without content_sha256, written before "
+            "generations were sealed; regenerate the arm (dvc repro, or python -m pipeline.run_arm arm=...)"
+        )
+    # The seal is checked on the bytes (a sha256 of the file, about 1 ms), not on a re-serialised model
+    # (ten times that, per file, every time a file is scored or found up to date).
+    head, line = _SEALED_HEAD.encode(), _seal_line(gens.content_sha256).encode()
+    body = head + data[len(head) + len(line) :] if data.startswith(head + line) else None
+    if body is None or content_sha256(body) != gens.content_sha256:
+        raise StaleGenerations(
+            f"{where}: content_sha256: does not match the file's content (edited after it was written: a "
+            "sample's text, a count, samples of another run); regenerate the arm (python -m "
+            "pipeline.run_arm arm=... force=true) instead of editing it"
+        )
+
+
 def load_generations(path: str | Path) -> Generations:
-    """Read and validate a generations file; raise GenerationsError naming the file and the field."""
+    """Read, validate and check the seal of a generations file; GenerationsError naming the file and field."""
     p = Path(path)
     try:
         data = p.read_bytes()
     except FileNotFoundError:
         raise GenerationsError(f"{p}: generations file not found") from None
+    except IsADirectoryError:
+        raise GenerationsError(f"{p}: is a folder; give a generations file (<arm>.json)") from None
     try:
-        return Generations.model_validate_json(data)
+        gens = Generations.model_validate_json(data)
     except ValidationError as e:
         try:
             raw = json.loads(data)
@@ -214,8 +267,12 @@ def load_generations(path: str | Path) -> Generations:
             raise GenerationsError(f"{p}: not JSON (line {je.lineno}, column {je.colno}): {je.msg}") from None
         more = f" (and {e.error_count() - 1} more)" if e.error_count() > 1 else ""
         raise GenerationsError(f"{p}: {describe_error(e.errors()[0], raw)}{more}") from None
+    check_seal(gens, data, p)
+    return gens
 
 
 def dump_generations(gens: Generations) -> str:
-    """The canonical JSON text of a generations file."""
-    return gens.model_dump_json(indent=1, exclude_none=True) + "\n"
+    """The JSON text of a generations file, sealed: format 2 with content_sha256 on its second line."""
+    unsealed = gens.model_copy(update={"format_version": GENERATIONS_FORMAT, "content_sha256": None})
+    body = unsealed.model_dump_json(indent=1, exclude_none=True) + "\n"
+    return _SEALED_HEAD + _seal_line(content_sha256(body)) + body.removeprefix(_SEALED_HEAD)

@@ -12,7 +12,9 @@
 
 Verifier types: `numeric` (tolerances), `exact` (casefolded string), `math` (math-verify: LaTeX, fractions,
 intervals, sets), `choice` (a letter A-E) and `python` (a user's `module:function`, called with the
-extracted answer and the item's answer, returning True or False). scoring/verifiers.py judges them.
+extracted answer and the item's answer, returning True or False). scoring/verifiers.py judges them. `math`
+and `python` take `timeout_s`, the seconds one answer may take (default: the scorer's, 30 s); an answer
+that takes longer scores 0 with the reason in the log.
 
 `tool` (optional) names the tool a tool arm is expected to call for the item; the path evaluation then
 counts a sample as clean only when that tool's result reaches the answer. `metadata` (optional) holds
@@ -33,6 +35,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from contract.digest import text_sha256
+from contract.jsonl import JsonlError, read_jsonl
+from contract.names import Name
 
 
 class SuiteError(ValueError):
@@ -60,6 +64,8 @@ class MathVerifier(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     type: Literal["math"]
+    # Seconds math-verify may spend on one answer (None: the scorer's, conf/score.yaml verifier_timeout_s).
+    timeout_s: float | None = Field(default=None, gt=0)
 
 
 class ChoiceVerifier(BaseModel):
@@ -75,6 +81,8 @@ class PythonVerifier(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     type: Literal["python"]
     function: str = Field(pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
+    # Seconds the function may spend on one answer (None: the scorer's, conf/score.yaml verifier_timeout_s).
+    timeout_s: float | None = Field(default=None, gt=0)
 
 
 Verifier = Annotated[
@@ -89,7 +97,7 @@ class SuiteItem(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     item_id: str = Field(min_length=1)
-    family: str = Field(min_length=1)
+    family: Name
     question: str = Field(min_length=1)
     answer: str | float | int
     verifier: Verifier
@@ -114,28 +122,22 @@ def questions_sha256(items: Sequence[SuiteItem]) -> str:
 def load_suite(path: str | Path) -> list[SuiteItem]:
     """Read and validate a suite file; raise SuiteError naming file, line and field on the first problem."""
     p = Path(path)
-    try:
-        lines = p.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        raise SuiteError(
-            f"{p}: suite file not found; point suite.path of the params file (or --suite) at it"
-        ) from None
+    if not p.exists() and not p.is_symlink():
+        raise SuiteError(f"{p}: suite file not found; point suite.path of the params file (or --suite) at it")
     items: list[SuiteItem] = []
     seen: dict[str, int] = {}
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            raw = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise SuiteError(f"{p}:{n}: not JSON ({e.msg} at column {e.colno})") from None
+    try:
+        records = read_jsonl(p)
+    except JsonlError as e:
+        raise SuiteError(str(e)) from None
+    for n, raw in records:
         try:
             item = SuiteItem.model_validate(raw)
         except ValidationError as e:
             err = e.errors()[0]
             field = ".".join(str(x) for x in err["loc"]) or "item"
             raise SuiteError(f"{p}:{n}: {field}: {str(err['msg']).removeprefix('Value error, ')}") from None
-        if item.verifier.type == "numeric" and not _is_finite_number(item.answer):
+        if item.verifier.type == "numeric" and not is_finite_number(item.answer):
             raise SuiteError(
                 f"{p}:{n}: item {item.item_id!r}: answer: a numeric verifier needs a finite number, got "
                 f"{item.answer!r}"
@@ -154,7 +156,8 @@ def load_suite(path: str | Path) -> list[SuiteItem]:
     return items
 
 
-def _is_finite_number(v: object) -> bool:
+def is_finite_number(v: object) -> bool:
+    """Whether v is a finite number or a string that float() reads as one (never a bool)."""
     # float() reads "NaN" and "inf", and no answer can ever be within a tolerance of them.
     if isinstance(v, bool):
         return False

@@ -11,13 +11,13 @@ also shown on data that is not the suite.
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
+from contract.jsonl import read_jsonl
 from pipeline.prompts import build_prompt
 
 DEMO = Path(__file__).resolve().parent
@@ -36,7 +36,7 @@ def suite_lookups(model: Any, index: Any) -> dict[str, int]:
     """Right answers on the 70 suite look-ups without passages and with the BM25 top-3 in each order."""
     from arms.retrieval import passages_for
 
-    suite = [json.loads(line) for line in (DEMO / "suite" / "sda-mini-v1.jsonl").read_text().splitlines()]
+    suite = [row for _, row in read_jsonl(DEMO / "suite" / "sda-mini-v1.jsonl")]
     lookups = [s for s in suite if s["family"] == "lookup"]
     correct = {}
     for order in ORDERS:

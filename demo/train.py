@@ -36,6 +36,7 @@ from typing import Any
 
 from arms.tools.orbital import TOOLS
 from contract.atomic import atomic_write
+from contract.jsonl import read_jsonl
 from contract.suite import SuiteItem
 from contract.textformat import ANSWER_TAG, format_tool_call, format_tool_response
 from pipeline.prompts import build_prompt
@@ -143,8 +144,7 @@ class TrainConfig:
 
 def load_jsonl(path: Path) -> list[dict[str, Any]]:
     """Records of a JSONL file."""
-    with path.open() as f:
-        return [json.loads(line) for line in f if line.strip()]
+    return [row for _, row in read_jsonl(path)]
 
 
 def slip(answer: str, rng: random.Random) -> str:

@@ -24,6 +24,7 @@ from pydantic import (
 )
 
 from contract.arm import ArmSpec
+from contract.names import Name
 from contract.protocol import Protocol, is_protocol_key
 
 CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
@@ -39,7 +40,7 @@ class SuiteRef(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     path: str
-    name: str
+    name: Name
     revision: str
 
 
@@ -113,7 +114,7 @@ class Params(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     suite: SuiteRef
-    models: dict[str, ModelRef]
+    models: dict[Name, ModelRef]
     rag: RagRef | None = None
     protocol: Protocol
     analysis: dict[str, Any] | None = None

@@ -42,6 +42,7 @@ from contract.generations import (
     GenItem,
     GenSample,
     RetrievalSettings,
+    StaleGenerations,
     ToolCallCounts,
     ToolCallRecord,
     count_tool_calls,
@@ -318,6 +319,8 @@ def up_to_date(dest: Path, inputs: str) -> str | None:
         return "not generated yet"
     try:
         old = load_generations(dest)
+    except StaleGenerations as e:
+        return f"stale ({e})"
     except GenerationsError as e:
         return f"unreadable ({e})"
     if old.inputs_sha256 != inputs:

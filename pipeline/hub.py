@@ -20,11 +20,26 @@ def fetch_command(ref: ModelRef) -> str:
     return f"hf download {ref.hf} --revision {ref.revision}"
 
 
+def check_repo_id(ref: ModelRef, key: str, source: Path | str = "params.yaml") -> None:
+    """Refuse a hub id that is not 'org/name' as the hub spells ids (no '..', no path): ConfigError."""
+    from huggingface_hub.errors import HFValidationError
+    from huggingface_hub.utils import validate_repo_id
+
+    try:
+        validate_repo_id(str(ref.hf))
+    except HFValidationError as e:
+        raise ConfigError(
+            f"{source}: models.{key}.hf: {ref.hf!r} is not a hub repository id ({str(e).splitlines()[0]}); "
+            "write it as org/name"
+        ) from None
+
+
 def snapshot_dir(ref: ModelRef, key: str, source: Path | str = "params.yaml") -> Path:
     """The cached snapshot directory of hub model `key` at its commit; ConfigError in one line if absent."""
     from huggingface_hub import constants, snapshot_download
     from huggingface_hub.errors import LocalEntryNotFoundError
 
+    check_repo_id(ref, key, source)
     try:
         found = snapshot_download(str(ref.hf), revision=ref.revision, local_files_only=True)
     except LocalEntryNotFoundError:

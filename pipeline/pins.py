@@ -36,6 +36,7 @@ from typing import Any
 
 from contract.atomic import atomic_write
 from contract.digest import file_sha256
+from contract.files import PathCheckError, input_dir, input_file, output_dir
 from contract.suite import SuiteError, load_suite, questions_sha256
 from pipeline.config import CONF_DIR, ConfigError, ModelRef, Params, arms_of, load_arm, load_params
 from pipeline.hub import snapshot_dir
@@ -95,13 +96,30 @@ class HashCache:
 
 
 def dir_files(root: str | Path, cache: HashCache | None = None) -> dict[str, str]:
-    """Relative path (posix) -> sha256 of every file under root, following symlinks (hub caches use them)."""
+    """Relative path (posix) -> sha256 of every file under root, following symlinks (hub caches use them);
+    PinError naming the link when one dangles or loops (a folder that links back to one above it)."""
     base = Path(root)
     out: dict[str, str] = {}
+    # The real folders from root down to each folder walked: a link back to one of them is a loop, which
+    # os.walk would follow until the path is too long.
+    above: dict[str, tuple[Path, ...]] = {}
     for dirpath, dirnames, filenames in os.walk(base, followlinks=True):
+        real = Path(dirpath).resolve()
+        chain = above.pop(dirpath, ())
+        if real in chain:
+            raise PinError(
+                f"{dirpath}: a symbolic link loop in the checkpoint {base} (it leads back to {real}); "
+                "remove the link"
+            )
+        for d in dirnames:
+            above[os.path.join(dirpath, d)] = (*chain, real)
         dirnames.sort()
         for name in filenames:
             full = Path(dirpath) / name
+            try:
+                input_file(full, "checkpoint file")
+            except PathCheckError as e:
+                raise PinError(f"{e} (in the checkpoint {base})") from None
             out[full.relative_to(base).as_posix()] = cache.sha256(full) if cache else file_sha256(full)
     return dict(sorted(out.items()))
 
@@ -131,6 +149,10 @@ def model_pin(
     root = Path(str(ref.path))
     if not root.is_dir():
         raise PinError(f"{root}: checkpoint directory not found ({source} models.{key}.path)")
+    try:
+        input_dir(root, f"{source} models.{key}.path")
+    except PathCheckError as e:
+        raise PinError(str(e)) from None
     files = dir_files(root, cache)
     if not files:
         raise PinError(f"{root}: checkpoint directory is empty ({source} models.{key}.path)")
@@ -382,8 +404,10 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     cache = HashCache(None if args.hash_cache == "none" else Path(args.hash_cache))
     try:
+        input_file(args.params, "--params")
+        output_dir(args.out, "--out")
         pins = write_pins(load_params(args.params), args.out, cache=cache)
-    except (PinError, ConfigError) as e:
+    except (PinError, ConfigError, PathCheckError) as e:
         print(f"pins: {e}", file=sys.stderr)
         return 2
     inputs = pins["inputs"]

@@ -8,7 +8,11 @@ SRC is JSONL (one object a line) or JSON (a list of objects). `--field TARGET=SO
 name when the source has it. Without an item_id the items are numbered `<name>-00001` in source order;
 without a family they all get `--family`. `--answer-from FIELD` reads the answer from a worked solution: its
 last \\boxed{} (MATH, MATH-500, AIME solutions), else its last `####` line (GSM8K), read by the oracle's own
-reader (scoring.verifiers.reference_answer). Every item gets `--verifier`.
+reader (scoring.verifiers.reference_answer); a solution whose last `\\boxed{` never closes is refused, never
+read from an earlier box. A record's own `verifier` object (an already frozen suite) is kept as it is,
+tolerances included; `--verifier` sets the verifier of records without one (default math) and is refused
+where a record's own differs. Each reference answer must be one its verifier reads: math-verify must parse
+a math answer and find it equal to itself, a numeric answer must be a number (`#### 1,234` reads 1234).
 
 Writes FILE (one item a line, keys sorted, atomically) and FILE with the suffix .sha256 (`sha256sum`
 format, as demo/suite/*.sha256), and prints the params.yaml `suite` lines to use it. Any item that cannot
@@ -25,16 +29,21 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from contract.atomic import atomic_write
 from contract.digest import text_sha256
-from contract.suite import SuiteError, SuiteItem, load_suite
-from scoring.verifiers import reference_answer
+from contract.files import PathCheckError, input_file, output_file
+from contract.jsonl import JsonlError, jsonl_lines, parse_jsonl_line, read_jsonl_text
+from contract.suite import SuiteError, SuiteItem, Verifier, is_finite_number, load_suite
+from scoring import verifiers
+from scoring.timelimit import AnswerTimeout
+from scoring.verifiers import boxed_contents, reference_answer
 
 TARGETS = ("item_id", "family", "question", "answer", "tool")
 REQUIRED = ("question", "answer")
 VERIFIERS = ("math", "numeric", "exact", "choice")
+_VERIFIER: TypeAdapter[Any] = TypeAdapter(Verifier)
 
 
 class FreezeError(ValueError):
@@ -56,8 +65,11 @@ def parse_fields(pairs: Sequence[str]) -> dict[str, str]:
     return out
 
 
-def verifier_spec(name: str, rel_tol: float, abs_tol: float) -> dict[str, Any]:
-    """The suite's verifier object for --verifier (numeric takes the tolerances; python:module:function)."""
+def verifier_spec(name: str | None, rel_tol: float, abs_tol: float) -> dict[str, Any] | None:
+    """The suite's verifier object for --verifier (numeric takes the tolerances; python:module:function);
+    None when --verifier was not given."""
+    if name is None:
+        return None
     if name.startswith("python:"):
         return {"type": "python", "function": name.removeprefix("python:")}
     if name not in VERIFIERS:
@@ -70,26 +82,24 @@ def verifier_spec(name: str, rel_tol: float, abs_tol: float) -> dict[str, Any]:
 def read_source(src: Path) -> Iterator[tuple[str, Any]]:
     """(where, record) of every record of a JSONL file or a JSON list (where: 'SRC:line', 'SRC item n')."""
     try:
-        text = src.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise FreezeError(f"{src}: not found") from None
-    except UnicodeDecodeError as e:
-        raise FreezeError(f"{src}: not UTF-8 text (byte {e.start})") from None
+        text = read_jsonl_text(src)
+    except JsonlError as e:
+        raise FreezeError(str(e)) from None
     if text.lstrip().startswith("["):
         try:
             records = json.loads(text)
         except json.JSONDecodeError as e:
             raise FreezeError(f"{src}:{e.lineno}: not JSON ({e.msg} at column {e.colno})") from None
+        except RecursionError:
+            raise FreezeError(f"{src}: JSON nested too deeply to read") from None
         for n, rec in enumerate(records, 1):
             yield f"{src} item {n} of the list", rec
         return
-    for n, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
+    for n, line in jsonl_lines(text):
         try:
-            yield f"{src}:{n}", json.loads(line)
-        except json.JSONDecodeError as e:
-            raise FreezeError(f"{src}:{n}: not JSON ({e.msg} at column {e.colno})") from None
+            yield f"{src}:{n}", parse_jsonl_line(src, n, line)
+        except JsonlError as e:
+            raise FreezeError(str(e)) from None
 
 
 def _source_field(where: str, rec: dict[str, Any], target: str, source: str, option: str = "") -> Any:
@@ -108,24 +118,21 @@ def freeze_item(
     rec: Any,
     fields: dict[str, str],
     answer_from: str | None,
-    verifier: dict[str, Any],
+    verifier: dict[str, Any] | None,
     family: str,
     name: str,
 ) -> SuiteItem:
-    """One source record as a validated suite item; FreezeError naming where and the field otherwise."""
+    """One source record as a validated suite item; FreezeError naming where and the field otherwise.
+
+    verifier: --verifier's object, or None when it was not given (a record's own verifier, else math).
+    """
     if not isinstance(rec, dict):
         raise FreezeError(f"{where}: not a JSON object but {type(rec).__name__}")
-    item: dict[str, Any] = {"verifier": verifier}
+    item: dict[str, Any] = {"verifier": record_verifier(where, rec, verifier)}
     for target in TARGETS:
         source = fields.get(target, target)
         if target == "answer" and answer_from is not None:
-            solution = _source_field(where, rec, "answer", answer_from, "--answer-from FIELD")
-            answer = reference_answer(str(solution))
-            if answer is None:
-                raise FreezeError(
-                    f"{where}: field {answer_from!r}: no \\boxed{{}} and no '####' line to read the answer of"
-                )
-            item["answer"] = answer
+            item["answer"] = solution_answer(where, rec, answer_from)
         elif target in fields or target in REQUIRED or rec.get(source) is not None:
             item[target] = _source_field(where, rec, target, source)
     item.setdefault("item_id", f"{name}-{position:05d}")
@@ -133,14 +140,95 @@ def freeze_item(
     for target in ("item_id", "family"):
         if isinstance(item[target], int) and not isinstance(item[target], bool):
             item[target] = str(item[target])  # ids and families written as numbers name the same thing
+    if item["verifier"].get("type") == "numeric" and isinstance(item.get("answer"), str):
+        item["answer"] = _numeric_answer(item["answer"])
     try:
-        return SuiteItem.model_validate(item)
+        frozen = SuiteItem.model_validate(item)
     except ValidationError as e:
         err = e.errors()[0]
         target = str(err["loc"][0]) if err["loc"] else "item"
         mapped = f" (source field {fields.get(target, answer_from if target == 'answer' else target)!r})"
         msg = str(err["msg"]).removeprefix("Value error, ")
         raise FreezeError(f"{where}: {target}{mapped if target in TARGETS else ''}: {msg}") from None
+    check_reference(where, frozen)
+    return frozen
+
+
+def record_verifier(where: str, rec: dict[str, Any], given: dict[str, Any] | None) -> dict[str, Any]:
+    """The verifier an item gets: the record's own (kept whole), else --verifier, else math."""
+    own = rec.get("verifier")
+    if own is None:
+        return given if given is not None else {"type": "math"}
+    if not isinstance(own, dict):
+        raise FreezeError(f'{where}: verifier: is {own!r}, not a verifier object such as {{"type": "math"}}')
+    if given is not None and _as_verifier(own) != _as_verifier(given):
+        raise FreezeError(
+            f"{where}: verifier: the record's own {json.dumps(own, sort_keys=True)} differs from "
+            f"--verifier's {json.dumps(given, sort_keys=True)}; drop --verifier to keep each record's own, "
+            "or remove the records' verifier fields to give them all --verifier"
+        )
+    return own
+
+
+def _as_verifier(spec: dict[str, Any]) -> Any:
+    """A verifier object with its defaults filled in (so {"type": "numeric"} equals its tolerances 0)."""
+    try:
+        return _VERIFIER.validate_python(spec)
+    except ValidationError:
+        return spec  # the suite item's own validation names what is wrong with it
+
+
+def solution_answer(where: str, rec: dict[str, Any], answer_from: str) -> str:
+    """The answer a worked solution marks; FreezeError when it marks none or its last box never closes."""
+    solution = str(_source_field(where, rec, "answer", answer_from, "--answer-from FIELD"))
+    boxes = boxed_contents(solution)
+    opened = solution.count("\\boxed{")
+    if opened != len(boxes):
+        at = solution.rfind("\\boxed{")
+        raise FreezeError(
+            f"{where}: field {answer_from!r}: {opened - len(boxes)} \\boxed{{ never closed (the last at "
+            f"character {at}: {solution[at : at + 30]!r}); balance its braces in the source"
+        )
+    answer = reference_answer(solution)
+    if answer is None:
+        raise FreezeError(
+            f"{where}: field {answer_from!r}: no \\boxed{{}} and no '####' line to read the answer of"
+        )
+    return answer
+
+
+def _numeric_answer(answer: str) -> str:
+    """A string answer that is one number as the numeric verifier reads it ('1,234') written plainly
+    ('1234'), as a suite stores it; any other string as it is (the suite reader judges it)."""
+    written = verifiers.written_numbers(answer)
+    if is_finite_number(answer) or written != [answer.strip()]:
+        return answer
+    value = verifiers.number_value(written[0])
+    if value is None:
+        return answer
+    return str(int(value)) if value.is_integer() and abs(value) < 2**53 else repr(value)
+
+
+def check_reference(where: str, item: SuiteItem) -> None:
+    """Refuse a reference answer its verifier cannot read: math-verify must parse it and find it equal to
+    itself; a numeric answer must read as a finite number (so it fails at freeze, not at scoring)."""
+    if item.verifier.type not in ("math", "numeric"):
+        return
+    if item.verifier.type == "numeric" and not is_finite_number(item.answer):
+        return  # load_suite names it (a numeric verifier needs a finite number)
+    try:
+        same = verifiers.check(item, str(item.answer))
+    except verifiers.VerifierError as e:
+        raise FreezeError(f"{where}: {str(e).removeprefix(f'item {item.item_id!r}: ')}") from None
+    except AnswerTimeout as e:
+        raise FreezeError(
+            f"{where}: answer: math-verify {e} reading {str(item.answer)[:60]!r}; simplify the reference"
+        ) from None
+    if not same:
+        raise FreezeError(
+            f"{where}: answer: the {item.verifier.type} verifier does not find {item.answer!r} equal to "
+            "itself; write it as LaTeX (e.g. \\frac{1}{2}) or use the exact verifier"
+        )
 
 
 def freeze(
@@ -148,7 +236,7 @@ def freeze(
     out: Path,
     fields: dict[str, str],
     answer_from: str | None,
-    verifier: dict[str, Any],
+    verifier: dict[str, Any] | None,
     family: str,
     name: str,
 ) -> tuple[str, int]:
@@ -216,8 +304,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     fr.add_argument(
         "--verifier",
-        default="math",
-        help="every item's verifier: math (default), numeric, exact, choice or python:module:function",
+        help="the verifier of records without their own: math (default), numeric, exact, choice or "
+        "python:module:function; refused where a record's own verifier differs",
     )
     fr.add_argument("--rel-tol", type=float, default=0.0, help="numeric verifier: relative tolerance (0)")
     fr.add_argument("--abs-tol", type=float, default=0.0, help="numeric verifier: absolute tolerance (0)")
@@ -232,6 +320,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(argv)
     name = args.name or args.out.stem
     try:
+        input_file(args.src, "SRC")
+        output_file(args.out, "--out")
+        output_file(sha256_path(args.out), "--out's .sha256")
         digest, n = freeze(
             args.src,
             args.out,
@@ -241,7 +332,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.family,
             name,
         )
-    except FreezeError as e:
+    except (FreezeError, PathCheckError) as e:
         print(f"suite freeze: {e}", file=sys.stderr)
         return 2
     except OSError as e:

@@ -8,6 +8,10 @@ generated from, by their pinned sha256), then judges each sample with the item's
 scorer's name, SCORER_VERSION and settings, so two logs scored differently are never taken for one. Each
 item carries the suite's question and reference answer beside the prompt, for a reader. A tool arm's
 counts of answered and failed calls and server restarts are carried into the log as they are.
+
+`math` and `python` verifiers judge each answer under a time limit (verifier_timeout_s, 30 s by default; a
+suite item's verifier may set its own `timeout_s`): an answer past it scores 0, its sample's
+`no_answer_reason` says so, and the log counts such answers in `scorer.timeouts`.
 """
 
 from __future__ import annotations
@@ -20,11 +24,12 @@ from contract.provenance import NOT_RECORDED
 from contract.suite import SuiteItem, questions_sha256
 from scoring import verifiers
 from scoring.paths import path_verdict
+from scoring.timelimit import DEFAULT_TIMEOUT_S
 
 SCORER_NAME = "reasoning-delta"
 # Bump whenever a verdict can change (answer extraction, a verifier, the path rules): the EvalLog records it,
 # and the score stages rerun because their code changed.
-SCORER_VERSION = "2.1"
+SCORER_VERSION = "2.2"
 
 
 class ScoringError(ValueError):
@@ -45,7 +50,9 @@ def verifier_infos(items: Sequence[SuiteItem]) -> list[VerifierInfo]:
     return list(seen.values())
 
 
-def scorer_info(gens: Generations, items: Sequence[SuiteItem] = ()) -> ScorerInfo:
+def scorer_info(
+    gens: Generations, items: Sequence[SuiteItem] = (), timeout_s: float = DEFAULT_TIMEOUT_S
+) -> ScorerInfo:
     """Name, version, settings and verifiers of the scorer as it scores these generations."""
     return ScorerInfo(
         name=SCORER_NAME,
@@ -57,28 +64,43 @@ def scorer_info(gens: Generations, items: Sequence[SuiteItem] = ()) -> ScorerInf
             ),
             "chat": gens.chat,
             "path_evaluation": gens.arm.tools,
+            "verifier_timeout_s": timeout_s,
         },
         verifiers=verifier_infos(items) if items else None,
     )
 
 
 def score_sample(
-    item: SuiteItem, gen: GenItem, sample: GenSample, chat: bool, tool_arm: bool
+    item: SuiteItem,
+    gen: GenItem,
+    sample: GenSample,
+    chat: bool,
+    tool_arm: bool,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
 ) -> SampleRecord:
     """One scored sample: the answer read from its text, the verifier's score and (tool arms) its path."""
-    verdict = verifiers.score(item, verifiers.scored_text(gen.prompt, sample.text), chat=chat)
+    return _scored(item, gen, sample, chat, tool_arm, timeout_s)[0]
+
+
+def _scored(
+    item: SuiteItem, gen: GenItem, sample: GenSample, chat: bool, tool_arm: bool, timeout_s: float
+) -> tuple[SampleRecord, bool]:
+    """score_sample's record, and whether its verifier ran out of time."""
+    text = verifiers.scored_text(gen.prompt, sample.text)
+    verdict = verifiers.score(item, text, chat=chat, timeout_s=timeout_s)
     path = None
     if tool_arm:
         expected = frozenset([item.tool]) if item.tool else None
         path = path_verdict(expected, sample.tool_calls or [], verdict.answer, verdict.score == 1.0)
     # Every generated field is carried over as it is; scoring adds only its verdicts.
-    return SampleRecord(
+    record = SampleRecord(
         **sample.model_dump(),
         score=verdict.score,
         answer=verdict.answer,
         no_answer_reason=verdict.reason,
         path=path,
     )
+    return record, verdict.timed_out
 
 
 def _check_items(gens: Generations, items: Sequence[SuiteItem], where: str) -> None:
@@ -109,19 +131,23 @@ def score_generations(
     suite_revision: str,
     suite_sha256: str | None = None,
     where: str = "generations",
+    timeout_s: float = DEFAULT_TIMEOUT_S,
 ) -> EvalLog:
     """The arm's EvalLog: every sample of gens judged against its suite item, items in suite order."""
     _check_items(gens, items, where)
-    info = scorer_info(gens, items)
+    info = scorer_info(gens, items, timeout_s)
     by_id = {g.item_id: g for g in gens.items}
     proto = gens.protocol
     results = []
+    timeouts = 0
     for item in items:
         gen = by_id[item.item_id]
         try:
-            samples = [score_sample(item, gen, s, gens.chat, gens.arm.tools) for s in gen.samples]
+            scored = [_scored(item, gen, s, gens.chat, gens.arm.tools, timeout_s) for s in gen.samples]
         except verifiers.VerifierError as e:
             raise ScoringError(f"{where}: suite {e}") from e
+        samples = [record for record, _ in scored]
+        timeouts += sum(out for _, out in scored)
         results.append(
             ItemResult(
                 item_id=item.item_id,
@@ -135,6 +161,7 @@ def score_generations(
                 samples=samples,
             )
         )
+    info.timeouts = timeouts
     pins = dict(gens.pins)
     if suite_sha256 is not None:
         pins["suite"] = f"sha256:{suite_sha256}"

@@ -15,6 +15,12 @@ units after it are ignored) and applies the tolerances; `exact` compares strings
 and casefolding; `math` asks math-verify whether answer and reference are equal (LaTeX, fractions, decimals,
 intervals, sets; units stripped as math-verify does); `choice` reads a letter A-E ('(B)', 'B.', '\\boxed{B}');
 `python` calls the user's `module:function` with the answer and the reference.
+
+Time (scoring.timelimit): `math` and `python` judge each answer under a time limit (the verifier's
+`timeout_s`, else the scorer's, 30 s by default); an answer that runs out of it scores 0 and its reason
+says so. math-verify's own timers are off (its alarm would cancel this one, and it logs every prediction
+that timed out, whole), and a verdict is reused for the same answer and reference. A `python` verifier that
+exits (`sys.exit`) or raises KeyboardInterrupt is a VerifierError naming it, not the end of the scorer.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from __future__ import annotations
 import functools
 import importlib
 import importlib.metadata
+import logging
 import math
 import re
 from collections.abc import Callable
@@ -37,6 +44,7 @@ from contract.textformat import (
     TOOL_RESPONSE_CLOSE,
     TOOL_RESPONSE_OPEN,
 )
+from scoring.timelimit import DEFAULT_TIMEOUT_S, AnswerTimeout, time_limit
 
 # Bump whenever a built-in verifier or the answer reading can give another verdict; the EvalLog records it
 # beside each verifier the suite uses.
@@ -83,11 +91,13 @@ class Reading:
 
 @dataclass(frozen=True)
 class Verdict:
-    """The score of one sample (0.0 or 1.0), the answer it was judged on (None: none) and why none."""
+    """The score of one sample (0.0 or 1.0), the answer it was judged on (None: none) and why none (or why
+    it scored 0: the verifier ran out of time, math-verify read something else); timed_out: the former."""
 
     score: float
     answer: str | None
     reason: str | None = None
+    timed_out: bool = False
 
 
 def boxed_contents(text: str) -> list[str]:
@@ -228,10 +238,29 @@ def _math_input(answer: str) -> str:
     return f"${answer}$"
 
 
+class _NoTimerNote(logging.Filter):
+    """Drops math-verify's note that its own timeout is off: the scorer's time limit replaces it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Timeout is disabled")
+
+
+@functools.cache
+def _math_verify() -> tuple[Any, Any]:
+    from math_verify import parse, verify
+
+    for name in ("math_verify.parser", "math_verify.grader"):
+        logging.getLogger(name).addFilter(_NoTimerNote())
+    # Their own timers off (None): their SIGALRM would cancel the scorer's time limit (scoring.timelimit).
+    return (
+        functools.partial(parse, parsing_timeout=None),
+        functools.partial(verify, timeout_seconds=None),
+    )
+
+
 @functools.lru_cache(maxsize=4096)
 def _math_reference(reference: str) -> tuple[Any, ...]:
-    from math_verify import parse
-
+    parse, _ = _math_verify()
     parsed = parse(_math_input(reference))
     # Without a parse, math-verify keeps the raw string, and every sample would be compared as text.
     if all(isinstance(x, str) for x in parsed):
@@ -242,11 +271,38 @@ def _math_reference(reference: str) -> tuple[Any, ...]:
     return tuple(parsed)
 
 
+def _clip(text: str, n: int = 60) -> str:
+    return text if len(text) <= n else f"{text[: n // 2]}...{text[-n // 2 :]} ({len(text)} characters)"
+
+
+# Verdicts of math_reading by (answer, reference): k samples that end in the same answer are judged once.
+_MATH_VERDICTS: dict[tuple[str, str], tuple[bool, str | None]] = {}
+# The time limits (answer, reference) ran out of: a sample that repeats the answer is not judged again.
+_MATH_TIMEOUTS: dict[tuple[str, str], float] = {}
+
+
+def math_reading(answer: str, reference: str) -> tuple[bool, str | None]:
+    """Whether math-verify finds the answer equal to the reference, and when not what it read instead."""
+    key = (answer, reference)
+    if key not in _MATH_VERDICTS:
+        parse, verify = _math_verify()
+        gold, got = list(_math_reference(reference)), parse(_math_input(answer))
+        if verify(gold, got):
+            verdict: tuple[bool, str | None] = (True, None)
+        elif not any(not isinstance(x, str) for x in got):
+            verdict = (False, f"math-verify could not read the answer as math ({_clip(answer)})")
+        else:
+            read = next(x for x in got if not isinstance(x, str))
+            verdict = (False, f"math-verify read the answer as {_clip(str(read))}, not the reference")
+        if len(_MATH_VERDICTS) >= 65536:
+            _MATH_VERDICTS.clear()
+        _MATH_VERDICTS[key] = verdict
+    return _MATH_VERDICTS[key]
+
+
 def math_equal(answer: str, reference: str) -> bool:
     """Whether math-verify finds the answer equal to the reference (both read as LaTeX or text)."""
-    from math_verify import parse, verify
-
-    return bool(verify(list(_math_reference(reference)), parse(_math_input(answer))))
+    return math_reading(answer, reference)[0]
 
 
 _LATEX_TEXT = re.compile(r"\\(?:text|textbf|mathrm|mathbf)\{([^{}]*)\}")
@@ -291,8 +347,19 @@ def _user_verdict(ref: str, answer: str, reference: str | float | int) -> bool:
     except Exception as e:
         first = str(e).splitlines()[0] if str(e) else ""
         raise VerifierError(
-            f"verifier {ref!r} raised {type(e).__name__}: {first} on the answer {answer!r}; fix the function"
+            f"verifier {ref!r} raised {type(e).__name__}: {first} on the answer {_clip(answer)!r}; fix the "
+            "function"
         ) from e
+    except SystemExit as e:
+        raise VerifierError(
+            f"verifier {ref!r} called sys.exit({e.code!r}) on the answer {_clip(answer)!r}; a verifier must "
+            "return True or False, never exit"
+        ) from None
+    except KeyboardInterrupt:
+        raise VerifierError(
+            f"verifier {ref!r} was interrupted (KeyboardInterrupt) on the answer {_clip(answer)!r}; scoring "
+            "stopped, nothing was written"
+        ) from None
     if not isinstance(got, bool):
         raise VerifierError(f"verifier {ref!r} returned {got!r} for {answer!r}; it must return True or False")
     return got
@@ -324,36 +391,73 @@ def describe(verifier: Verifier) -> tuple[str, str]:
     return BUILTIN_NAME, BUILTIN_VERSION
 
 
-def check(item: SuiteItem, answer: str | None) -> bool:
-    """Whether an extracted answer is right for item under its verifier."""
+def check(item: SuiteItem, answer: str | None, timeout_s: float = DEFAULT_TIMEOUT_S) -> bool:
+    """Whether an extracted answer is right for item under its verifier (AnswerTimeout past the limit)."""
+    return judge(item, answer, timeout_s)[0]
+
+
+def judge(
+    item: SuiteItem, answer: str | None, timeout_s: float = DEFAULT_TIMEOUT_S
+) -> tuple[bool, str | None]:
+    """(right, why not when the verifier can say) of an answer; `math` and `python` run under the time limit
+    (the verifier's timeout_s, else timeout_s) and raise AnswerTimeout past it."""
     if answer is None:
-        return False
+        return False, None
     v = item.verifier
     if isinstance(v, NumericVerifier):
         got = parse_number(answer)
         if got is None:
-            return False
+            return False, None
         truth = float(item.answer)
-        return abs(got - truth) <= max(v.rel_tol * abs(truth), v.abs_tol)
+        return abs(got - truth) <= max(v.rel_tol * abs(truth), v.abs_tol), None
     if v.type == "math":
+        limit, key = v.timeout_s or timeout_s, (answer, str(item.answer))
+        if _MATH_TIMEOUTS.get(key, 0.0) >= limit:
+            raise AnswerTimeout(limit)  # the same answer ran out of this much time before: once is enough
         try:
-            return math_equal(answer, str(item.answer))
+            with time_limit(limit):
+                return math_reading(*key)
         except VerifierError as e:
             raise VerifierError(f"item {item.item_id!r}: {e}") from e
+        except AnswerTimeout:
+            _MATH_TIMEOUTS[key] = limit
+            raise
     if v.type == "choice":
-        return choice_letter(answer) == str(item.answer)
+        return choice_letter(answer) == str(item.answer), None
     if v.type == "python":
         try:
-            return _user_verdict(v.function, answer, item.answer)
+            with time_limit(v.timeout_s or timeout_s):
+                return _user_verdict(v.function, answer, item.answer), None
         except VerifierError as e:
             raise VerifierError(f"item {item.item_id!r}: {e}") from e
-    return _normalise(answer) == _normalise(str(item.answer))
+    return _normalise(answer) == _normalise(str(item.answer)), None
 
 
-def score(item: SuiteItem, text: str, chat: bool = False) -> Verdict:
-    """Read the final answer of a sample's scored text and judge it against item."""
+def verifier_name(item: SuiteItem) -> str:
+    """How a reason names an item's verifier: 'math-verify', 'python verifier mod:fn', 'numeric'."""
+    v = item.verifier
+    if v.type == "math":
+        return "math-verify"
+    if v.type == "python":
+        return f"python verifier {v.function}"
+    return v.type
+
+
+def score(item: SuiteItem, text: str, chat: bool = False, timeout_s: float = DEFAULT_TIMEOUT_S) -> Verdict:
+    """Read the final answer of a sample's scored text and judge it against item (0 when out of time)."""
     reading = read_answer(text, chat=chat, verifier=item.verifier)
-    return Verdict(1.0 if check(item, reading.answer) else 0.0, reading.answer, reading.reason)
+    try:
+        right, why = judge(item, reading.answer, timeout_s)
+    except AnswerTimeout as e:
+        own = getattr(item.verifier, "timeout_s", None)
+        limit = "the verifier's timeout_s" if own else "conf/score.yaml verifier_timeout_s"
+        return Verdict(
+            0.0,
+            reading.answer,
+            f"{verifier_name(item)} {e} on this answer (the time limit: {limit}); scored 0",
+            timed_out=True,
+        )
+    return Verdict(1.0 if right else 0.0, reading.answer, reading.reason or why)
 
 
 def scored_text(prompt: str, generated: str) -> str:

@@ -446,3 +446,27 @@ def test_an_imported_transcript_is_shown_as_the_source_kept_it(tmp_path: Path) -
         [1, "2", "add", '{"a": 1, "b": 1}', None, False],
         [0, "Answer: 2"],
     ]
+
+
+def test_a_long_question_answer_and_reference_are_clipped_to_head_and_tail(tmp_path: Path) -> None:
+    long_q = "Q" * 100_000 + "middle" + "q" * 99_994  # 200,000 characters
+    samples = [
+        [{"index": 0, "seed": 1, "score": s, "text": "Answer: 2", "answer": "7" * 50_000}] for s in (0, 1)
+    ]
+    for name, scores in (("base", [[0.0], [1.0]]), ("other", [[1.0], [0.0]])):
+        own = [[{**samples[i][0], "score": scores[i][0]}] for i in range(2)]
+        path = write_log(tmp_path / f"{name}.json", scores, samples=own, arm=name)
+        raw = json.loads(path.read_text())
+        for it in raw["items"]:
+            it["question"], it["reference_answer"] = long_q, "R" * 10_000
+        path.write_text(json.dumps(raw))
+    data = items_mod.page_data({a: load(tmp_path / f"{a}.json") for a in ("base", "other")})
+    item = data["items"][0]
+    assert (
+        len(item["q"]) < items_mod.MAX_TEXT + 100
+        and item["q"].startswith("QQQ")
+        and item["q"].endswith("qqq")
+    )
+    assert "194000 characters left out" in item["q"] and "middle" not in item["q"]
+    assert len(item["r"]) < items_mod.MAX_TEXT + 100
+    assert len(item["a"][0][2][0][1]) < items_mod.MAX_TEXT + 100  # the answer read

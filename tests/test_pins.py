@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -336,3 +337,30 @@ def test_the_hash_cache_skips_unchanged_files_and_rereads_edited_ones(tmp_path, 
     # A damaged cache file is an empty cache.
     cache_file.write_text("{not json")
     assert dir_files(ckpt, HashCache(cache_file)) == truth
+
+
+@pytest.mark.parametrize("case", ["file loop", "folder loop", "dangling link", "hub id"])
+def test_a_checkpoint_link_that_loops_or_dangles_and_a_hub_path_id_are_one_line(
+    tmp_path: Path, untrained_checkpoint: Path, case: str
+) -> None:
+    w = _world(tmp_path, untrained_checkpoint)
+    ckpt = tmp_path / "ckpt"
+    raw = yaml.safe_load(w.params.read_text())
+    if case == "file loop":
+        (ckpt / "self.bin").symlink_to(ckpt / "self.bin")
+        expected = r"checkpoint file .*self.bin: a symbolic link loop; .*\(in the checkpoint "
+    elif case == "folder loop":
+        (ckpt / "sub").mkdir()
+        (ckpt / "sub" / "up").symlink_to(ckpt, target_is_directory=True)
+        expected = r"sub/up: a symbolic link loop in the checkpoint .*remove the link"
+    elif case == "dangling link":
+        (ckpt / "weights.bin").symlink_to(tmp_path / "gone.bin")
+        expected = r"checkpoint file .*weights.bin: a dangling symbolic link"
+    else:
+        raw["models"]["base"] = {"hf": "../../etc", "revision": "0123456789abcdef0123456789abcdef01234567"}
+        expected = r"models.base.hf: '../../etc' is not a hub repository id .*write it as org/name"
+    w.params.write_text(yaml.safe_dump(raw, sort_keys=False))
+    run = [sys.executable, "-m", "pipeline.pins", "--params", str(w.params), "--out", str(tmp_path / "p")]
+    res = subprocess.run(run, cwd=ROOT, capture_output=True, text=True, check=False, timeout=120)
+    assert res.returncode == 2 and res.stderr.count("\n") == 1 and "Traceback" not in res.stderr, res.stderr
+    assert res.stderr.startswith("pins: ") and re.search(expected, res.stderr), res.stderr

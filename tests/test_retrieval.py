@@ -153,7 +153,7 @@ def test_missing_index_names_the_file_and_the_fix(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("line", "message"),
     [
-        ("not json", r"bad.jsonl:2: not a JSON object"),
+        ("not json", r"bad.jsonl:2: not JSON \(.*\); each line must be one JSON value"),
         ('["a"]', r"bad.jsonl:2: not a JSON object"),
         ('{"doc_id": "x", "text": "t"}', r"bad.jsonl:2: field 'title' is missing"),
         (

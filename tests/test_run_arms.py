@@ -7,6 +7,7 @@ same with vLLM on the demo world (two engine starts for seven arms).
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -89,6 +90,47 @@ def test_status_names_what_would_be_generated_and_generates_nothing(
     assert re.search(r"^  base +up to date$", res.stdout, flags=re.M), res.stdout
     res = _cli(["--arms", "base", "engine=hf", *where], tmp_path)
     assert "run_arms: done; 0 engines started" in res.stdout and "base: up to date" in res.stdout
+
+
+def test_a_hand_edit_that_still_validates_is_stale_for_the_runner_and_refused_by_scoring(
+    tmp_path: Path, untrained_checkpoint: Path, capsys
+) -> None:
+    w = make_world(tmp_path / "w", {"base": untrained_checkpoint}, arithmetic_items(3), k=2, max_tokens=4)
+    hf = engine_config("hf")
+    try:
+        path = run(w.settings("base", engine=hf))
+        original = path.read_text()
+        raw = json.loads(original)
+        raw["items"][0]["samples"][0]["text"] = " 4"  # validates: only the seal can tell
+        path.write_text(json.dumps(raw, indent=1))
+        where = [f"params={w.params}", f"pins={w.pins}", f"out_dir={w.out_dir}"]
+        res = _cli(["--status", "--arms", "base", "engine=hf", *where], tmp_path)
+        assert res.returncode == 0, res.stderr
+        assert re.search(r"^  base +to generate: stale \(.*content_sha256: does not match", res.stdout, re.M)
+
+        out = tmp_path / "log.json"
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        args = [
+            "--generations",
+            str(path),
+            "--suite",
+            str(w.suite),
+            "--out",
+            str(out),
+            "--params",
+            str(w.params),
+        ]
+        res = subprocess.run([sys.executable, "-m", "pipeline.score", *args], cwd=tmp_path, env=env,
+                             capture_output=True, text=True, timeout=120)  # fmt: skip
+        assert res.returncode == 2 and res.stderr.count("\n") == 1, res.stderr
+        assert res.stderr.startswith(f"score: {path}: content_sha256: does not match") and not out.exists()
+
+        capsys.readouterr()
+        run(w.settings("base", engine=hf))
+        assert "base: generating (stale (" in capsys.readouterr().out
+        assert path.read_text() == original
+    finally:
+        release_engine()
 
 
 def test_cli_refuses_an_arm_override_and_an_unknown_arm_in_one_line(tmp_path: Path) -> None:

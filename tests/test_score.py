@@ -23,7 +23,7 @@ from contract.generations import prompt_sha256
 from contract.suite import load_suite, questions_sha256
 from pipeline.score import score_file
 from scoring.scorer import SCORER_NAME, SCORER_VERSION
-from tests.conftest import ROOT
+from tests.conftest import ROOT, write_generations
 
 SUITE = [
     {"item_id": "period-1", "family": "compute", "question": "Period of a 400 km circular orbit in minutes?",
@@ -98,7 +98,7 @@ def write_world(tmp_path: Path) -> tuple[Path, Path, Path]:
     }
     gdir = tmp_path / "generations"
     gdir.mkdir()
-    (gdir / "+tools.json").write_text(json.dumps(gens, indent=1))
+    write_generations(gdir / "+tools.json", gens)
     params = tmp_path / "params.yaml"
     params.write_text(
         yaml.safe_dump(
@@ -172,7 +172,7 @@ def test_a_sample_through_another_tool_than_the_item_names_is_not_clean(tmp_path
     raw = json.loads(gens.read_text())
     # period-1 names orbital_period: a sample that called circular_speed and carried it is a tool_error.
     raw["items"][0]["samples"][0] = sample(0, "<tool_call>...</tool_call>\nAnswer: 7.67", [SPEED])
-    gens.write_text(json.dumps(raw))
+    write_generations(gens, raw)
     log = score_file(gens, suite, tmp_path / "log.json", params=params)
     assert log.items[0].samples is not None and log.items[0].samples[0].path == "tool_error"
     # Without the item's expected tool, the same sample's carried value would count.
@@ -182,7 +182,7 @@ def test_a_sample_through_another_tool_than_the_item_names_is_not_clean(tmp_path
     log = score_file(gens, suite, tmp_path / "log.json", params=params)
     assert log.items[0].samples is not None and log.items[0].samples[0].path == "tool_error"  # 7.67 is wrong
     raw["items"][0]["samples"][0] = sample(0, "<tool_call>...</tool_call>\nAnswer: 92.56", [PERIOD])
-    gens.write_text(json.dumps(raw))
+    write_generations(gens, raw)
     assert score_file(gens, suite, tmp_path / "log.json", params=params).items[0].samples[0].path == "clean"
 
 
@@ -207,7 +207,7 @@ def test_generations_that_do_not_answer_the_suite_are_refused_in_one_line(
     suite, gens, params = write_world(tmp_path)
     raw, lines = json.loads(gens.read_text()), suite.read_text().splitlines()
     edit(raw, lines)
-    gens.write_text(json.dumps(raw))
+    write_generations(gens, raw)
     suite.write_text("\n".join(lines) + "\n")
     out = tmp_path / "log.json"
     res = cli("--generations", str(gens), "--suite", str(suite), "--out", str(out), cwd=tmp_path)
@@ -245,3 +245,36 @@ def test_the_help_shows_both_forms(tmp_path: Path) -> None:
     res = cli("--help", cwd=tmp_path)
     assert res.returncode == 0
     assert "arm=<arm>" in res.stdout and "--generations G --suite S --out L" in res.stdout
+
+
+@pytest.mark.parametrize(
+    ("case", "message"),
+    [
+        ("suite folder", r"--suite .*: is a folder; give a file"),
+        ("generations folder", r"--generations .*: is a folder; give a file"),
+        ("out folder", r"--out .*: is a folder; give a file name"),
+        ("out under /proc", r"--out /proc/self/log.json: under /proc, not a place for output"),
+        ("suite loop", r"--suite .*loop.jsonl: a symbolic link loop"),
+        ("generations dangling", r"--generations .*: a dangling symbolic link"),
+    ],
+)
+def test_a_path_score_cannot_use_is_refused_in_one_line(tmp_path: Path, case: str, message: str) -> None:
+    suite, gens, _ = write_world(tmp_path)
+    out = tmp_path / "log.json"
+    if case == "suite folder":
+        suite = tmp_path
+    elif case == "generations folder":
+        gens = gens.parent
+    elif case == "out folder":
+        out = tmp_path
+    elif case == "out under /proc":
+        out = Path("/proc/self/log.json")
+    elif case == "suite loop":
+        suite = tmp_path / "loop.jsonl"
+        suite.symlink_to(suite)
+    else:
+        gens = tmp_path / "gone.json"
+        gens.symlink_to(tmp_path / "nowhere.json")
+    res = cli("--generations", str(gens), "--suite", str(suite), "--out", str(out), cwd=tmp_path)
+    assert res.returncode == 2 and res.stderr.count("\n") == 1 and "Traceback" not in res.stderr, res.stderr
+    assert res.stderr.startswith("score: ") and re.search(message, res.stderr), res.stderr

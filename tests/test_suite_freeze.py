@@ -127,3 +127,85 @@ def test_a_line_that_is_not_json_is_named(tmp_path: Path) -> None:
     src.write_text(json.dumps(MATH[0]) + "\n{not json\n")
     done = freeze(str(src), "--out", str(tmp_path / "o.jsonl"), "--field", "question=problem")
     assert done.returncode == 2 and "bad.jsonl:2: not JSON" in done.stderr, done.stderr
+
+
+def test_a_frozen_suite_keeps_each_records_own_verifier_and_tolerances(tmp_path: Path) -> None:
+    demo = ROOT / "demo" / "suite" / "sda-mini-v1.jsonl"
+    out = tmp_path / "again.jsonl"
+    done = freeze(str(demo), "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    assert [it.verifier for it in load_suite(out)] == [it.verifier for it in load_suite(demo)]
+    assert out.read_bytes() == demo.read_bytes()  # the demo suite is already frozen: a fixed point
+    # --verifier that agrees with every record is no conflict; one that differs is refused, naming the line.
+    numeric = tmp_path / "numeric.jsonl"
+    rows = [{"question": "q1", "answer": 100, "verifier": {"type": "numeric", "rel_tol": 0.01}},
+            {"question": "q2", "answer": 7, "verifier": {"type": "numeric", "rel_tol": 0.01}}]  # fmt: skip
+    write_jsonl(numeric, rows)
+    done = freeze(str(numeric), "--out", str(out), "--verifier", "numeric", "--rel-tol", "0.01")
+    assert done.returncode == 0, done.stderr
+    done = freeze(str(numeric), "--out", str(tmp_path / "x.jsonl"), "--verifier", "math")
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert "numeric.jsonl:1: verifier: the record's own" in done.stderr and "drop --verifier" in done.stderr
+    assert score(load_suite(out)[0], "Answer: 100.4").score == 1.0  # 0.4% off, within rel_tol 0.01
+
+
+@pytest.mark.parametrize(
+    ("rows", "args", "message"),
+    [
+        ([{"question": "q", "solution": "First \\boxed{a}{b}, then in the end \\boxed{3"}],
+         ["--answer-from", "solution"], r"g.jsonl:1: field 'solution': 1 \\boxed\{ never closed"),
+        ([{"question": "q", "answer": "4"}, {"question": "q", "answer": "the cat sat"}], [],
+         r"g.jsonl:2: answer: math-verify cannot read the reference 'the cat sat'"),
+        ([{"question": "q", "answer": "\\frac{1}{2"}], ["--verifier", "math"],
+         r"g.jsonl:1: answer: math-verify cannot read the reference"),
+        ([{"question": "q", "answer": 3, "verifier": "math"}], [], r"g.jsonl:1: verifier: is 'math', not a"),
+    ],
+)  # fmt: skip
+def test_a_reference_its_verifier_cannot_read_is_refused_at_freeze(
+    tmp_path: Path, rows: list[dict], args: list[str], message: str
+) -> None:
+    out = tmp_path / "out.jsonl"
+    done = freeze(str(write_jsonl(tmp_path / "g.jsonl", rows)), "--out", str(out), *args)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    assert re.search(message, done.stderr), done.stderr
+    assert not out.exists()
+
+
+def test_a_thousands_comma_answer_is_read_as_the_numeric_verifier_reads_it(tmp_path: Path) -> None:
+    src = write_jsonl(tmp_path / "gsm.jsonl", [{"question": "How many?", "answer": "6 * 205.67\n#### 1,234"}])
+    out = tmp_path / "gsm-out.jsonl"
+    done = freeze(str(src), "--out", str(out), "--answer-from", "answer", "--verifier", "numeric")
+    assert done.returncode == 0, done.stderr
+    (item,) = load_suite(out)
+    assert item.answer == "1234" and score(item, "Answer: 1,234").score == 1.0
+
+
+def test_separators_json_allows_raw_in_a_string_are_frozen_and_read_back(tmp_path: Path) -> None:
+    question = "Line one\u2028line two\u0085three\u2029four: 2 + 2?"
+    src = tmp_path / "raw.jsonl"
+    src.write_text(json.dumps({"question": question, "answer": "4"}, ensure_ascii=False) + "\n")
+    out = tmp_path / "raw-out.jsonl"
+    done = freeze(str(src), "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    assert "\u2028" in out.read_text() and load_suite(out)[0].question == question
+    again = freeze(str(out), "--out", str(tmp_path / "again.jsonl"))  # its own output, read back
+    assert again.returncode == 0, again.stderr
+    assert (tmp_path / "again.jsonl").read_bytes() == out.read_bytes()
+
+
+@pytest.mark.parametrize("case", ["src folder", "out folder", "out under /proc", "src loop"])
+def test_a_path_freeze_cannot_use_is_one_line(tmp_path: Path, case: str) -> None:
+    src = write_jsonl(tmp_path / "s.jsonl", [{"question": "q", "answer": "4"}])
+    out = tmp_path / "o.jsonl"
+    if case == "src folder":
+        src = tmp_path
+    elif case == "out folder":
+        out = tmp_path
+    elif case == "out under /proc":
+        out = Path("/proc/self/o.jsonl")
+    else:
+        src = tmp_path / "loop.jsonl"
+        src.symlink_to(src)
+    done = freeze(str(src), "--out", str(out))
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    assert done.stderr.startswith("suite freeze: "), done.stderr

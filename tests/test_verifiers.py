@@ -27,7 +27,7 @@ from scoring.verifiers import (
     score,
     scored_text,
 )
-from tests.conftest import ROOT
+from tests.conftest import ROOT, write_generations
 
 
 def _num(answer: float, rel: float = 0.0, abs_: float = 0.0) -> SuiteItem:
@@ -396,13 +396,13 @@ def _chat_world(
             }
         )
     path = tmp_path / "gens.json"
-    path.write_text(json.dumps(gens))
+    write_generations(path, gens)
     return suite_path, path
 
 
-def _score_cli(gens: Path, suite: Path, out: Path) -> subprocess.CompletedProcess[str]:
+def _score_cli(gens: Path, suite: Path, out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     """python -m pipeline.score in its explicit-files form, run in the folder of the files."""
-    args = ["--generations", str(gens), "--suite", str(suite), "--out", str(out)]
+    args = ["--generations", str(gens), "--suite", str(suite), "--out", str(out), *extra]
     return subprocess.run(
         [sys.executable, "-m", "pipeline.score", *args, "--params", str(out.parent / "none.yaml")],
         cwd=out.parent,

@@ -27,6 +27,7 @@ from typing import Any
 
 from contract.atomic import atomic_write
 from contract.engine import Decoding, GenRequest
+from contract.jsonl import read_jsonl
 from contract.seeds import sample_seed
 from contract.suite import SuiteItem
 from pipeline.config import engine_config, load_params
@@ -202,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
     log = Log()
     out.mkdir(parents=True, exist_ok=True)
     if args.samples:
-        data = [json.loads(line) for line in Path(args.samples).read_text().splitlines() if line.strip()]
+        data = [row for _, row in read_jsonl(args.samples)]
         log(f"finetune: {len(data)} accepted samples read from {args.samples} (no sampling)")
     else:
         train = world.problems(args.per_family, args.seed, world.suite_questions())

@@ -20,6 +20,8 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from contract.jsonl import read_jsonl
+
 HERE = Path(__file__).resolve().parent
 SUITE_PATH = HERE / "suite" / "smollm2-arith-v1.jsonl"
 SUITE_SEED = 2024
@@ -120,7 +122,7 @@ def problems(per_family: int, seed: int, exclude: frozenset[str] = frozenset()) 
 
 def suite_questions(path: Path = SUITE_PATH) -> frozenset[str]:
     """The questions of the frozen suite file."""
-    return frozenset(json.loads(line)["question"] for line in path.read_text().splitlines() if line.strip())
+    return frozenset(row["question"] for _, row in read_jsonl(path))
 
 
 def main(argv: list[str] | None = None) -> int:
