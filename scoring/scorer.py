@@ -24,7 +24,7 @@ from scoring.paths import path_verdict
 SCORER_NAME = "reasoning-delta"
 # Bump whenever a verdict can change (answer extraction, a verifier, the path rules): the EvalLog records it,
 # and the score stages rerun because their code changed.
-SCORER_VERSION = "2.1"
+SCORER_VERSION = "2.2"
 
 
 class ScoringError(ValueError):
@@ -45,16 +45,26 @@ def verifier_infos(items: Sequence[SuiteItem]) -> list[VerifierInfo]:
     return list(seen.values())
 
 
+def answer_setting(gens: Generations) -> str:
+    """Where the scorer reads each sample's answer in these generations, in words (the log records it)."""
+    rule = gens.protocol.answer
+    if rule is not None:
+        return f"protocol.answer {rule}: thinking stripped; {verifiers.RULE_TEXT[rule]}, placeholders skipped"
+    if not gens.chat:
+        return "thinking stripped; plain: the first 'Answer:' line with an answer (what follows is not read)"
+    return (
+        "thinking stripped; chat: last \\boxed{}, '####', 'the answer is', 'Answer:', then the "
+        "verifier's last resort, placeholders skipped"
+    )
+
+
 def scorer_info(gens: Generations, items: Sequence[SuiteItem] = ()) -> ScorerInfo:
     """Name, version, settings and verifiers of the scorer as it scores these generations."""
     return ScorerInfo(
         name=SCORER_NAME,
         version=SCORER_VERSION,
         settings={
-            "answer": (
-                "thinking stripped; chat: last \\boxed{}, '####', 'the answer is', 'Answer:', then the "
-                "verifier's last resort, placeholders skipped; plain: the last 'Answer:' line"
-            ),
+            "answer": answer_setting(gens),
             "chat": gens.chat,
             "path_evaluation": gens.arm.tools,
         },
@@ -63,10 +73,10 @@ def scorer_info(gens: Generations, items: Sequence[SuiteItem] = ()) -> ScorerInf
 
 
 def score_sample(
-    item: SuiteItem, gen: GenItem, sample: GenSample, chat: bool, tool_arm: bool
+    item: SuiteItem, gen: GenItem, sample: GenSample, chat: bool, tool_arm: bool, rule: str | None = None
 ) -> SampleRecord:
     """One scored sample: the answer read from its text, the verifier's score and (tool arms) its path."""
-    verdict = verifiers.score(item, verifiers.scored_text(gen.prompt, sample.text), chat=chat)
+    verdict = verifiers.score(item, verifiers.scored_text(gen.prompt, sample.text), chat=chat, rule=rule)
     path = None
     if tool_arm:
         expected = frozenset([item.tool]) if item.tool else None
@@ -119,7 +129,9 @@ def score_generations(
     for item in items:
         gen = by_id[item.item_id]
         try:
-            samples = [score_sample(item, gen, s, gens.chat, gens.arm.tools) for s in gen.samples]
+            samples = [
+                score_sample(item, gen, s, gens.chat, gens.arm.tools, proto.answer) for s in gen.samples
+            ]
         except verifiers.VerifierError as e:
             raise ScoringError(f"{where}: suite {e}") from e
         results.append(
