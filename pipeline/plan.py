@@ -71,8 +71,8 @@ def chat_settings(params: Params, chat: bool, model: str) -> str | None:
         for key in PROMPTING_KEYS:
             if getattr(proto, key) is not None:
                 raise ConfigError(
-                    f"{params.source}: protocol.{key}: applies to chat models; {model} is prompted in the "
-                    "plain format (no chat template, or protocol.chat: false): remove the key"
+                    f"{params.source}: protocol.{key}: applies to chat models; {model} has no chat template "
+                    "or protocol.chat is false (it is prompted in the plain format): remove the key"
                 )
         return None
     reserved = sorted(set(proto.chat_template_kwargs or {}) & RESERVED_TEMPLATE_KWARGS)
