@@ -212,13 +212,17 @@ def template_file(protocol: Protocol, conf_dir: Path = CONF_DIR) -> Path | None:
 
 def template_header(path: Path, key: str, source: Path) -> TemplateHeader:
     """The header of a prompt template (empty when its text opens with no Jinja comment)."""
+    if key == "prompt" and not path.is_file():
+        raise ConfigError(
+            f"{source}: protocol.prompt: no preset {path.stem!r} (no {path}); known presets: "
+            f"{', '.join(known_presets(path.parent.parent))}"
+        )
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as e:
         raise ConfigError(
             f"{source}: protocol.{key}: cannot read {path} ({e.strerror}); give the path of a Jinja prompt "
             "template file"
-            + (f" or a preset of conf/prompt/: {', '.join(known_presets())}" if key == "prompt" else "")
         ) from None
     m = _HEADER.match(text)
     if m is None:
