@@ -368,7 +368,9 @@ def start_engine(
     if is_running(cfg, model, revision):
         print(f"run_arm: {arm}: reusing the {cfg['name']} engine on {model}", flush=True)
         return get_engine(cfg, model, revision), None
-    print(f"run_arm: {arm}: starting the {cfg['name']} engine on {model}", flush=True)
+    length = cfg.get("max_model_len")
+    context = f" (max_model_len {length})" if isinstance(length, int) else ""
+    print(f"run_arm: {arm}: starting the {cfg['name']} engine on {model}{context}", flush=True)
     t0 = time.perf_counter()
     engine = get_engine(cfg, model, revision)
     return engine, time.perf_counter() - t0

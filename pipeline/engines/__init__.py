@@ -76,7 +76,9 @@ def _first_line(error: BaseException) -> str:
     errors = getattr(error, "errors", None)
     if callable(errors):  # a pydantic ValidationError: its first error's message, not its summary line
         try:
-            return str(errors()[0]["msg"]).removeprefix("Value error, ")
+            first = errors()[0]
+            where = ".".join(str(x) for x in first.get("loc", ()))
+            return (f"{where}: " if where else "") + str(first["msg"]).removeprefix("Value error, ")
         except (TypeError, IndexError, KeyError):
             pass
     return next((line.strip() for line in str(error).splitlines() if line.strip()), "")
