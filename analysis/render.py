@@ -480,6 +480,7 @@ def trajectory_markdown(r: dict[str, Any]) -> str:
         + ", ".join(md(c) for c in r["checkpoints"])
         + (f"; placebo: {md(r['placebo'])}." if r["placebo"] else "; no placebo."),
         "",
+        *_prompting_lines(r.get("prompting")),
         f"**Reward claim:** {md(r['reward_claim'])}",
         "",
         "## Every checkpoint against the reference",
