@@ -80,7 +80,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         params = load_params(str(top.params))
         arms = args.arms.split(",") if args.arms else arms_of(params)
         # Before any engine starts: arms prompted in different formats are no matched comparison.
-        check_matched_prompting(params, list(dict.fromkeys([*arms, *arms_of(params)])))
+        try:
+            check_matched_prompting(params, list(dict.fromkeys([*arms, *arms_of(params)])))
+        except ConfigError as e:
+            _fail(str(e))  # nothing ran yet: no resume to offer
         groups = by_model(arms, {a: load_arm(a).model for a in arms})
         plan = "; ".join(f"{model}: {', '.join(names)}" for model, names in groups)
         print(f"run_arms: {len(arms)} arms on {len(groups)} models ({plan})", flush=True)
