@@ -46,6 +46,7 @@ from analysis.align import (
 )
 from analysis.delta import family_groups, mean_contrast, too_few_items
 from analysis.drawing import Drawing, draw_here
+from analysis.prompting import prompt_line
 from contract.evallog import EvalLog, collector_paused
 
 CANONICAL_ARMS = ["base", "trained", "+rag", "+tools", "trained+rag", "trained+tools", "trained+rag+tools"]
@@ -432,6 +433,7 @@ def build_found(
         "arms_unusable": unusable,
         "logs": {arm: str(path) for arm, (path, _) in found.items()},
         "matched_protocol": matched,
+        "prompting": {arm: prompt_line(log) for arm, (_, log) in found.items()},
         "base": {
             "arm": "base",
             "attribution": attribution["base"],

@@ -38,6 +38,7 @@ from analysis.align import (
 )
 from analysis.drawing import Drawing, draw_here
 from analysis.mdtext import p_text
+from analysis.prompting import prompt_line
 from contract.evallog import EvalLog, collector_paused
 
 NO_FAMILY = "(none)"
@@ -271,6 +272,7 @@ def build(
         "claim": verdict,
         "claim_detail": detail,
         "matched_protocol": matched,
+        "prompting": {"pre": prompt_line(pre), "post": prompt_line(post)},
         "mean_pre": float(a.item_mean.mean()),
         "mean_post": float(b.item_mean.mean()),
         "delta_mean": float(d.mean()),

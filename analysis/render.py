@@ -88,6 +88,13 @@ def truncation_lines(t: dict[str, Any] | None, curve: str) -> list[str]:
     return lines
 
 
+def _prompting_lines(prompting: dict[str, str] | None) -> list[str]:
+    """One line naming how each arm was prompted (format, template sha256, few-shot pin), then a blank."""
+    if not prompting:
+        return []
+    return ["Prompts: " + "; ".join(f"{md(arm)}: {md(line)}" for arm, line in prompting.items()) + ".", ""]
+
+
 def delta_markdown(r: dict[str, Any]) -> str:
     """The delta report as markdown: sensitivity first, then claim, protocol, headline, flips, pass@k."""
     mde = r["mde"]
@@ -115,6 +122,7 @@ def delta_markdown(r: dict[str, Any]) -> str:
         f"({md(r['post_log'])}). "
         + md(r.get("generated") or f"Measured with driver {r['driver']}, {r['measured_at']}."),
         "",
+        *_prompting_lines(r.get("prompting")),
         "## Matched protocol (checked, identical in both logs)",
         "",
     ]
@@ -299,6 +307,7 @@ def arms_markdown(r: dict[str, Any]) -> str:
         f"Base mean score {_num(r['base']['mean'])}, "
         f"mean generated tokens {_num(r['base']['mean_gen_tokens'], '.1f')}.",
         "",
+        *_prompting_lines(r.get("prompting")),
         "## Every arm against base",
         "",
         *(
@@ -471,6 +480,7 @@ def trajectory_markdown(r: dict[str, Any]) -> str:
         + ", ".join(md(c) for c in r["checkpoints"])
         + (f"; placebo: {md(r['placebo'])}." if r["placebo"] else "; no placebo."),
         "",
+        *_prompting_lines(r.get("prompting")),
         f"**Reward claim:** {md(r['reward_claim'])}",
         "",
         "## Every checkpoint against the reference",

@@ -38,6 +38,7 @@ from analysis.align import (
 )
 from analysis.delta import mean_contrast, too_few_items
 from analysis.drawing import Drawing
+from analysis.prompting import prompt_line
 from contract.evallog import collector_paused
 
 NOT_CONFIGURED, ARMS_MISSING, DONE = "not configured", "arms missing", "done"
@@ -200,6 +201,7 @@ def build(logs_dir: str, settings: Settings, params: str | Path | None) -> dict[
         "placebo": placebo,
         "logs": {a: str(p) for a, (p, _) in logs.items()},
         "matched_protocol": matched,
+        "prompting": {a: prompt_line(log) for a, (_, log) in logs.items()},
         "trajectory": rows,
         "placebo_delta": placebo_row,
         "reward_contrast": versus,

@@ -3,9 +3,21 @@ sections of params.yaml it lives among."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
+
+# Where a sample's answer is read (scoring.verifiers): the first `Answer:` line after the prompt, the last
+# \boxed{}, or the first "The (final) answer is X". Unset: the built-in reading of the prompt format.
+AnswerRule = Literal["first_answer", "last_boxed", "answer_is"]
+
+
+class FewShot(BaseModel):
+    """params.yaml protocol.fewshot: the first n examples of a JSONL file (id, question, answer), pinned."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    path: str = Field(min_length=1)
+    n: int = Field(ge=1)
 
 
 class Protocol(BaseModel):
@@ -28,13 +40,23 @@ class Protocol(BaseModel):
     instruction: str | None = None
     chat_template: str | None = Field(default=None, min_length=1)
     chat_template_kwargs: dict[str, Any] | None = None
+    # Every model (pipeline.prompts): a preset of conf/prompt/, a Jinja prompt template (the whole prompt of a
+    # plain model, the user message of a chat model), its few-shot examples, extra stop strings, where the
+    # answer is read, and whether chat models are prompted through their chat template (auto: when they
+    # have one). None everywhere is the built-in format.
+    prompt: str | None = Field(default=None, min_length=1)
+    prompt_template: str | None = Field(default=None, min_length=1)
+    fewshot: FewShot | None = None
+    stop: list[str] | None = None
+    answer: AnswerRule | None = None
+    chat: Literal["auto"] | bool | None = None
 
     @model_serializer(mode="wrap")
     def _built_in_prompting_left_out(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         # A protocol that prompts as the built-in does serializes as before these keys existed, so the files
         # and fingerprints of earlier runs stay valid (nothing regenerates for a key nobody set).
         data = handler(self)
-        for key in PROMPTING_KEYS:
+        for key in OPTIONAL_KEYS:
             if data.get(key) is None:
                 data.pop(key, None)
         return data
@@ -42,6 +64,9 @@ class Protocol(BaseModel):
 
 # The protocol keys that shape a chat model's prompt (left out of a dump when unset).
 PROMPTING_KEYS: tuple[str, ...] = ("system_prompt", "instruction", "chat_template", "chat_template_kwargs")
+# The protocol keys of every model's prompt and its reading (left out of a dump when unset, as the above).
+TEMPLATE_KEYS: tuple[str, ...] = ("prompt", "prompt_template", "fewshot", "stop", "answer", "chat")
+OPTIONAL_KEYS: tuple[str, ...] = PROMPTING_KEYS + TEMPLATE_KEYS
 
 
 # The keys of the protocol; an arm (conf/arm/*.yaml or a command-line override) may set none of them.

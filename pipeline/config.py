@@ -6,6 +6,7 @@ naming the file, the field and what to do.
 
 from __future__ import annotations
 
+import re
 import types
 import typing
 from collections.abc import Mapping
@@ -25,7 +26,7 @@ from pydantic import (
 
 from contract.arm import ArmSpec
 from contract.names import Name
-from contract.protocol import Protocol, is_protocol_key
+from contract.protocol import AnswerRule, Protocol, is_protocol_key
 
 CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
 _HEX = frozenset("0123456789abcdef")
@@ -179,7 +180,87 @@ def load_params(path: str | Path) -> Params:
     except ValidationError as e:
         raise ConfigError(_first_error(p, e)) from None
     params._source = p
+    params.protocol = with_preset(params.protocol, p)
     return params
+
+
+class TemplateHeader(BaseModel):
+    """What a prompt template says of itself, in YAML inside its opening Jinja comment `{# ... #}`: what
+    it is, where its answer is read, its stop strings, and whether it shows few-shot examples."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    description: str | None = None
+    answer: AnswerRule | None = None
+    stop: list[str] = Field(default_factory=list)
+    fewshot: bool = False
+
+
+_HEADER = re.compile(r"\A\{#-?(.*?)-?#\}", re.DOTALL)
+
+
+def known_presets(conf_dir: Path = CONF_DIR) -> list[str]:
+    """Names of the prompt presets (conf/prompt/<name>.jinja)."""
+    return sorted(p.stem for p in (conf_dir / "prompt").glob("*.jinja"))
+
+
+def template_file(protocol: Protocol, conf_dir: Path = CONF_DIR) -> Path | None:
+    """The Jinja prompt template a protocol names: its preset's (conf/prompt/<name>.jinja), its own
+    prompt_template, or None (the built-in format)."""
+    if protocol.prompt is not None:
+        return conf_dir / "prompt" / f"{protocol.prompt}.jinja"
+    return None if protocol.prompt_template is None else Path(protocol.prompt_template)
+
+
+def template_header(path: Path, key: str, source: Path) -> TemplateHeader:
+    """The header of a prompt template (empty when its text opens with no Jinja comment)."""
+    if key == "prompt" and not path.is_file():
+        raise ConfigError(
+            f"{source}: protocol.prompt: no preset {path.stem!r} (no {path}); known presets: "
+            f"{', '.join(known_presets(path.parent.parent))}"
+        )
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise ConfigError(
+            f"{source}: protocol.{key}: cannot read {path} ({e.strerror}); give the path of a Jinja prompt "
+            "template file"
+        ) from None
+    m = _HEADER.match(text)
+    if m is None:
+        return TemplateHeader()
+    try:
+        raw = yaml.safe_load(m.group(1))
+        return TemplateHeader.model_validate(raw if isinstance(raw, Mapping) else {"description": m.group(1)})
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{path}: its opening comment is not YAML ({str(e).splitlines()[0]})") from None
+    except ValidationError as e:
+        raise ConfigError(f"{path}: opening comment: {_first_error(path, e).split(': ', 1)[1]}") from None
+
+
+def with_preset(protocol: Protocol, source: Path, conf_dir: Path = CONF_DIR) -> Protocol:
+    """The protocol with its template's answer rule and stop strings filled in (protocol.answer wins,
+    protocol.stop adds to them), so that what generations and logs record says how the answer is read."""
+    if protocol.prompt is not None and protocol.prompt_template is not None:
+        raise ConfigError(
+            f"{source}: protocol.prompt and protocol.prompt_template: give one (a preset of conf/prompt/, or "
+            "your own Jinja template file)"
+        )
+    path = template_file(protocol, conf_dir)
+    if path is None:
+        return protocol
+    key = "prompt" if protocol.prompt is not None else "prompt_template"
+    header = template_header(path, key, source)
+    if header.fewshot and protocol.fewshot is None:
+        raise ConfigError(
+            f"{source}: protocol.{key}: {path} is a few-shot format; set protocol.fewshot: "
+            "{path: EXAMPLES.jsonl, n: N} (one JSON line per example: id, question, answer)"
+        )
+    return protocol.model_copy(
+        update={
+            "answer": protocol.answer or header.answer,
+            "stop": [*header.stop, *(protocol.stop or [])] or None,
+        }
+    )
 
 
 def known_arms(conf_dir: Path = CONF_DIR) -> list[str]:

@@ -60,7 +60,14 @@ from pipeline.config import (
     load_params,
     tool_server_settings,
 )
-from pipeline.engines import get_engine, is_running
+from pipeline.engines import (
+    TOOL_RESPONSE_TOKENS,
+    EngineStartError,
+    fit_context,
+    get_engine,
+    is_running,
+    settings_record,
+)
 from pipeline.hub import model_dir
 from pipeline.pins import PinError, check_pins
 from pipeline.plan import Plan, chunks, plan_run, requests_sha256
@@ -214,6 +221,13 @@ def check_context(engine: Engine, plan: Plan, max_tokens: int) -> None:
         )
 
 
+def context_needed(plan: Plan, proto: Any, arm: ArmSpec) -> int:
+    """Tokens one sequence of this run may need: its longest prompt, the budget, and for a tool arm room
+    for the tool responses the harness appends (pipeline.engines.TOOL_RESPONSE_TOKENS per answered call)."""
+    tools = proto.max_tool_calls * TOOL_RESPONSE_TOKENS if arm.tools else 0
+    return plan.longest_prompt + proto.max_tokens + tools
+
+
 def sample_line(request: GenRequest, out: Outcome, tool_arm: bool) -> dict[str, Any]:
     """The shard line of one finished sample: its GenSample fields plus item_id.
 
@@ -308,7 +322,7 @@ def inputs_sha256(arm: ArmSpec, params: Params, pins_dir: Path, engine: dict[str
         "arm": arm.model_dump(),
         "protocol": params.protocol.model_dump(),
         "pin_sha256": file_sha256(pins_dir / "arms" / f"{arm.name}.json"),
-        "engine": {k: v for k, v in engine.items() if k != "log_level"},
+        "engine": settings_record(engine),
     }
     return text_sha256(json.dumps(record, sort_keys=True))
 
@@ -357,7 +371,9 @@ def start_engine(
     if is_running(cfg, model, revision):
         print(f"run_arm: {arm}: reusing the {cfg['name']} engine on {model}", flush=True)
         return get_engine(cfg, model, revision), None
-    print(f"run_arm: {arm}: starting the {cfg['name']} engine on {model}", flush=True)
+    length = cfg.get("max_model_len")
+    context = f" (max_model_len {length})" if isinstance(length, int) else ""
+    print(f"run_arm: {arm}: starting the {cfg['name']} engine on {model}{context}", flush=True)
     t0 = time.perf_counter()
     engine = get_engine(cfg, model, revision)
     return engine, time.perf_counter() - t0
@@ -377,7 +393,7 @@ def run_fingerprint(
         "protocol": params.protocol.model_dump(),
         "pins": pins,
         # The log level changes what is printed, not what is generated: a resume may change it.
-        "engine": {k: v for k, v in engine.items() if k != "log_level"},
+        "engine": settings_record(engine),
         "requests_sha256": requests_sha256(plan.requests),
         "tools": plan.tool_names,
     }
@@ -408,7 +424,9 @@ def part_of(plan: Plan, s: int, n: int) -> Plan:
     items = [it for i, it in enumerate(plan.items) if i % n == s]
     keep = {it.item_id for it in items}
     requests = [r for r in plan.requests if r.key[0] in keep]
-    return Plan(items, requests, plan.prompts, plan.retrieved, plan.chat, plan.tool_names)
+    return Plan(
+        items, requests, plan.prompts, plan.retrieved, plan.chat, plan.tool_names, plan.longest_prompt
+    )
 
 
 def part_suffix(part: tuple[int, int] | None) -> str:
@@ -602,7 +620,11 @@ def _run(
             if engine is None:
                 # A hub model runs from its cached snapshot: the engine never reaches the hub.
                 where = model_dir(ref, arm.model, params.source)
-                engine, engine_start_s = start_engine(settings.engine, arm.name, where, None)
+                cfg = fit_context(settings.engine, where, context_needed(plan, proto, arm))
+                engine, engine_start_s = start_engine(cfg, arm.name, where, None)
+            # The engine reads the prompts as this plan made them: chat prompts hold their own BOS token.
+            if hasattr(engine, "chat"):
+                engine.chat = plan.chat  # type: ignore[attr-defined]
             check_context(engine, plan, proto.max_tokens)
             if "engine" not in shard.meta:
                 shard.set_meta("engine", engine.info.model_dump(mode="json"))
@@ -721,4 +743,4 @@ def summary_line(record: Provenance, dest: Path) -> str:
     )
 
 
-KNOWN_ERRORS = (RunnerError, ConfigError, PinError, ShardError)
+KNOWN_ERRORS = (RunnerError, ConfigError, PinError, ShardError, EngineStartError)

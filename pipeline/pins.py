@@ -38,7 +38,17 @@ from contract.atomic import atomic_write
 from contract.digest import file_sha256
 from contract.files import PathCheckError, input_dir, input_file, output_dir
 from contract.suite import SuiteError, load_suite, questions_sha256
-from pipeline.config import CONF_DIR, ConfigError, ModelRef, Params, arms_of, load_arm, load_params
+from pipeline.config import (
+    CONF_DIR,
+    ConfigError,
+    ModelRef,
+    Params,
+    arms_of,
+    load_arm,
+    load_params,
+    template_file,
+)
+from pipeline.fewshot import fewshot_pin
 from pipeline.hub import snapshot_dir
 from pipeline.sources import file_hashes, generation_sources
 
@@ -267,6 +277,7 @@ def arm_pin(
     template = _chat_template(params)
     if template is not None:
         pin["chat_template"] = template
+    pin.update(_prompt_pins(params))
     pin["code"] = file_hashes(generation_sources(arm.retrieval, arm.tools))
     return pin
 
@@ -279,6 +290,26 @@ def _chat_template(params: Params) -> dict[str, str] | None:
     if not Path(path).is_file():
         raise PinError(f"{path}: chat template not found ({params.source} protocol.chat_template)")
     return {"path": path, "sha256": file_sha256(path)}
+
+
+def _prompt_pins(params: Params) -> dict[str, Any]:
+    """The pins of the prompt template (path and sha256) and of the few-shot file (path, n, sha256), each
+    only when the protocol sets it, so that the pins of a protocol without them stay as they were."""
+    pins: dict[str, Any] = {}
+    path = template_file(params.protocol)
+    if path is not None:
+        # A preset is named by its path in the repository, the same on every machine.
+        shown = f"conf/prompt/{params.protocol.prompt}.jinja" if params.protocol.prompt else str(path)
+        if not path.is_file():
+            raise PinError(f"{path}: prompt template not found ({params.source} protocol.prompt_template)")
+        pins["prompt_template"] = {"path": shown, "sha256": file_sha256(path)}
+    try:
+        shots = fewshot_pin(params.protocol.fewshot, params.source)
+    except ConfigError as e:
+        raise PinError(str(e)) from None
+    if shots is not None:
+        pins["fewshot"] = shots
+    return pins
 
 
 def compute_pins(params: Params, conf_dir: Path = CONF_DIR, cache: HashCache | None = None) -> dict[str, Any]:
@@ -372,6 +403,15 @@ def check_pins(
         )
     if template is not None:
         flat["chat_template"] = f"sha256:{template['sha256']}"
+    for key, pin in _prompt_pins(params).items():
+        if pinned.get(key) != pin:
+            raise PinError(
+                f"{path}: {key}: {params.source} protocol.{key} or its file changed since pinning; {_REPIN}"
+            )
+        flat[key] = f"sha256:{pin['sha256']}"
+    for key in ("prompt_template", "fewshot"):
+        if key in pinned and key not in flat:
+            raise PinError(f"{path}: {key}: pinned, but {params.source} protocol no longer sets it; {_REPIN}")
     flat["model"] = f"hf:{ref.hf}@{ref.revision}" if ref.hf else f"sha256:{pinned['model']['sha256']}"
     if arm.retrieval:
         index = _index(params)

@@ -20,14 +20,16 @@ from contract.generations import RetrievedDoc
 from contract.protocol import PROMPTING_KEYS
 from contract.seeds import sample_seed
 from contract.suite import SuiteError, SuiteItem, load_suite
-from pipeline.config import ConfigError, ModelRef, Params
+from pipeline.config import CONF_DIR, ConfigError, ModelRef, Params, load_arm, template_file
+from pipeline.fewshot import Example, check_disjoint, load_examples
 from pipeline.hub import model_dir
 from pipeline.prompts import (
     RESERVED_TEMPLATE_KWARGS,
-    is_chat_model,
+    compile_template,
     make_prompt,
     stops_for,
     tools_not_rendered,
+    use_chat,
 )
 
 
@@ -41,6 +43,8 @@ class Plan:
     retrieved: dict[str, list[RetrievedDoc]]
     chat: bool
     tool_names: list[str]
+    # The longest prompt in tokens (a plain prompt's BOS included): what max_model_len auto must hold.
+    longest_prompt: int = 0
 
 
 def load_tokenizer(ref: ModelRef, key: str = "model", source: Path | str = "params.yaml") -> Any:
@@ -58,12 +62,17 @@ def chat_settings(params: Params, chat: bool, model: str) -> str | None:
     """The text of protocol.chat_template (None: the tokenizer's own); refuse chat settings on a plain model
     and template options make_prompt sets itself."""
     proto = params.protocol
+    if proto.instruction is not None and template_file(proto) is not None:
+        raise ConfigError(
+            f"{params.source}: protocol.instruction: the prompt template writes the whole user message; put "
+            "the instruction in the template and remove the key"
+        )
     if not chat:
         for key in PROMPTING_KEYS:
             if getattr(proto, key) is not None:
                 raise ConfigError(
                     f"{params.source}: protocol.{key}: applies to chat models; {model} has no chat template "
-                    "(it is prompted in the plain format): remove the key"
+                    "or protocol.chat is false (it is prompted in the plain format): remove the key"
                 )
         return None
     reserved = sorted(set(proto.chat_template_kwargs or {}) & RESERVED_TEMPLATE_KWARGS)
@@ -83,6 +92,66 @@ def chat_settings(params: Params, chat: bool, model: str) -> str | None:
         ) from None
 
 
+def prompt_template(params: Params) -> tuple[Any, str] | None:
+    """protocol.prompt's or protocol.prompt_template's Jinja file, compiled, with its path (None: unset)."""
+    path = template_file(params.protocol)
+    if path is None:
+        return None
+    key = "prompt" if params.protocol.prompt is not None else "prompt_template"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise ConfigError(
+            f"{params.source}: protocol.{key}: cannot read {path} ({e.strerror}); give the path of a Jinja "
+            "prompt template file"
+        ) from None
+    return compile_template(text, str(path)), str(path)
+
+
+def fewshot_examples(params: Params, items: Sequence[SuiteItem]) -> list[Example]:
+    """protocol.fewshot's examples, refused when one of them is a suite item; [] when unset."""
+    spec = params.protocol.fewshot
+    if spec is None:
+        return []
+    if template_file(params.protocol) is None:
+        raise ConfigError(
+            f"{params.source}: protocol.fewshot: the built-in prompt shows no examples; set protocol.prompt "
+            "to a few-shot preset of conf/prompt/ or protocol.prompt_template to a template that renders them"
+        )
+    examples = load_examples(spec, params.source)
+    check_disjoint(examples, items, spec)
+    return examples
+
+
+def prompt_formats(params: Params, arms: Sequence[str], conf_dir: Path = CONF_DIR) -> dict[str, bool]:
+    """Whether each model of the arms is prompted through a chat template, by model key."""
+    formats: dict[str, bool] = {}
+    for name in arms:
+        key = load_arm(name, conf_dir).model
+        if key in formats or key not in params.models:
+            continue
+        tokenizer = load_tokenizer(params.models[key], key, params.source)
+        formats[key] = use_chat(tokenizer, params.protocol, params.models[key].display_name, params.source)
+    return formats
+
+
+def check_matched_prompting(params: Params, arms: Sequence[str], conf_dir: Path = CONF_DIR) -> None:
+    """Refuse arms whose models would be prompted in different formats (one plain, one through a chat
+    template): their scores would differ by the prompt as much as by the model."""
+    formats = prompt_formats(params, arms, conf_dir)
+    plain = [k for k, chat in formats.items() if not chat]
+    chat = [k for k, c in formats.items() if c]
+    if not plain or not chat:
+        return
+    p, c = plain[0], chat[0]
+    raise ConfigError(
+        f"{params.source}: models {p} ({params.models[p].display_name}) and {c} "
+        f"({params.models[c].display_name}) would be prompted differently: {p} plain (no chat template), {c} "
+        f"through its chat template; set protocol.chat: false to prompt both plain with the same template, "
+        f"or give {p} a chat template (protocol.chat_template and protocol.chat: true)"
+    )
+
+
 def check_tools_rendered(
     tokenizer: Any,
     question: str,
@@ -92,9 +161,11 @@ def check_tools_rendered(
     arm: ArmSpec,
     template: str | None,
     prompt: str,
+    user: tuple[Any, str] | None = None,
+    examples: Sequence[Example] = (),
 ) -> None:
     """Refuse a tool arm whose chat template leaves its tool schemas out of the prompt (it ignores tools=)."""
-    bare = make_prompt(tokenizer, True, question, passages, [], params.protocol, template)
+    bare = make_prompt(tokenizer, True, question, passages, [], params.protocol, template, user, examples)
     missing = tools_not_rendered(prompt, bare, tools)
     if not missing:
         return
@@ -128,13 +199,16 @@ def plan_run(params: Params, arm: ArmSpec, tools: Sequence[dict[str, Any]]) -> P
     except SuiteError as e:
         raise ConfigError(str(e)) from None
     tokenizer = load_tokenizer(params.models[arm.model], arm.model, params.source)
-    chat = is_chat_model(tokenizer)
-    template = chat_settings(params, chat, params.models[arm.model].display_name)
+    display = params.models[arm.model].display_name
+    chat = use_chat(tokenizer, params.protocol, display, params.source)
+    template = chat_settings(params, chat, display)
+    user = prompt_template(params)
+    examples = fewshot_examples(params, items)
     index = open_index(params) if arm.retrieval else None
     if index is not None:
         from arms.retrieval import passages_for
     proto = params.protocol
-    stop = stops_for(chat)
+    stop = stops_for(chat, proto.stop)
     requests: list[GenRequest] = []
     prompts: dict[str, str] = {}
     retrieved: dict[str, list[RetrievedDoc]] = {}
@@ -146,9 +220,11 @@ def plan_run(params: Params, arm: ArmSpec, tools: Sequence[dict[str, Any]]) -> P
                 RetrievedDoc(doc_id=h.doc_id, score=h.score, rank=h.rank, title=h.title or None, text=h.text)
                 for h in hits
             ]
-        prompt = make_prompt(tokenizer, chat, item.question, passages, tools, proto, template)
+        prompt = make_prompt(tokenizer, chat, item.question, passages, tools, proto, template, user, examples)
         if chat and tools and not prompts:
-            check_tools_rendered(tokenizer, item.question, passages, tools, params, arm, template, prompt)
+            check_tools_rendered(
+                tokenizer, item.question, passages, tools, params, arm, template, prompt, user, examples
+            )
         prompts[item.item_id] = prompt
         for j in range(proto.k):
             requests.append(
@@ -160,7 +236,10 @@ def plan_run(params: Params, arm: ArmSpec, tools: Sequence[dict[str, Any]]) -> P
                     stop=stop,
                 )
             )
-    return Plan(items, requests, prompts, retrieved, chat, [t["name"] for t in tools])
+    longest = max(
+        (len(tokenizer(p, add_special_tokens=not chat)["input_ids"]) for p in prompts.values()), default=0
+    )
+    return Plan(items, requests, prompts, retrieved, chat, [t["name"] for t in tools], longest)
 
 
 def requests_sha256(requests: Sequence[GenRequest]) -> str:

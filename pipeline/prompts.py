@@ -11,6 +11,11 @@ Chat models (a tokenizer with a chat template) get the protocol's system prompt 
 set, with the tool schemas passed as `tools=` and protocol.chat_template_kwargs (e.g. enable_thinking) as
 template variables. The defaults render exactly what they rendered before those settings existed. The demo's
 training data is built with build_prompt too, so both agree.
+
+Any model may instead be prompted through a Jinja prompt template (protocol.prompt, a preset of conf/prompt/,
+or protocol.prompt_template, a file), rendered with `question`, `passages`, `tools` (the tool specs: name,
+description, input_schema) and `examples` (the few-shot examples: id, question, answer): the whole prompt of
+a plain model, the user message of a chat model (whose chat template still wraps it).
 """
 
 from __future__ import annotations
@@ -18,8 +23,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import jinja2
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
 from contract.protocol import Protocol
 from contract.textformat import ANSWER_TAG
+from pipeline.config import ConfigError
 
 # Plain prompts end in "Answer:"; a model that goes on to invent the next question is stopped there.
 PLAIN_STOP = ("\nQuestion:",)
@@ -64,13 +73,46 @@ RESERVED_TEMPLATE_KWARGS = frozenset(
 )  # fmt: skip
 
 
-def chat_messages(question: str, passages: Sequence[str], protocol: Protocol | None) -> list[dict[str, str]]:
-    """The messages of a chat prompt: the protocol's system prompt, then the user's passages, question and
-    instruction (the built-in one unless protocol.instruction is set; an empty one adds nothing)."""
+def compile_template(text: str, where: str) -> jinja2.Template:
+    """A prompt template compiled in Jinja's sandbox (undefined names are errors, last newline kept)."""
+    env = ImmutableSandboxedEnvironment(keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
+    try:
+        return env.from_string(text)
+    except jinja2.TemplateSyntaxError as e:
+        raise ConfigError(
+            f"{where}:{e.lineno}: not a Jinja template ({e.message}); fix the template"
+        ) from None
+
+
+def render_template(
+    template: jinja2.Template,
+    where: str,
+    question: str,
+    passages: Sequence[str],
+    tools: Sequence[dict[str, Any]],
+    examples: Sequence[Any],
+) -> str:
+    """The text a prompt template renders for one item (examples: objects with id, question, answer)."""
+    shots = [{"id": e.id, "question": e.question, "answer": e.answer} for e in examples]
+    try:
+        return template.render(question=question, passages=list(passages), tools=list(tools), examples=shots)
+    except jinja2.TemplateError as e:
+        raise ConfigError(
+            f"{where}: cannot render ({e}); a prompt template may use question, passages, tools and examples"
+        ) from None
+
+
+def chat_messages(
+    question: str, passages: Sequence[str], protocol: Protocol | None, content: str | None = None
+) -> list[dict[str, str]]:
+    """The messages of a chat prompt: the protocol's system prompt, then the user's message: content (a
+    prompt template's text) when given, else passages, question and instruction (the built-in one unless
+    protocol.instruction is set; an empty one adds nothing)."""
     instruction = (
         CHAT_INSTRUCTION if protocol is None or protocol.instruction is None else protocol.instruction
     )
-    content = f"{passages_block(passages)}{question}" + (f"\n{instruction}" if instruction else "")
+    if content is None:
+        content = f"{passages_block(passages)}{question}" + (f"\n{instruction}" if instruction else "")
     system = None if protocol is None else protocol.system_prompt
     return ([{"role": "system", "content": system}] if system is not None else []) + [
         {"role": "user", "content": content}
@@ -85,14 +127,20 @@ def make_prompt(
     tools: Sequence[dict[str, Any]],
     protocol: Protocol | None = None,
     template: str | None = None,
+    prompt: tuple[jinja2.Template, str] | None = None,
+    examples: Sequence[Any] = (),
 ) -> str:
     """The arm's prompt: the plain format, or a chat template (template's text, else the tokenizer's) with
-    the tool schemas and the protocol's template options."""
+    the tool schemas and the protocol's template options; prompt, a compiled prompt template and where it
+    is, renders the plain prompt or the user message instead."""
+    content = None if prompt is None else render_template(*prompt, question, passages, tools, examples)
     if not chat:
-        return build_prompt(question, passages, [t["name"] for t in tools])
+        return (
+            content if content is not None else build_prompt(question, passages, [t["name"] for t in tools])
+        )
     options = dict(protocol.chat_template_kwargs or {}) if protocol is not None else {}
     return tokenizer.apply_chat_template(
-        chat_messages(question, passages, protocol),
+        chat_messages(question, passages, protocol, content),
         tools=tool_schemas(tools) or None,
         chat_template=template,
         add_generation_prompt=True,
@@ -110,6 +158,21 @@ def tools_not_rendered(with_tools: str, without_tools: str, tools: Sequence[dict
     return [n for n in names if n not in with_tools]
 
 
-def stops_for(chat: bool) -> tuple[str, ...]:
-    """Stop strings of a prompt format."""
-    return () if chat else PLAIN_STOP
+def stops_for(chat: bool, extra: Sequence[str] | None = None) -> tuple[str, ...]:
+    """Stop strings of a prompt format, then the protocol's own (protocol.stop, its preset's), once each."""
+    stops = [*(() if chat else PLAIN_STOP), *(extra or ())]
+    return tuple(dict.fromkeys(stops))
+
+
+def use_chat(tokenizer: Any, protocol: Protocol, model: str, source: object) -> bool:
+    """Whether a model is prompted through a chat template: protocol.chat true or false says so; auto (or
+    unset) when it has one. True for a model without one needs protocol.chat_template."""
+    if protocol.chat is False:
+        return False
+    has = is_chat_model(tokenizer)
+    if protocol.chat is True and not has and protocol.chat_template is None:
+        raise ConfigError(
+            f"{source}: protocol.chat: true, but {model} has no chat template; set protocol.chat_template to "
+            "a Jinja chat template file, or protocol.chat: false to prompt every model plain"
+        )
+    return has or protocol.chat is True

@@ -18,6 +18,7 @@ from pathlib import Path
 from pipeline.config import CONF_DIR, ConfigError, arms_of, known_arms, load_arm, load_params, unknown_arm
 from pipeline.engines import engines_started, release_engine
 from pipeline.generate import KNOWN_ERRORS, run, staleness
+from pipeline.plan import check_matched_prompting
 from pipeline.run_arm import compose_settings, os_error_line
 
 EPILOG = """\
@@ -76,7 +77,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
             top = compose("config", overrides=list(args.overrides))
         out_dir = Path(str(top.out_dir))
-        arms = args.arms.split(",") if args.arms else arms_of(load_params(str(top.params)))
+        params = load_params(str(top.params))
+        arms = args.arms.split(",") if args.arms else arms_of(params)
+        # Before any engine starts: arms prompted in different formats are no matched comparison.
+        try:
+            check_matched_prompting(params, list(dict.fromkeys([*arms, *arms_of(params)])))
+        except ConfigError as e:
+            _fail(str(e))  # nothing ran yet: no resume to offer
         groups = by_model(arms, {a: load_arm(a).model for a in arms})
         plan = "; ".join(f"{model}: {', '.join(names)}" for model, names in groups)
         print(f"run_arms: {len(arms)} arms on {len(groups)} models ({plan})", flush=True)

@@ -17,8 +17,10 @@ chunk, which bounds what an operating-system crash could lose without paying an 
 
 A run opens the shard of its arm: a missing shard is created; a shard with the same fingerprint (pins,
 protocol, arm, engine, requests) is continued, its samples count as done; a shard with another fingerprint
-is refused unless the run is fresh, which starts the shard over. A last line cut short by a kill (no newline,
-not JSON) is dropped and regenerated; a broken line anywhere else is refused, never overwritten.
+is refused unless the run is fresh, which starts the shard over; one that holds no samples (a run that
+stopped before its engine generated anything) is started over with the new settings, since nothing is
+lost. A last line cut short by a kill (no newline, not JSON) is dropped and regenerated; a broken line
+anywhere else is refused, never overwritten.
 """
 
 from __future__ import annotations
@@ -127,6 +129,15 @@ class Shard:
             ) from None
         if header.get("fingerprint_sha256") != self.sha:
             diff = first_difference(header.get("fingerprint", {}), self.fingerprint) or "fingerprint hash"
+            if not any(b'"item_id"' in line for line in lines[1:]):
+                # Nothing generated under the other settings (an engine that never started): nothing to lose.
+                print(
+                    f"{self.path}: held no samples of a run with other settings ({diff}); started over",
+                    file=sys.stderr,
+                )
+                self.started_at = now_iso()
+                self._start()
+                return
             raise ShardError(
                 f"{self.path}: holds {len(lines) - 1} samples of a run with other settings ({diff}); "
                 "rerun with the settings it was started with to finish it, or pass fresh=true to discard it"

@@ -50,6 +50,19 @@ def verifier_infos(items: Sequence[SuiteItem]) -> list[VerifierInfo]:
     return list(seen.values())
 
 
+def answer_setting(gens: Generations) -> str:
+    """Where the scorer reads each sample's answer in these generations, in words (the log records it)."""
+    rule = gens.protocol.answer
+    if rule is not None:
+        return f"protocol.answer {rule}: thinking stripped; {verifiers.RULE_TEXT[rule]}, placeholders skipped"
+    if not gens.chat:
+        return "thinking stripped; plain: the first 'Answer:' line with an answer (what follows is not read)"
+    return (
+        "thinking stripped; chat: last \\boxed{}, '####', 'the answer is', 'Answer:', then the "
+        "verifier's last resort, placeholders skipped"
+    )
+
+
 def scorer_info(
     gens: Generations, items: Sequence[SuiteItem] = (), timeout_s: float = DEFAULT_TIMEOUT_S
 ) -> ScorerInfo:
@@ -58,10 +71,7 @@ def scorer_info(
         name=SCORER_NAME,
         version=SCORER_VERSION,
         settings={
-            "answer": (
-                "thinking stripped; chat: last \\boxed{}, '####', 'the answer is', 'Answer:', then the "
-                "verifier's last resort, placeholders skipped; plain: the last 'Answer:' line"
-            ),
+            "answer": answer_setting(gens),
             "chat": gens.chat,
             "path_evaluation": gens.arm.tools,
             "verifier_timeout_s": timeout_s,
@@ -77,17 +87,24 @@ def score_sample(
     chat: bool,
     tool_arm: bool,
     timeout_s: float = DEFAULT_TIMEOUT_S,
+    rule: str | None = None,
 ) -> SampleRecord:
     """One scored sample: the answer read from its text, the verifier's score and (tool arms) its path."""
-    return _scored(item, gen, sample, chat, tool_arm, timeout_s)[0]
+    return _scored(item, gen, sample, chat, tool_arm, timeout_s, rule)[0]
 
 
 def _scored(
-    item: SuiteItem, gen: GenItem, sample: GenSample, chat: bool, tool_arm: bool, timeout_s: float
+    item: SuiteItem,
+    gen: GenItem,
+    sample: GenSample,
+    chat: bool,
+    tool_arm: bool,
+    timeout_s: float,
+    rule: str | None = None,
 ) -> tuple[SampleRecord, bool]:
     """score_sample's record, and whether its verifier ran out of time."""
     text = verifiers.scored_text(gen.prompt, sample.text)
-    verdict = verifiers.score(item, text, chat=chat, timeout_s=timeout_s)
+    verdict = verifiers.score(item, text, chat=chat, timeout_s=timeout_s, rule=rule)
     path = None
     if tool_arm:
         expected = frozenset([item.tool]) if item.tool else None
@@ -143,7 +160,9 @@ def score_generations(
     for item in items:
         gen = by_id[item.item_id]
         try:
-            scored = [_scored(item, gen, s, gens.chat, gens.arm.tools, timeout_s) for s in gen.samples]
+            scored = [
+                _scored(item, gen, s, gens.chat, gens.arm.tools, timeout_s, proto.answer) for s in gen.samples
+            ]
         except verifiers.VerifierError as e:
             raise ScoringError(f"{where}: suite {e}") from e
         samples = [record for record, _ in scored]

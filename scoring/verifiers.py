@@ -3,7 +3,14 @@
 Reading the answer (read_answer, the one extraction helper):
 - Thinking is stripped first: what follows the last `</think>` is read; a text whose last `<think>` is never
   closed has no answer (its reason says so).
-- Plain prompts end in `Answer:`, the format the model was taught: the last `Answer:` line is the answer.
+- The prompt says where its answer is (protocol.answer, set by the prompt presets of conf/prompt/), and
+  the rule reads only there, so what a base model writes after its answer (the next question, a second
+  "Answer:") never decides its score:
+  `first_answer`  the first `Answer:` line with an answer (right after a prompt that ends in `Answer:`)
+  `last_boxed`    the last `\\boxed{}`
+  `answer_is`     the first "The (final) answer is X" (GSM8K chain-of-thought and Minerva few-shot formats)
+- Without a rule, plain prompts (which end in `Answer:`, the format the model was taught) read
+  `first_answer`, and chat output:
 - Chat output (tool calls and tool responses left out): the last `\\boxed{}`, else the last `####` line, else
   the last "the answer is ...", else the last `Answer:` line, else the verifier's last resort: the last
   number (numeric), the last `$...$` or `\\(...\\)` span then the last number (math), the last "(B)"
@@ -49,7 +56,7 @@ from scoring.timelimit import DEFAULT_TIMEOUT_S, AnswerTimeout, time_limit
 # Bump whenever a built-in verifier or the answer reading can give another verdict; the EvalLog records it
 # beside each verifier the suite uses.
 BUILTIN_NAME = "reasoning-delta"
-BUILTIN_VERSION = "2.1"
+BUILTIN_VERSION = "2.2"
 
 _BOXED = "\\boxed{"
 _THINK_OPEN, _THINK_CLOSE = "<think>", "</think>"
@@ -120,13 +127,35 @@ def last_boxed(text: str) -> str | None:
     return boxes[-1] if boxes else None
 
 
-def last_answer_line(text: str) -> str | None:
-    """What follows the last `Answer:` on its line, stripped; None if there is none or it is empty."""
-    pos = text.rfind(ANSWER_TAG)
-    if pos == -1:
-        return None
-    rest = text[pos + len(ANSWER_TAG) :].split("\n", 1)[0].strip()
-    return rest or None
+def first_answer_line(text: str) -> str | None:
+    """What follows the first `Answer:` that has an answer on its line (placeholders skipped), or None."""
+    pos = text.find(ANSWER_TAG)
+    while pos != -1:
+        rest = text[pos + len(ANSWER_TAG) :].split("\n", 1)[0].strip()
+        if rest and not is_placeholder(rest):
+            return _clean(rest)
+        pos = text.find(ANSWER_TAG, pos + len(ANSWER_TAG))
+    return None
+
+
+def _first_real(candidates: list[str]) -> str | None:
+    for c in candidates:
+        if not is_placeholder(c):
+            return _clean(c)
+    return None
+
+
+# Each rule of protocol.answer: what it reads, and what it says when there is nothing to read.
+RULES = {
+    "first_answer": (first_answer_line, "no 'Answer:' line with an answer"),
+    "last_boxed": (lambda body: _last_real(boxed_contents(body)), "no \\boxed{} with an answer"),
+    "answer_is": (lambda body: _first_real(_ANSWER_IS.findall(body)), "no 'The answer is' with an answer"),
+}
+RULE_TEXT = {
+    "first_answer": "the first 'Answer:' line with an answer",
+    "last_boxed": "the last \\boxed{}",
+    "answer_is": "the first 'The (final) answer is'",
+}
 
 
 def is_placeholder(candidate: str) -> bool:
@@ -173,17 +202,23 @@ def _last_resort(text: str, verifier: Verifier | None) -> str | None:
     return None
 
 
-def read_answer(text: str, chat: bool = False, verifier: Verifier | None = None) -> Reading:
-    """The final answer of scored text by the rules of the module docstring, or why there is none."""
+def read_answer(
+    text: str, chat: bool = False, verifier: Verifier | None = None, rule: str | None = None
+) -> Reading:
+    """The final answer of scored text by the rules of the module docstring (rule: protocol.answer, None
+    for the built-in reading), or why there is none."""
     body, reason = _strip_thinking(text)
     if body is None:
         return Reading(None, reason)
-    if not chat:
-        line = last_answer_line(body)
-        if line is None or is_placeholder(line):
-            return Reading(None, "no 'Answer:' line with an answer")
-        return Reading(line)
     body = _TOOL_MARKUP.sub("", body)
+    if rule is None and not chat:
+        rule = "first_answer"
+    if rule is not None:
+        if rule not in RULES:
+            raise VerifierError(f"protocol.answer: {rule!r} is not a rule; known: {', '.join(RULES)}")
+        read, missing = RULES[rule]
+        answer = read(body)
+        return Reading(answer) if answer is not None else Reading(None, missing)
     for found in (
         boxed_contents(body),
         _HASHES.findall(body),
@@ -199,9 +234,11 @@ def read_answer(text: str, chat: bool = False, verifier: Verifier | None = None)
     return Reading(None, "no \\boxed{}, '####', 'the answer is' or 'Answer:' with an answer, and no fallback")
 
 
-def extract_answer(text: str, chat: bool = False, verifier: Verifier | None = None) -> str | None:
+def extract_answer(
+    text: str, chat: bool = False, verifier: Verifier | None = None, rule: str | None = None
+) -> str | None:
     """The final answer of scored text (read_answer without its reason)."""
-    return read_answer(text, chat, verifier).answer
+    return read_answer(text, chat, verifier, rule).answer
 
 
 def written_numbers(text: str) -> list[str]:
@@ -443,9 +480,16 @@ def verifier_name(item: SuiteItem) -> str:
     return v.type
 
 
-def score(item: SuiteItem, text: str, chat: bool = False, timeout_s: float = DEFAULT_TIMEOUT_S) -> Verdict:
-    """Read the final answer of a sample's scored text and judge it against item (0 when out of time)."""
-    reading = read_answer(text, chat=chat, verifier=item.verifier)
+def score(
+    item: SuiteItem,
+    text: str,
+    chat: bool = False,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    rule: str | None = None,
+) -> Verdict:
+    """Read the final answer of a sample's scored text (by rule: protocol.answer) and judge it against item
+    (0 when out of time)."""
+    reading = read_answer(text, chat=chat, verifier=item.verifier, rule=rule)
     try:
         right, why = judge(item, reading.answer, timeout_s)
     except AnswerTimeout as e:

@@ -6,6 +6,7 @@ pipeline.engines.get_engine, which swaps it only when a test asks for another mo
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any

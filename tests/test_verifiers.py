@@ -61,11 +61,12 @@ def test_numeric_answers_are_parsed_from_the_answer_line(text: str, want: float)
     assert parse_number(extract_answer(text)) == pytest.approx(want)
 
 
-def test_the_last_answer_line_counts() -> None:
+def test_the_first_answer_line_counts_not_what_follows_it() -> None:
+    # A plain model that goes on past its answer (a next question, another "Answer:") is scored by its answer.
     text = "Answer: 5\nQuestion: what else?\nAnswer: 7\n"
-    assert extract_answer(text) == "7"
-    assert score(_num(7), text).score == 1.0
-    assert score(_num(5), text).score == 0.0
+    assert extract_answer(text) == "5"
+    assert score(_num(5), text).score == 1.0
+    assert score(_num(7), text).score == 0.0
 
 
 def test_chat_models_use_the_last_boxed_answer_with_nested_braces() -> None:

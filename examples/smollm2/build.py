@@ -97,6 +97,18 @@ def _save(model: object, tokenizer: object, out: Path) -> None:
     tokenizer.save_pretrained(out)  # type: ignore[attr-defined]
 
 
+def strip_chat_template(folder: Path) -> None:
+    """Remove the chat template from a saved checkpoint: a plain model, prompted without one (the
+    smollm2-plain world); the weights and the rest of the tokenizer stay as they are."""
+    import json
+
+    (folder / "chat_template.jinja").unlink(missing_ok=True)
+    config = folder / "tokenizer_config.json"
+    data = json.loads(config.read_text())
+    if data.pop("chat_template", None) is not None:
+        config.write_text(json.dumps(data, indent=2) + "\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Command line: build base, then trained (base + adapter); exit 2 with one line on bad input."""
     ap = argparse.ArgumentParser(prog="python build.py", description=__doc__.split("\n\n")[0])
@@ -109,18 +121,25 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--only", choices=["base", "trained"], help="build one checkpoint only (trained needs base)"
     )
+    ap.add_argument(
+        "--plain", action="store_true", help="remove the chat template from what is built (a plain model)"
+    )
     args = ap.parse_args(argv)
     models = Path(args.models)
     try:
         if args.only in (None, "base"):
             t0 = time.perf_counter()
             build_base(models / "base")
+            if args.plain:
+                strip_chat_template(models / "base")
             print(f"build: {models / 'base'} in {time.perf_counter() - t0:.1f} s", flush=True)
         if args.only in (None, "trained"):
             if not (models / "base" / "config.json").is_file():
                 raise BuildError(f"{models / 'base'}: not built; run `python build.py --only base` first")
             t0 = time.perf_counter()
             build_trained(models / "base", Path(args.adapter), models / "trained")
+            if args.plain:
+                strip_chat_template(models / "trained")
             print(f"build: {models / 'trained'} in {time.perf_counter() - t0:.1f} s", flush=True)
     except BuildError as e:
         print(f"build: {e}", file=sys.stderr)

@@ -8,13 +8,80 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from contract.engine import Engine
+from pipeline.config import ConfigError
 
 ENGINES = ("vllm", "hf")
 # Keys of conf/engine/*.yaml that the runner uses itself (they shape batches, not the engine).
 RUNNER_KEYS = frozenset({"name", "chunk_size"})
+# max_model_len: auto never goes below this (nor above the model's context), and rounds up to a power of
+# two: the arms of one model (plain, with passages, with tools) then fit one engine, and the demo models'
+# 1024-token context is what they got before auto existed.
+AUTO_MIN_LEN = 1024
+# The context a tool arm keeps for the harness's tool responses, per answered call (they are prompt
+# tokens, outside protocol.max_tokens).
+TOOL_RESPONSE_TOKENS = 256
+
+
+class EngineStartError(RuntimeError):
+    """An engine that did not start; the message is one line with the cause and the setting to change."""
+
+
+def settings_record(cfg: Mapping[str, Any]) -> dict[str, Any]:
+    """The engine settings a run's fingerprint holds: all but the log level (it changes what is printed),
+    max_model_len auto recorded as null, the earlier default it replaces: neither changes a text, since
+    auto always holds the run's longest prompt and budget."""
+    record = {k: v for k, v in cfg.items() if k != "log_level"}
+    if record.get("max_model_len") == "auto":
+        record["max_model_len"] = None
+    return record
+
+
+def fit_context(cfg: Mapping[str, Any], model: str | Path, needed: int) -> dict[str, Any]:
+    """cfg with max_model_len auto made a number: needed tokens (the longest prompt plus the budget), rounded
+    up to a power of two, at least AUTO_MIN_LEN, never above the model's own context."""
+    out = dict(cfg)
+    if out.get("name") != "vllm" or out.get("max_model_len") != "auto":
+        return out
+    from transformers import AutoConfig
+
+    from pipeline.engines.vllm_engine import context_length
+
+    try:
+        hf_config = AutoConfig.from_pretrained(str(model))
+    except (OSError, ValueError) as e:
+        raise EngineStartError(f"{model}: cannot read config.json ({str(e).splitlines()[0]})") from None
+    length = max(AUTO_MIN_LEN, 1 << max(needed - 1, 0).bit_length())
+    out["max_model_len"] = min(context_length(hf_config, str(model)), length)
+    return out
+
+
+def start_failure(name: str, model: str, error: BaseException) -> str:
+    """One line on why an engine did not start: the innermost cause of error, in its own first line."""
+    chain = [error]
+    while (nxt := chain[-1].__cause__ or chain[-1].__context__) is not None and nxt not in chain:
+        chain.append(nxt)
+    worded = [e for e in chain if _first_line(e)]
+    cause = worded[-1] if worded else error
+    return (
+        f"the {name} engine did not start on {model}: {type(cause).__name__}: {_first_line(cause)}; fix "
+        f"that (conf/engine/{name}.yaml; engine.log_level=info shows the engine's own log) and rerun"
+    )
+
+
+def _first_line(error: BaseException) -> str:
+    errors = getattr(error, "errors", None)
+    if callable(errors):  # a pydantic ValidationError: its first error's message, not its summary line
+        try:
+            first = errors()[0]
+            where = ".".join(str(x) for x in first.get("loc", ()))
+            return (f"{where}: " if where else "") + str(first["msg"]).removeprefix("Value error, ")
+        except (TypeError, IndexError, KeyError):
+            pass
+    return next((line.strip() for line in str(error).splitlines() if line.strip()), "")
 
 
 def make_engine(cfg: Mapping[str, Any], model: str | None = None, revision: str | None = None) -> Engine:
@@ -60,7 +127,12 @@ def get_engine(cfg: Mapping[str, Any], model: str, revision: str | None = None) 
     old = _ENGINE.pop("engine", None)
     if old is not None and hasattr(old, "close"):
         old.close()
-    engine = make_engine(cfg, model, revision)
+    try:
+        engine = make_engine(cfg, model, revision)
+    except (ConfigError, EngineStartError):
+        raise
+    except Exception as e:
+        raise EngineStartError(start_failure(str(cfg.get("name")), model, e)) from e
     _STARTS[0] += 1
     _ENGINE.update(key=key, engine=engine)
     return engine

@@ -92,6 +92,36 @@ def context_length(hf_config: Any, model: str) -> int:
     return min(found)
 
 
+def kv_cache_gib(hf_config: Any, dtype: str, tokens: int) -> float | None:
+    """GiB of KV cache that tokens tokens of one sequence take (keys and values of every layer), or None
+    when the config does not say (an attention layout this estimate does not know)."""
+    text = hf_config.get_text_config() if hasattr(hf_config, "get_text_config") else hf_config
+    layers = getattr(text, "num_hidden_layers", None)
+    heads = getattr(text, "num_attention_heads", None)
+    kv_heads = getattr(text, "num_key_value_heads", None) or heads
+    head_dim = getattr(text, "head_dim", None) or (
+        text.hidden_size // heads if heads and getattr(text, "hidden_size", None) else None
+    )
+    if not all(isinstance(x, int) and x > 0 for x in (layers, kv_heads, head_dim)):
+        return None
+    size = 4 if dtype == "float32" else 2
+    return 2 * layers * kv_heads * head_dim * size * tokens / 2**30
+
+
+def check_cpu_kv_cache(hf_config: Any, dtype: str, max_model_len: int, space_gib: float, model: str) -> None:
+    """Refuse, in one line with the numbers, a context whose KV cache the CPU's KV-cache space cannot hold
+    (vLLM would fail deep in its start with a traceback)."""
+    need = kv_cache_gib(hf_config, dtype, max_model_len)
+    if need is None or need <= space_gib:
+        return
+    raise ConfigError(
+        f"{model}: max_model_len {max_model_len} needs {need:.2f} GiB of {dtype} KV cache, the CPU KV-cache "
+        f"space is {space_gib:g} GiB ({SETTINGS} cpu_kvcache_space_gib, or VLLM_CPU_KVCACHE_SPACE); raise "
+        "cpu_kvcache_space_gib, or set max_model_len: auto (the run's longest prompt plus its budget) or a "
+        "smaller number"
+    )
+
+
 def resolve_dtype(dtype: str, hf_config: Any, platform: Any) -> str:
     """The dtype vLLM is told to use: "auto" is float32 on a CPU, else the checkpoint's own half type."""
     if dtype != "auto":
@@ -124,7 +154,7 @@ class VllmEngine:
         revision: str | None = None,
         dtype: str = "auto",
         seed: int = 0,
-        max_model_len: int | None = None,
+        max_model_len: int | str | None = "auto",
         enable_prefix_caching: bool = True,
         enable_chunked_prefill: bool | str = "auto",
         gpu_memory_utilization: float = 0.9,
@@ -165,6 +195,19 @@ class VllmEngine:
         dtype = resolve_dtype(dtype, hf_config, current_platform)
         if max_model_len is None:
             max_model_len = context_length(hf_config, model)
+        elif max_model_len == "auto":
+            # The runner makes auto a number from its plan (pipeline.engines.fit_context); an engine started
+            # without a plan gets the smallest length auto gives.
+            from pipeline.engines import AUTO_MIN_LEN
+
+            max_model_len = min(context_length(hf_config, model), AUTO_MIN_LEN)
+        if not isinstance(max_model_len, int) or isinstance(max_model_len, bool) or max_model_len < 1:
+            raise ConfigError(
+                f"{SETTINGS}: max_model_len = {max_model_len!r}: give auto, null or a whole number"
+            )
+        if on_cpu:
+            space = float(os.environ.get("VLLM_CPU_KVCACHE_SPACE") or cpu_kvcache_space_gib)
+            check_cpu_kv_cache(hf_config, dtype, max_model_len, space, model)
         if enable_chunked_prefill == "auto":
             # A prompt split over two steps makes vLLM rewind the request's seeded generator with
             # set_offset, which only CUDA generators have: on CPU the run dies with "CPU Generator does
