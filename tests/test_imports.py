@@ -378,13 +378,17 @@ def test_lm_eval_refusals_name_the_file_and_field(tmp_path: Path, cli: Cli) -> N
     a = write_lm_eval(tmp_path / "a", [lm_eval_line(d, [" 1"], "1", SAMPLING) for d in range(3)])
     b = write_lm_eval(tmp_path / "b", [lm_eval_line(d, [" 1"], "1", SAMPLING) for d in range(1, 4)])
     rc, err = cli("pipeline.imports", "lm-eval", a, b, "--out", tmp_path / "a.json")
-    assert rc == 2 and "items differ (1 only in the first, 1 only in the second, e.g. '0'" in err
+    # Named by doc_id (the documents carry no id of their own), the files are aligned by doc_hash.
+    assert rc == 2 and f"{b}: line 3 (doc_id 3): no document of {a} has this content" in err
 
     bad = tmp_path / "bad" / f"samples_arith_{DATE}.jsonl"
     bad.parent.mkdir()
-    bad.write_text('{"doc_id": 0, "resps": [[" 1"]]}\nnot json\n')
+    bad.write_text('{"doc_id": 0, "resps": [[" 1"]]}\n')
     rc, err = cli("pipeline.imports", "lm-eval", bad, "--out", tmp_path / "a.json")
     assert rc == 2 and f"{bad}: line 1: metrics: missing" in err
+    bad.write_text('{"doc_id": 0, "resps": [[" 1"]]}\nnot json\n')
+    rc, err = cli("pipeline.imports", "lm-eval", bad, "--out", tmp_path / "a.json")
+    assert rc == 2 and f"{bad}:2: not JSON" in err
     rc, err = cli("pipeline.imports", "lm-eval", tmp_path / "results.jsonl", "--out", tmp_path / "a.json")
     assert rc == 2 and "file name: not samples_<task>_<date>.jsonl" in err
     assert all("Traceback" not in x for x in err.splitlines()) and not (tmp_path / "a.json").exists()
