@@ -389,6 +389,7 @@ def test_lm_eval_refusals_name_the_file_and_field(tmp_path: Path, cli: Cli) -> N
     bad.write_text('{"doc_id": 0, "resps": [[" 1"]]}\nnot json\n')
     rc, err = cli("pipeline.imports", "lm-eval", bad, "--out", tmp_path / "a.json")
     assert rc == 2 and f"{bad}:2: not JSON" in err
+    (tmp_path / "results.jsonl").write_text(bad.read_text())
     rc, err = cli("pipeline.imports", "lm-eval", tmp_path / "results.jsonl", "--out", tmp_path / "a.json")
     assert rc == 2 and "file name: not samples_<task>_<date>.jsonl" in err
     assert all("Traceback" not in x for x in err.splitlines()) and not (tmp_path / "a.json").exists()
