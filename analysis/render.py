@@ -296,10 +296,11 @@ def arms_markdown(r: dict[str, Any]) -> str:
             for u in r.get("arms_unusable", [])
         ),
         "",
-        f"Base mean score {_num(r['base']['mean'])}, "
+        f"{'Base' if r['base']['arm'] == 'base' else md(r['base']['arm'])} mean score "
+        f"{_num(r['base']['mean'])}, "
         f"mean generated tokens {_num(r['base']['mean_gen_tokens'], '.1f')}.",
         "",
-        "## Every arm against base",
+        f"## Every arm against {md(r['base']['arm'])}",
         "",
         *(
             [

@@ -210,7 +210,25 @@ def test_compare_writes_the_delta_report_that_analysis_delta_writes(pair: Pair, 
 
 def test_compare_refuses_logs_of_other_items_or_one_model(pair: Pair, cli: Cli, tmp_path: Path) -> None:
     rc, err = cli("analysis.compare", pair.base, pair.base, "--out", tmp_path / "cmp")
-    assert rc == 2 and "model_name is 'mockllm/base' in both logs" in err
+    assert rc == 2 and "the same log given twice" in err
+    # A copy under another name is one run twice: the same model, arm, prompt, seed and driver.
+    (tmp_path / "copy").mkdir()
+    (tmp_path / "copy" / "base.json").write_text(pair.base.read_text() + " ")
+    rc, err = cli("analysis.compare", pair.base, tmp_path / "copy" / "base.json", "--out", tmp_path / "cmp")
+    assert rc == 2 and "both are arm 'base'" in err
+    two = json.loads(pair.trained.read_text())
+    two["model_name"] = "mockllm/base"
+    (tmp_path / "trained.json").write_text(json.dumps({**two, "arm": "trained"}))
+    rc, err = cli("analysis.compare", pair.base, tmp_path / "trained.json", "--out", tmp_path / "one")
+    # One model under two arm names: compared as such, never as a parametric gain.
+    assert rc == 0, err
+    report = json.loads((tmp_path / "one/delta/delta_report.json").read_text())
+    assert report["claim"] == "ONE MODEL: an A/A comparison of two runs"
+    assert report["comparison"]["differs_in"] == ["arm"] and "not training" in report["claim_detail"]
+    arms = json.loads((tmp_path / "one/arms/arm_comparison_report.json").read_text())
+    [row] = arms["contrasts"]
+    assert row["attribution"] == "same model" and "no causal reading" in row["claim"]
+    assert "parametric" not in (tmp_path / "one/arms/arm_comparison_report.md").read_text().split("## ")[1]
     fewer = json.loads(pair.trained.read_text())
     fewer["items"] = fewer["items"][1:]
     (tmp_path / "fewer.json").write_text(json.dumps(fewer))
@@ -218,7 +236,9 @@ def test_compare_refuses_logs_of_other_items_or_one_model(pair: Pair, cli: Cli, 
     assert rc == 2 and "items differ (1 only in the first" in err and err.count("\n") == 1
     rc, err = cli("analysis.compare", pair.base, pair.trained, "--out", tmp_path / "cmp", "--alpha", "1.5")
     assert rc == 2 and "--alpha = 1.5 must lie strictly between 0 and 1" in err
-    rc, err = cli("analysis.compare", pair.base, pair.trained, pair.trained, "--out", tmp_path / "cmp")
+    rc, err = cli(
+        "analysis.compare", pair.base, pair.trained, tmp_path / "trained.json", "--out", tmp_path / "cmp"
+    )
     assert rc == 2 and "both are arm 'trained'" in err
     assert not (tmp_path / "cmp").exists()
 
