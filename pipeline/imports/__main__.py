@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from contract.atomic import atomic_write
 from contract.files import PathCheckError, input_file, output_file
-from contract.suite import SuiteError, SuiteItem, load_suite
+from contract.suite import SuiteError, load_suite
 from pipeline.imports import inspect_logs, lighteval_details, lmeval
-from pipeline.imports.common import VERIFIER_TYPES, ImportRefusal, Source, assemble
+from pipeline.imports.common import VERIFIER_TYPES, ImportRefusal, Source, SuiteFile, assemble
 
 EXIT_REFUSED = 2
 
@@ -49,14 +50,15 @@ def read_sources(args: argparse.Namespace) -> list[Source]:
     ]
 
 
-def read_suite(path: str | None) -> list[SuiteItem] | None:
+def read_suite(path: str | None) -> SuiteFile | None:
     """The --suite file's items, or None when no suite is given."""
     if path is None:
         return None
     try:
-        return load_suite(input_file(path, "--suite"))
+        items = load_suite(input_file(path, "--suite"))
     except SuiteError as e:
         raise ImportRefusal(str(e)) from None
+    return SuiteFile(Path(path), items)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -95,6 +97,14 @@ def main(argv: list[str] | None = None) -> int:
         "by question), and the log takes the suite's item ids, families, questions and answers",
     )  # fmt: skip
     ap.add_argument(
+        "--suite-name", default=None,
+        help="the suite's name as the logs it is compared with record it (default: the tool's task name)",
+    )  # fmt: skip
+    ap.add_argument(
+        "--suite-revision", default=None,
+        help="the suite's revision as those logs record it (default: the task's version)",
+    )  # fmt: skip
+    ap.add_argument(
         "--id-field", default=None, metavar="doc.FIELD",
         help="lm-eval: the document field that is its id (default: doc.item_id, else doc.id, else doc_id, "
         "aligned by doc_hash)",
@@ -118,7 +128,10 @@ def main(argv: list[str] | None = None) -> int:
         suite = read_suite(args.suite)
         sources = read_sources(args)
         overrides = {"temperature": args.temperature, "top_p": args.top_p, "max_tokens": args.max_tokens}
-        log = assemble(sources, overrides, arm=args.arm, verifier=args.verifier, suite=suite)
+        names = {"suite": args.suite_name, "suite_revision": args.suite_revision}
+        log = assemble(
+            sources, overrides, arm=args.arm, verifier=args.verifier, suite_file=suite, names=names
+        )
         atomic_write(out, log.model_dump_json(exclude_none=True, indent=1).encode())
     except (ImportRefusal, PathCheckError) as e:
         print(f"refused: {e}", file=sys.stderr)

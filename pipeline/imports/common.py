@@ -21,9 +21,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from contract.digest import file_sha256
 from contract.evallog import FORMAT_VERSION, EvalLog, ItemResult, SampleRecord, ScorerInfo, VerifierInfo
 from contract.generations import count_tool_calls
-from contract.suite import SuiteItem
+from contract.suite import SuiteItem, questions_sha256
 from contract.validation import describe_error
 from scoring import verifiers
 from scoring.scorer import SCORER_NAME, SCORER_VERSION
@@ -61,6 +62,14 @@ class ItemDraft:
     where: str = ""
 
 
+@dataclass(frozen=True)
+class SuiteFile:
+    """The suite the documents are of (--suite): its file and items."""
+
+    path: Path
+    items: list[SuiteItem]
+
+
 @dataclass
 class Source:
     """One file of another tool, read: who made it, with which settings, and its documents' samples."""
@@ -87,15 +96,6 @@ class Source:
     # Whether samples per document are a setting of the run (lm-eval repeats, lighteval num_samples): files
     # of one log must then share it. Inspect's epochs are not: logs of some epochs each append.
     k_is_setting: bool = True
-
-
-def file_sha256(path: Path) -> str:
-    """The sha256 of a file's bytes (a file given twice under two names is still one run)."""
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def text_hash(text: str) -> str:
@@ -361,9 +361,14 @@ def assemble(
     overrides: dict[str, Any],
     arm: str | None = None,
     verifier: str | None = None,
-    suite: Sequence[SuiteItem] | None = None,
+    suite_file: SuiteFile | None = None,
+    names: dict[str, str | None] | None = None,
 ) -> EvalLog:
-    """The EvalLog of one or more source files of one model on one suite (their samples appended)."""
+    """The EvalLog of one or more source files of one model on one suite (their samples appended).
+
+    names: the suite's name and revision as the log records them, where given (else the tool's task).
+    """
+    suite = suite_file.items if suite_file is not None else None
     first = sources[0]
     if not first.items:
         raise ImportRefusal(f"{first.path}: no items with samples; nothing to import")
@@ -480,8 +485,15 @@ def assemble(
     record = {
         "format_version": FORMAT_VERSION,
         "model_name": first.model_name,
-        "suite": first.suite,
-        "suite_revision": first.suite_revision,
+        "suite": (names or {}).get("suite") or first.suite,
+        "suite_revision": (names or {}).get("suite_revision") or first.suite_revision,
+        # The suite file's and its questions' pins, as the scorer records them, checked by the analyses.
+        "pins": None
+        if suite_file is None
+        else {
+            "suite": f"sha256:{file_sha256(suite_file.path)}",
+            "questions": f"sha256:{questions_sha256(suite_file.items)}",
+        },
         "n_samples": len(items[0].scores),
         "temperature": float(decoding["temperature"]),  # type: ignore[arg-type]
         "max_tokens": int(decoding["max_tokens"]),  # type: ignore[arg-type]
