@@ -383,7 +383,7 @@ def arms_markdown(r: dict[str, Any]) -> str:
     lines += [
         "",
         f"p: two-sided sign-flip permutation test; q: Benjamini-Hochberg within two families, the "
-        f"{r['n_tests']} arm contrasts (against base and marginal) and the "
+        f"{r['n_tests']} arm contrasts (against {md(r['base']['arm'])} and marginal) and the "
         f"{r.get('n_family_tests', len(r['families']))} per-family contrasts; "
         + SIGNIFICANT.format(pct=pct)
         + f" (fdr {s['fdr']}); negligible: significant but |delta| < {s['min_effect']}. CIs: item-level "

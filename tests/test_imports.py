@@ -254,6 +254,8 @@ def test_inspect_logs_of_one_model_append_their_epochs_and_others_are_refused(
     assert {it.item_id: it.scores[:EPOCHS] for it in four.items} == inspect_scores(pair.base_src)
     assert [it.scores[EPOCHS] for it in four.items] == [1.0] + [0.0] * (N_ITEMS - 1)
     out = tmp_path / "x.json"
+    rc, err = cli("pipeline.imports", "inspect", pair.base_src, pair.base_src, "--out", out)
+    assert rc == 2 and "the same file given twice" in err
     rc, err = cli("pipeline.imports", "inspect", pair.base_src, pair.trained_src, "--out", out)
     assert rc == 2 and "model_name differs ('mockllm/base' vs 'mockllm/trained')" in err
     rc, err = cli("pipeline.imports", "inspect", pair.base, "--out", out)
