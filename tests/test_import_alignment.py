@@ -387,6 +387,15 @@ def test_an_imported_inspect_log_with_tool_calls_is_compared(
     assert (
         rc == 0 and "tool calls failed" in unusable["reason"] and "older than 3" not in unusable["reason"]
     ), err
+    # A log imported before the importer counted the calls: the advice is to import it again.
+    older = json.loads((tmp_path / "+tools.json").read_text())
+    del older["tool_calls"]
+    (tmp_path / "older").mkdir()
+    (tmp_path / "older" / "+tools.json").write_text(json.dumps(older))
+    rc = compare_main([str(tmp_path / "base.json"), str(tmp_path / "older/+tools.json"), "--out",
+                       str(tmp_path / "o"), *fast])  # fmt: skip
+    [unusable] = json.loads((tmp_path / "o/arms/arm_comparison_report.json").read_text())["arms_unusable"]
+    assert rc == 0 and "import it again" in unusable["reason"] and "dvc repro" not in unusable["reason"]
 
 
 # The property: shuffled, duplicated, truncated, retyped files and mixed models or k.

@@ -193,9 +193,10 @@ def _check_sources(sources: Sequence[Source]) -> None:
         for name in ("tool", "model_name", "suite", "suite_revision", "named_by"):
             a, b = getattr(first, name), getattr(src, name)
             if a != b:
+                source = f" (from {first.model_from} and {src.model_from})" if name == "model_name" else ""
                 raise ImportRefusal(
-                    f"{first.path} vs {src.path}: {name} differs ({a!r} vs {b!r}); one log holds one model "
-                    "on one suite: import each into its own log"
+                    f"{first.path} vs {src.path}: {name} differs ({a!r} vs {b!r}){source}; one log holds one "
+                    "model on one suite: import each into its own log"
                 )
         ka, kb = _k(first), _k(src)
         if ka != kb and first.k_is_setting:
@@ -299,7 +300,10 @@ def suite_match(
                 f"{item.question[:60]!r}; the run is of another version of the suite"
             )
         return item
-    found = [it for it in suite.values() if item_question_in(draft, it.question)]
+    found = [it for it in suite.values() if it.question in draft.texts]
+    if not found:
+        # A tool that keeps only the rendered prompt (lighteval's query): the question inside it.
+        found = [it for it in suite.values() if _holds_question(draft, it.question)]
     if len(found) != 1:
         what = "no suite item's question" if not found else f"{len(found)} suite items' questions"
         raise ImportRefusal(
@@ -307,11 +311,6 @@ def suite_match(
             "id field (--id-field doc.FIELD) to align them with the suite"
         )
     return found[0]
-
-
-def item_question_in(draft: ItemDraft, question: str) -> bool:
-    """Whether a document's texts equal the question (a field of the document holds it)."""
-    return question in draft.texts
 
 
 def _holds_question(draft: ItemDraft, question: str) -> bool:
