@@ -1,11 +1,13 @@
 """Shared plumbing of the analyses: settings, loading and aligning logs, the protocol refusal, writing.
 
-A comparison is meaningful only at a matched protocol on the same items, so two logs that differ in
-n_samples, temperature, top_p, max_tokens, seed, the suite, the `protocol` block, the suite's sha256 pins
-or the per-sample seeds (these three when both logs record them) or their item sets are refused, and so
-are the two logs of a pre/post delta when both are of one model: the CLI prints one line naming both
-files and the field, exits 2 and writes nothing. Of the rest of the project only the contract
-(contract.evallog, contract.protocol) is imported.
+A comparison is meaningful only at a matched protocol on the same items, scored the same way, so two logs
+that differ in n_samples, temperature, top_p, max_tokens, seed, the suite, the `protocol` block, the
+suite's sha256 pins or the per-sample seeds (these three when both logs record them), their item sets, or
+their scorer (name and version, the tool metric of an imported log) or the version of a verifier both use
+are refused, and so are the two logs of a pre/post delta when both are of one model: the CLI prints one
+line naming both files and the field, exits 2 and writes nothing. A comparison of one model with itself
+(analysis.compare) may differ in what it compares (`allow`: the seed, the prompt). Of the rest of the
+project only the contract (contract.evallog, contract.protocol) is imported.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from omegaconf import OmegaConf
 from contract.atomic import atomic_write
 from contract.evallog import EvalLog, EvalLogError, load
 from contract.logreader import read_log, read_logs
-from contract.protocol import MATCHED_LOG_FIELDS, PARAMS_SECTIONS
+from contract.protocol import MATCHED_LOG_FIELDS, PARAMS_SECTIONS, PROMPTING_KEYS
 from contract.provenance import NOT_RECORDED
 
 EXIT_REFUSED = 2
@@ -30,6 +32,8 @@ PROTOCOL_FIELDS = MATCHED_LOG_FIELDS
 SUITE_FIELDS = ("suite", "suite_revision")
 # The pins (sha256) of the suite file and of its questions, compared when both logs record them.
 SUITE_PINS = ("suite", "questions")
+# The protocol keys that say how a model is prompted: a prompt ablation of one model differs in them.
+PROMPT_KEYS = frozenset(PROMPTING_KEYS) | {"prompt_template", "fewshot", "stop", "chat"}
 
 
 class Refusal(Exception):
@@ -166,23 +170,59 @@ def load_logs(paths: list[str | Path], samples: bool = True) -> list[EvalLog]:
         raise Refusal(str(e)) from e
 
 
+def scorer_identity(log: EvalLog) -> str | None:
+    """Who scored a log, which two comparable logs share: name and version (an imported log's metric)."""
+    if log.scorer is None:
+        return None
+    s = log.scorer
+    metric = s.settings.get("metric") or s.settings.get("scorer")
+    return f"{s.name} {s.version}" + (
+        f" ({metric})" if isinstance(metric, str) and s.verifiers is None else ""
+    )
+
+
+def check_scorers(ref_path: str | Path, ref: EvalLog, other_path: str | Path, other: EvalLog) -> list[str]:
+    """Refuse two logs scored by different scorers or by different versions of a verifier both use."""
+    a, b = scorer_identity(ref), scorer_identity(other)
+    if a is None or b is None:
+        return []
+    if a != b:
+        raise Refusal(
+            f"{ref_path} vs {other_path}: scorer differs ({a!r} vs {b!r}); logs scored differently are not "
+            "one measurement: rescore both with one scorer (dvc repro, or pipeline.imports --verifier)"
+        )
+    mine = {v.type: v for v in ref.scorer.verifiers or []}  # type: ignore[union-attr]
+    for v in other.scorer.verifiers or []:  # type: ignore[union-attr]
+        w = mine.get(v.type)
+        if w is not None and (w.name, w.version) != (v.name, v.version):
+            raise Refusal(
+                f"{ref_path} vs {other_path}: scorer.verifiers[{v.type}] differs ({w.name} {w.version} vs "
+                f"{v.name} {v.version}); rescore both logs with the same verifier version"
+            )
+    return ["scorer"]
+
+
 def check_matched(
     ref_path: str | Path,
     ref: EvalLog,
     other_path: str | Path,
     other: EvalLog,
     distinct_models: bool = False,
+    allow: frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
-    """Refuse unless both logs share protocol, suite (and its pins), item set and per-sample seeds.
+    """Refuse unless both logs share protocol, suite (and its pins), item set, per-sample seeds and scorer.
 
     distinct_models: also refuse two logs of one model (a pre/post delta of a model with itself is 0 by
-    construction). Returns the matched protocol and the fields checked.
+    construction). allow: what two logs of one model may differ in ("seed": the run seed and per-sample
+    seeds; "prompt": the protocol's prompting keys). Returns the matched protocol and the fields checked.
     """
 
     def refuse(field: str, a: Any, b: Any, fix: str = "rerun one arm under the matched protocol") -> Refusal:
         return Refusal(f"{ref_path} vs {other_path}: {field} differs ({a!r} vs {b!r}); {fix}")
 
     for name in (*PROTOCOL_FIELDS, *SUITE_FIELDS):
+        if name == "seed" and "seed" in allow:
+            continue
         a, b = getattr(ref, name), getattr(other, name)
         if a != b:
             if a is None or b is None:
@@ -194,6 +234,8 @@ def check_matched(
         # A key left out of a dump holds its built-in value (contract.protocol): absent equals absent.
         names = [*pa, *(n for n in pb if n not in pa)]
         for name in names:
+            if (name == "seed" and "seed" in allow) or (name in PROMPT_KEYS and "prompt" in allow):
+                continue
             if pa.get(name) != pb.get(name):
                 raise refuse(f"protocol.{name}", pa.get(name), pb.get(name))
         checked += [f"protocol.{name}" for name in names]
@@ -225,7 +267,7 @@ def check_matched(
     both = [
         (it.item_id, theirs) for it in other.items if (theirs := it.sample_seeds()) and it.item_id in seeds
     ]
-    if both:
+    if both and "seed" not in allow:
         for item_id, theirs in both:
             mine = seeds[item_id]
             if theirs[: len(mine)] == mine[: len(theirs)]:  # the common case, compared in C
@@ -239,6 +281,7 @@ def check_matched(
                         "generate both arms with the same protocol.seed and the same seed derivation",
                     )
         checked.append("samples.seed")
+    checked += check_scorers(ref_path, ref, other_path, other)
     if distinct_models:
         # The pinned model (content hash or hub commit) says which weights ran; the name is the fallback.
         pinned = all(log.pins is not None and "model" in log.pins for log in (ref, other))
@@ -314,3 +357,34 @@ def write_outputs(out_dir: str | Path, files: dict[str, bytes]) -> None:
     out = Path(out_dir)
     for name, data in files.items():
         atomic_write(out / name, data)
+
+
+def same_model(ref: EvalLog, other: EvalLog) -> bool:
+    """Whether two logs are of one model: the same pinned weights, else (unpinned) the same model name."""
+    if all(log.pins is not None and "model" in log.pins for log in (ref, other)):
+        return ref.pins["model"] == other.pins["model"]  # type: ignore[index]
+    return ref.model_name == other.model_name
+
+
+def one_model_differences(ref_arm: str, ref: EvalLog, other_arm: str, other: EvalLog) -> list[str]:
+    """What two logs of one model differ in, of arm, prompt, seed and driver (empty: one run twice)."""
+    found = []
+    if ref_arm != other_arm:
+        found.append("arm")
+    pa = ref.protocol.model_dump() if ref.protocol is not None else {}
+    pb = other.protocol.model_dump() if other.protocol is not None else {}
+    prompts_a = {it.item_id: it.prompt for it in ref.items if it.prompt is not None}
+    prompts_b = {it.item_id: it.prompt for it in other.items if it.prompt is not None}
+    if any(pa.get(k) != pb.get(k) for k in PROMPT_KEYS) or any(
+        prompts_b.get(i, p) != p for i, p in prompts_a.items()
+    ):
+        found.append("prompt")
+    seeds_a = {it.item_id: it.sample_seeds() for it in ref.items}
+    if ref.seed != other.seed or any(
+        (s := it.sample_seeds()) is not None and seeds_a.get(it.item_id) not in (None, s)
+        for it in other.items
+    ):
+        found.append("seed")
+    if ref.driver != other.driver:
+        found.append("driver")
+    return found

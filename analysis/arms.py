@@ -276,6 +276,11 @@ def tool_call_problem(arm: str, log: EvalLog, max_failed: float) -> str | None:
     counts = log.tool_calls
     if counts is None:
         if any(it.records_tool_calls() for it in log.items):
+            if log.scorer is not None and "imported_from" in log.scorer.settings:
+                return (
+                    "its log records tool calls but not how many failed (imported before the importer "
+                    "counted them); import it again (python -m pipeline.imports)"
+                )
             return (
                 f"its log records tool calls but not how many failed (format_version {log.format_version}, "
                 "older than 3, or a log from elsewhere); regenerate and rescore it (dvc repro)"
@@ -297,11 +302,19 @@ def build(logs_dir: str, settings: Settings, arms: list[str] | None = None) -> d
 
 
 def build_found(
-    found: dict[str, tuple[Path, EvalLog]], settings: Settings, logs_dir: str, expected: bool = True
+    found: dict[str, tuple[Path, EvalLog]],
+    settings: Settings,
+    logs_dir: str,
+    expected: bool = True,
+    reference: str = "base",
+    allow: frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
     """The arm comparison of logs already read, by arm name (base required), in the order to report them.
 
     expected=False: the logs are all there is (analysis.compare), so no arm of the design is reported missing.
+    reference: the arm every other is compared with (analysis.compare: the first log's own arm); against
+    another arm than base a contrast is the marginal one where it is (trained+rag vs +rag), else it has no
+    causal reading. allow: what the logs may differ in (align.check_matched), for logs of one model.
     """
     found = dict(found)
     unusable: list[dict[str, Any]] = []
@@ -309,37 +322,41 @@ def build_found(
         why = tool_call_problem(arm, log, settings.max_failed_tool_calls)
         if why is None:
             continue
-        if arm == "base":
-            raise Refusal(f"{path}: the base arm is not usable: {why}")
+        if arm == reference:
+            raise Refusal(f"{path}: the {reference} arm is not usable: {why}")
         unusable.append({
             "arm": arm,
             "reason": why,
             "tool_calls": log.tool_calls.model_dump() if log.tool_calls else None,
         })  # fmt: skip
         del found[arm]
-    base_path, base_log = found["base"]
+    base_path, base_log = found[reference]
     matched: dict[str, Any] = {}
     for arm, (path, log) in found.items():
-        if arm != "base":
+        if arm != reference:
             # A parametric contrast of base with itself would report "no gain" instead of a mistake.
             parametric = normalise_attribution(arm, log.attribution) == "parametric"
-            matched = check_matched(base_path, base_log, path, log, distinct_models=parametric)
+            matched = check_matched(base_path, base_log, path, log, distinct_models=parametric, allow=allow)
     if not matched:
         matched = check_matched(base_path, base_log, base_path, base_log)
     order = item_order(base_log)
     data = {arm: arm_arrays(log, order) for arm, (_, log) in found.items()}
     models = {arm: log.model_name for arm, (_, log) in found.items()}
     attribution = {arm: normalise_attribution(arm, log.attribution) for arm, (_, log) in found.items()}
+    if reference != "base":
+        attribution = {
+            arm: "marginal" if (arm, reference) in MARGINAL_CONTRASTS else "unknown" for arm in found
+        }
     notes: list[str] = []
 
-    contrasts = [_contrast(arm, "base", data, models, settings) for arm in found if arm != "base"]
+    contrasts = [_contrast(arm, reference, data, models, settings) for arm in found if arm != reference]
     for c in contrasts:
         c["attribution"] = attribution[c["arm"]]
         counts = found[c["arm"]][1].tool_calls
         c["tool_calls"] = counts.model_dump() if counts is not None else None
     marginal = []
     for arm, aug in MARGINAL_CONTRASTS:
-        if arm in found and aug in found:
+        if arm in found and aug in found and aug != reference:
             row = _contrast(arm, aug, data, models, settings)
             row["attribution"] = "marginal"
             marginal.append(row)
@@ -383,7 +400,7 @@ def build_found(
 
     families = []
     for c in all_rows:
-        for name, idx in family_groups(data["base"].families).items():
+        for name, idx in family_groups(data[reference].families).items():
             row = mean_contrast(
                 data[c["reference"]].item_mean[idx],
                 data[c["arm"]].item_mean[idx],
@@ -410,7 +427,7 @@ def build_found(
         if attr in ("parametric", "lookup", "tool_access") or (attr == "mixed" and c["significant"]):
             share = parametric_share(attr, c["naive_delta"], marginal_delta.get(c["arm"]))
         c["parametric_share"] = share
-        c["claim"] = _claim(attr, c, settings)
+        c["claim"] = _claim(attr, c, settings, augmentation=reference)
     for m in marginal:
         m["ceiling"] = False
         m["parametric_share"] = None
@@ -418,7 +435,7 @@ def build_found(
 
     paths = [t for arm, (_, log) in found.items() if (t := path_table(arm, log)) is not None]
     factorial = factorial_section(data, settings)
-    base_data = data["base"]
+    base_data = data[reference]
     return {
         "report": "arms",
         "suite": base_log.suite,
@@ -435,9 +452,9 @@ def build_found(
         "matched_protocol": matched,
         "prompting": {arm: prompt_line(log) for arm, (_, log) in found.items()},
         "base": {
-            "arm": "base",
-            "attribution": attribution["base"],
-            "model_name": models["base"],
+            "arm": reference,
+            "attribution": attribution[reference],
+            "model_name": models[reference],
             "mean": float(base_data.item_mean.mean()),
             "mean_gen_tokens": float(base_data.budget.mean()) if base_data.budget is not None else None,
             "measured_at": base_log.measured_at,

@@ -4,10 +4,17 @@
 
 writes DIR/delta/ (the delta report of LOG_B against LOG_A, as python -m analysis.delta writes it) and
 DIR/arms/ (the arm comparison of every log against LOG_A, as python -m analysis.arms writes it) and
-DIR/items.html (the item browser of these logs, which every contrast row links to). LOG_A is the
-base; each other log's arm is its `arm` field, else its file stem (an arm named trained is read as the
-parametric contrast). Logs imported from other tools (python -m pipeline.imports) and pipeline logs alike;
-the same refusals as those commands (another protocol, item set, suite, seeds; a pre/post of one model):
+DIR/items.html (the item browser of these logs, which every contrast row links to). Every log keeps its
+own arm (its `arm` field, else its file stem): LOG_A is the reference whatever its arm is; against base
+an arm named trained is read as the parametric contrast, against another arm a contrast is the marginal
+one where it is (trained+rag vs +rag), else it is reported without a causal reading.
+
+Two logs of one model (the same pinned weights, else the same model name) are compared when they differ
+in arm, prompt, seed or driver: an A/A of two seeds or arms, a prompt ablation, a cross-tool parity check
+(the model through another tool and through this pipeline). The reports say so, and the claim is that
+label with the delta, never a training effect or a parametric reasoning gain. Logs imported from other
+tools (python -m pipeline.imports) and pipeline logs alike; the same refusals as those commands (another
+protocol, item set, suite, seeds, scorer or verifier version; one model under the same settings twice):
 one line naming both files and the field, exit 2, nothing written. Settings default to the analysis
 defaults (python -m analysis.delta's without a params.yaml), whatever folder it runs in.
 """
@@ -18,26 +25,79 @@ import argparse
 import sys
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from analysis import arms, delta, items
-from analysis.align import EXIT_REFUSED, Refusal, Settings, load_log, write_outputs
+from analysis.align import (
+    EXIT_REFUSED,
+    Refusal,
+    Settings,
+    load_log,
+    one_model_differences,
+    same_model,
+    write_outputs,
+)
+from contract.digest import file_sha256
 from contract.evallog import EvalLog, collector_paused
+from contract.files import PathCheckError, input_file, output_dir
+
+# What a comparison of one model is, by what its two logs differ in (the first that applies).
+ONE_MODEL_LABELS = (
+    ("driver", "a cross-tool parity check"),
+    ("prompt", "a prompt ablation"),
+    ("seed", "an A/A comparison of two seeds"),
+    ("arm", "an A/A comparison of two runs"),
+)
+# The attribution a log of the reference's model is read with in the arm comparison: no causal reading.
+ONE_MODEL_ATTRIBUTION = "same model"
 
 
 def arm_names(paths: list[str], logs: list[EvalLog]) -> dict[str, tuple[Path, EvalLog]]:
-    """The logs by arm name: the first is base, each other its `arm` field or its file stem."""
-    found: dict[str, tuple[Path, EvalLog]] = {"base": (Path(paths[0]), logs[0])}
-    for path, log in zip(paths[1:], logs[1:], strict=True):
+    """The logs by arm name, each its own: its `arm` field or its file stem; the first is the reference."""
+    found: dict[str, tuple[Path, EvalLog]] = {}
+    for path, log in zip(paths, logs, strict=True):
         name = log.arm or Path(path).stem
-        if name == "base":
-            raise Refusal(
-                f"{path}: arm: is 'base', but the first log ({paths[0]}) is the base here; give it another "
-                "arm name (python -m pipeline.imports ... --arm NAME) or pass it first"
-            )
         if name in found:
-            raise Refusal(f"{found[name][0]} and {path}: both are arm {name!r}; keep one log per arm")
+            raise Refusal(
+                f"{found[name][0]} and {path}: both are arm {name!r}; keep one log per arm (name one with "
+                "python -m pipeline.imports ... --arm NAME)"
+            )
         found[name] = (Path(path), log)
     return found
+
+
+def one_model(named: dict[str, tuple[Path, EvalLog]]) -> dict[str, Any] | None:
+    """What the comparison of the reference with the second log is when both are of one model, else None.
+
+    Two logs of one model under the same settings are refused: their delta is 0 by construction.
+    """
+    (ref_arm, (ref_path, ref)), (arm, (path, log)) = list(named.items())[:2]
+    if not same_model(ref, log):
+        return None
+    differs = one_model_differences(ref_arm, ref, arm, log)
+    if not differs:
+        raise Refusal(
+            f"{ref_path} vs {path}: one model ({ref.model_name!r}) under the same arm, prompt, seed and "
+            "driver; the delta of a run with itself is 0 by construction: compare two models, or two "
+            "seeds, prompts "
+            "or tools of one"
+        )
+    label = next(text for key, text in ONE_MODEL_LABELS if key in differs)
+    return {"kind": "one model", "model_name": ref.model_name, "differs_in": differs, "label": label}
+
+
+def label_one_model(report: dict[str, Any], comparison: dict[str, Any]) -> None:
+    """A delta report of one model: its claim is the comparison's label and the delta, no training effect."""
+    d, (lo, hi) = report["delta_mean"], report["delta_ci95"]
+    shift = "includes 0" if lo <= 0 <= hi else "excludes 0"
+    report["comparison"] = comparison
+    report["claim"] = f"ONE MODEL: {comparison['label']}"
+    report["claim_detail"] = (
+        f"both logs are of one model ({comparison['model_name']}) and differ in "
+        f"{', '.join(comparison['differs_in'])}: {comparison['label']}, not a pre/post comparison; the delta "
+        f"({d:+.4f}, CI [{lo:+.4f}, {hi:+.4f}], which {shift}) measures that difference, not training, and "
+        "is no reasoning gain."
+    )
 
 
 def settings_from(args: argparse.Namespace) -> Settings:
@@ -88,14 +148,40 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("give at least two logs: the base first, then the log to compare with it")
     try:
         settings = settings_from(args)
-        logs = [load_log(p) for p in args.logs]
-        report = delta.build(args.logs[0], logs[0], args.logs[1], logs[1], settings)
+        out = output_dir(args.out, "--out")
+        paths = [input_file(p, "LOG") for p in args.logs]
+        given: dict[str, Path] = {}
+        for path in paths:
+            digest = file_sha256(path)
+            if digest in given:
+                raise Refusal(
+                    f"{given[digest]} and {path}: the same log given twice (equal bytes); compare two runs"
+                )
+            given[digest] = path
+        logs = [load_log(p) for p in paths]
         named = arm_names(args.logs, logs)
-        comparison = arms.build_found(named, settings, "the command line", expected=False)
-    except Refusal as e:
+        same = one_model(named)
+        allow = frozenset(same["differs_in"]) & {"seed", "prompt"} if same else frozenset()
+        report = delta.build(
+            args.logs[0], logs[0], args.logs[1], logs[1], settings, distinct_models=same is None, allow=allow
+        )
+        if same is not None:
+            label_one_model(report, same)
+            # No causal reading of a log of the reference's model: the arm comparison makes no claim of it.
+            ref_model = logs[0]
+            named = {
+                arm: (path, log.model_copy(update={"attribution": ONE_MODEL_ATTRIBUTION}))
+                if i and same_model(ref_model, log)
+                else (path, log)
+                for i, (arm, (path, log)) in enumerate(named.items())
+            }
+        reference = next(iter(named))
+        comparison = arms.build_found(
+            named, settings, "the command line", expected=False, reference=reference, allow=allow
+        )
+    except (Refusal, PathCheckError) as e:
         print(f"refused: {e}", file=sys.stderr)
         return EXIT_REFUSED
-    out = Path(args.out)
     write_outputs(out / "delta", delta.outputs(report))
     write_outputs(out / "arms", arms.outputs(comparison))
     # The reports' contrast rows link to ../items.html: the item browser of exactly these logs.

@@ -156,13 +156,16 @@ def build(
     post: EvalLog,
     settings: Settings,
     on_pass_at_k: Callable[[dict[str, Any]], None] | None = None,
+    distinct_models: bool = True,
+    allow: frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
     """The delta report as a JSON-ready dict (a pure function of the two logs and the settings).
 
     on_pass_at_k, when given, is called once the pass@k rows and the claim are known with the part of
     the report the pass@k figure draws (so that it can be drawn while the rest is computed).
+    distinct_models=False, allow: two logs of one model (analysis.compare labels that comparison).
     """
-    matched = check_matched(pre_path, pre, post_path, post, distinct_models=True)
+    matched = check_matched(pre_path, pre, post_path, post, distinct_models=distinct_models, allow=allow)
     order = item_order(pre)
     a, b = arm_arrays(pre, order), arm_arrays(post, order)
     d = b.item_mean - a.item_mean

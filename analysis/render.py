@@ -304,11 +304,12 @@ def arms_markdown(r: dict[str, Any]) -> str:
             for u in r.get("arms_unusable", [])
         ),
         "",
-        f"Base mean score {_num(r['base']['mean'])}, "
+        f"{'Base' if r['base']['arm'] == 'base' else md(r['base']['arm'])} mean score "
+        f"{_num(r['base']['mean'])}, "
         f"mean generated tokens {_num(r['base']['mean_gen_tokens'], '.1f')}.",
         "",
         *_prompting_lines(r.get("prompting")),
-        "## Every arm against base",
+        f"## Every arm against {md(r['base']['arm'])}",
         "",
         *(
             [
@@ -391,7 +392,7 @@ def arms_markdown(r: dict[str, Any]) -> str:
     lines += [
         "",
         f"p: two-sided sign-flip permutation test; q: Benjamini-Hochberg within two families, the "
-        f"{r['n_tests']} arm contrasts (against base and marginal) and the "
+        f"{r['n_tests']} arm contrasts (against {md(r['base']['arm'])} and marginal) and the "
         f"{r.get('n_family_tests', len(r['families']))} per-family contrasts; "
         + SIGNIFICANT.format(pct=pct)
         + f" (fdr {s['fdr']}); negligible: significant but |delta| < {s['min_effect']}. CIs: item-level "

@@ -77,6 +77,10 @@ class SampleRecord(_Strict):
     rounds: int | None = Field(default=None, ge=0)
     tool_calls: list[ToolCallRecord] | None = None
     path: str | None = None
+    # An imported sample: what decided its score (the source tool's metric, or this project's verifier),
+    # and the source tool's own score of it where a verifier judged it instead.
+    scored_by: str | None = None
+    source_score: float | None = None
 
 
 class ItemResult(_Strict):

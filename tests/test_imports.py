@@ -210,7 +210,25 @@ def test_compare_writes_the_delta_report_that_analysis_delta_writes(pair: Pair, 
 
 def test_compare_refuses_logs_of_other_items_or_one_model(pair: Pair, cli: Cli, tmp_path: Path) -> None:
     rc, err = cli("analysis.compare", pair.base, pair.base, "--out", tmp_path / "cmp")
-    assert rc == 2 and "model_name is 'mockllm/base' in both logs" in err
+    assert rc == 2 and "the same log given twice" in err
+    # A copy under another name is one run twice: the same model, arm, prompt, seed and driver.
+    (tmp_path / "copy").mkdir()
+    (tmp_path / "copy" / "base.json").write_text(pair.base.read_text() + " ")
+    rc, err = cli("analysis.compare", pair.base, tmp_path / "copy" / "base.json", "--out", tmp_path / "cmp")
+    assert rc == 2 and "both are arm 'base'" in err
+    two = json.loads(pair.trained.read_text())
+    two["model_name"] = "mockllm/base"
+    (tmp_path / "trained.json").write_text(json.dumps({**two, "arm": "trained"}))
+    rc, err = cli("analysis.compare", pair.base, tmp_path / "trained.json", "--out", tmp_path / "one")
+    # One model under two arm names: compared as such, never as a parametric gain.
+    assert rc == 0, err
+    report = json.loads((tmp_path / "one/delta/delta_report.json").read_text())
+    assert report["claim"] == "ONE MODEL: an A/A comparison of two runs"
+    assert report["comparison"]["differs_in"] == ["arm"] and "not training" in report["claim_detail"]
+    arms = json.loads((tmp_path / "one/arms/arm_comparison_report.json").read_text())
+    [row] = arms["contrasts"]
+    assert row["attribution"] == "same model" and "no causal reading" in row["claim"]
+    assert "parametric" not in (tmp_path / "one/arms/arm_comparison_report.md").read_text().split("## ")[1]
     fewer = json.loads(pair.trained.read_text())
     fewer["items"] = fewer["items"][1:]
     (tmp_path / "fewer.json").write_text(json.dumps(fewer))
@@ -218,7 +236,9 @@ def test_compare_refuses_logs_of_other_items_or_one_model(pair: Pair, cli: Cli, 
     assert rc == 2 and "items differ (1 only in the first" in err and err.count("\n") == 1
     rc, err = cli("analysis.compare", pair.base, pair.trained, "--out", tmp_path / "cmp", "--alpha", "1.5")
     assert rc == 2 and "--alpha = 1.5 must lie strictly between 0 and 1" in err
-    rc, err = cli("analysis.compare", pair.base, pair.trained, pair.trained, "--out", tmp_path / "cmp")
+    rc, err = cli(
+        "analysis.compare", pair.base, pair.trained, tmp_path / "trained.json", "--out", tmp_path / "cmp"
+    )
     assert rc == 2 and "both are arm 'trained'" in err
     assert not (tmp_path / "cmp").exists()
 
@@ -234,6 +254,8 @@ def test_inspect_logs_of_one_model_append_their_epochs_and_others_are_refused(
     assert {it.item_id: it.scores[:EPOCHS] for it in four.items} == inspect_scores(pair.base_src)
     assert [it.scores[EPOCHS] for it in four.items] == [1.0] + [0.0] * (N_ITEMS - 1)
     out = tmp_path / "x.json"
+    rc, err = cli("pipeline.imports", "inspect", pair.base_src, pair.base_src, "--out", out)
+    assert rc == 2 and "the same file given twice" in err
     rc, err = cli("pipeline.imports", "inspect", pair.base_src, pair.trained_src, "--out", out)
     assert rc == 2 and "model_name differs ('mockllm/base' vs 'mockllm/trained')" in err
     rc, err = cli("pipeline.imports", "inspect", pair.base, "--out", out)
@@ -378,13 +400,18 @@ def test_lm_eval_refusals_name_the_file_and_field(tmp_path: Path, cli: Cli) -> N
     a = write_lm_eval(tmp_path / "a", [lm_eval_line(d, [" 1"], "1", SAMPLING) for d in range(3)])
     b = write_lm_eval(tmp_path / "b", [lm_eval_line(d, [" 1"], "1", SAMPLING) for d in range(1, 4)])
     rc, err = cli("pipeline.imports", "lm-eval", a, b, "--out", tmp_path / "a.json")
-    assert rc == 2 and "items differ (1 only in the first, 1 only in the second, e.g. '0'" in err
+    # Named by doc_id (the documents carry no id of their own), the files are aligned by doc_hash.
+    assert rc == 2 and f"{b}: line 3 (doc_id 3): no document of {a} has this content" in err
 
     bad = tmp_path / "bad" / f"samples_arith_{DATE}.jsonl"
     bad.parent.mkdir()
-    bad.write_text('{"doc_id": 0, "resps": [[" 1"]]}\nnot json\n')
+    bad.write_text('{"doc_id": 0, "resps": [[" 1"]]}\n')
     rc, err = cli("pipeline.imports", "lm-eval", bad, "--out", tmp_path / "a.json")
     assert rc == 2 and f"{bad}: line 1: metrics: missing" in err
+    bad.write_text('{"doc_id": 0, "resps": [[" 1"]]}\nnot json\n')
+    rc, err = cli("pipeline.imports", "lm-eval", bad, "--out", tmp_path / "a.json")
+    assert rc == 2 and f"{bad}:2: not JSON" in err
+    (tmp_path / "results.jsonl").write_text(bad.read_text())
     rc, err = cli("pipeline.imports", "lm-eval", tmp_path / "results.jsonl", "--out", tmp_path / "a.json")
     assert rc == 2 and "file name: not samples_<task>_<date>.jsonl" in err
     assert all("Traceback" not in x for x in err.splitlines()) and not (tmp_path / "a.json").exists()

@@ -4,12 +4,15 @@
     python -m pipeline.imports inspect   logs/<run>.eval...             --out evallogs/base.json
     python -m pipeline.imports lighteval details_<task>_<date>.parquet... --out evallogs/base.json
 
-Several SRC files make one log of one model on one suite: the same items in each, their samples appended
-in the order given (k runs of one sample each, or Inspect logs of some epochs each). The log records the
-source tool and its version (`driver`, `scorer`), how each sample was scored, and every text, answer, token
-count, prompt and transcript the source holds. Refused in one line (exit 2, nothing written): a file it
-cannot read, unequal samples per item, different item sets, mixed decoding settings, a setting the source
-does not record and no flag gives.
+Several SRC files make one log of one model on one suite: the same documents in each, aligned by their own
+id or content hash (never by position), their samples appended in the order given (k runs of one sample
+each, or Inspect logs of some epochs each). With --suite every document is matched to its suite item (by
+id, its question checked, or by question). The log records the source tool and its version (`driver`),
+who scored it (`scorer`: the tool's metric, or this project's verifier with --verifier), per sample how it
+was scored (`scored_by`, the tool's own score kept as `source_score`), and every text, answer, token count,
+prompt and transcript the source holds. Refused in one line (exit 2, nothing written): a file it cannot
+read, a file given twice, files of another model, task, k, scoring or decoding, unequal samples per item,
+different documents, a setting the source does not record and no flag gives.
 """
 
 from __future__ import annotations
@@ -19,25 +22,43 @@ import sys
 from pathlib import Path
 
 from contract.atomic import atomic_write
+from contract.files import PathCheckError, input_file, output_file
+from contract.suite import SuiteError, load_suite
 from pipeline.imports import inspect_logs, lighteval_details, lmeval
-from pipeline.imports.common import VERIFIER_TYPES, ImportRefusal, Source, assemble
+from pipeline.imports.common import VERIFIER_TYPES, ImportRefusal, Source, SuiteFile, assemble
 
 EXIT_REFUSED = 2
 
 
 def read_sources(args: argparse.Namespace) -> list[Source]:
     """Each SRC file read by the importer of its tool."""
-    paths = [Path(p) for p in args.src]
+    paths = [input_file(p, "SRC") for p in args.src]
+    if args.id_field is not None and args.tool != "lm-eval":
+        raise ImportRefusal(f"--id-field: only for lm-eval files ({args.tool} names its documents itself)")
     if args.tool == "inspect":
         return [inspect_logs.read(p, scorer=args.scorer) for p in paths]
     if args.tool == "lm-eval":
         return [
-            lmeval.read(p, metric=args.metric, verifier=args.verifier, filter_name=args.filter) for p in paths
+            lmeval.read(
+                p, metric=args.metric, verifier=args.verifier, filter_name=args.filter, id_field=args.id_field
+            )
+            for p in paths
         ]
-    results = Path(args.results) if args.results else None
+    results = input_file(args.results, "--results") if args.results else None
     return [
         lighteval_details.read(p, metric=args.metric, verifier=args.verifier, results=results) for p in paths
     ]
+
+
+def read_suite(path: str | None) -> SuiteFile | None:
+    """The --suite file's items, or None when no suite is given."""
+    if path is None:
+        return None
+    try:
+        items = load_suite(input_file(path, "--suite"))
+    except SuiteError as e:
+        raise ImportRefusal(str(e)) from None
+    return SuiteFile(Path(path), items)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -66,8 +87,27 @@ def main(argv: list[str] | None = None) -> int:
     )  # fmt: skip
     ap.add_argument(
         "--verifier", choices=VERIFIER_TYPES, default=None,
-        help="lm-eval, lighteval: judge each of a document's k responses with this project's verifier "
-        "against the reference (the tools keep one score per document, not per response); needed when k > 1",
+        help="judge each response with this project's verifier against the tool's reference (suite: each "
+        "item's own verifier and answer from --suite), the tool's score kept beside it; needed when the "
+        "tool scored a document once over k > 1 responses (lm-eval repeats, lighteval num_samples)",
+    )  # fmt: skip
+    ap.add_argument(
+        "--suite", default=None,
+        help="the suite the documents are of: each is matched to its item (by id, its question checked, or "
+        "by question), and the log takes the suite's item ids, families, questions and answers",
+    )  # fmt: skip
+    ap.add_argument(
+        "--suite-name", default=None,
+        help="the suite's name as the logs it is compared with record it (default: the tool's task name)",
+    )  # fmt: skip
+    ap.add_argument(
+        "--suite-revision", default=None,
+        help="the suite's revision as those logs record it (default: the task's version)",
+    )  # fmt: skip
+    ap.add_argument(
+        "--id-field", default=None, metavar="doc.FIELD",
+        help="lm-eval: the document field that is its id (default: doc.item_id, else doc.id, else doc_id, "
+        "aligned by doc_hash)",
     )  # fmt: skip
     ap.add_argument(
         "--filter", default=None, help="lm-eval: the filter's lines to import (default: the only one)"
@@ -84,13 +124,21 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = ap.parse_args(argv)
     try:
+        out = output_file(args.out, "--out")
+        suite = read_suite(args.suite)
         sources = read_sources(args)
         overrides = {"temperature": args.temperature, "top_p": args.top_p, "max_tokens": args.max_tokens}
-        log = assemble(sources, overrides, arm=args.arm)
-    except ImportRefusal as e:
+        names = {"suite": args.suite_name, "suite_revision": args.suite_revision}
+        log = assemble(
+            sources, overrides, arm=args.arm, verifier=args.verifier, suite_file=suite, names=names
+        )
+        atomic_write(out, log.model_dump_json(exclude_none=True, indent=1).encode())
+    except (ImportRefusal, PathCheckError) as e:
         print(f"refused: {e}", file=sys.stderr)
         return EXIT_REFUSED
-    atomic_write(Path(args.out), log.model_dump_json(exclude_none=True, indent=1).encode())
+    except OSError as e:
+        print(f"refused: --out {args.out}: cannot be written ({e.strerror or e})", file=sys.stderr)
+        return EXIT_REFUSED
     print(
         f"{args.out}: {len(log.items)} items x {log.n_samples} samples of {log.model_name} on {log.suite} "
         f"(from {log.driver})"

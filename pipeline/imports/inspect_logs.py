@@ -2,8 +2,11 @@
 
 Each sample of an Inspect log is one (sample id, epoch): epochs become the item's samples in epoch order.
 The score is the chosen scorer's value turned into a number by inspect-ai's value_to_float (C = 1, I = 0,
-P = 0.5, booleans, numbers); the text is the model's completion, the answer the scorer's, the tokens the
-output's usage; the messages (with tool calls and results) are kept as the sample's transcript.
+P = 0.5, booleans, numbers), or with --verifier this project's verdict against the sample's target (the
+scorer's value kept beside it); the text is the model's completion, the answer the scorer's, the tokens the
+output's usage; the messages (with tool calls and results) are kept as the sample's transcript, and its tool
+calls as records (a call no tool message answered is marked failed), which the log counts. Items are named
+by the sample id; the hash of the input checks that two logs use one id for one sample.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from pipeline.imports.common import ImportRefusal, ItemDraft, Source, unit_score
+from pipeline.imports.common import ImportRefusal, ItemDraft, Source, plain_text, text_hash, unit_score
 
 TOOL = "inspect-ai"
 
@@ -41,6 +44,8 @@ def _transcript(messages: list[Any]) -> tuple[list[dict[str, Any]], list[dict[st
                 "arguments": call.arguments,
                 "result": _text(answer.content) if answer is not None else None,
                 "error": error.message if error is not None else None,
+                # No tool message for the call: the harness never answered it.
+                "failed": True if answer is None else None,
             })  # fmt: skip
         turns.append(turn)
     return turns, calls
@@ -74,6 +79,8 @@ def read(path: Path, scorer: str | None = None) -> Source:
         log = read_eval_log(str(path))
     except FileNotFoundError:
         raise ImportRefusal(f"{path}: file not found") from None
+    except IsADirectoryError:
+        raise ImportRefusal(f"{path}: is a folder; give the log file (.eval or .json)") from None
     except Exception as e:  # inspect-ai raises several types for a file that is not one of its logs
         first = (str(e).splitlines() or [type(e).__name__])[0]
         raise ImportRefusal(
@@ -106,9 +113,13 @@ def read(path: Path, scorer: str | None = None) -> Source:
         suite=log.eval.task,
         suite_revision=str(log.eval.task_version),
         measured_at=log.eval.created,
-        scored_by={"by": "inspect-ai scorer", "scorer": scorer, "epochs": log.eval.config.epochs},
+        metric=scorer,
+        metric_settings={"scorer": scorer},
         decoding={"temperature": config.temperature, "top_p": config.top_p, "max_tokens": config.max_tokens},
         seed=config.seed,
+        named_by="sample id",
+        model_from="the log's eval.model",
+        k_is_setting=False,
     )
     for s in sorted(samples, key=lambda s: (str(s.id), s.epoch)):
         where = f"sample {s.id!r} epoch {s.epoch}"
@@ -134,12 +145,22 @@ def read(path: Path, scorer: str | None = None) -> Source:
         usage = s.output.usage if s.output is not None else None
         turns, calls = _transcript(s.messages)
         family = (s.metadata or {}).get("family")
+        prompt = plain_text(path, f"{where}: input", _prompt(s))
         draft = source.items.setdefault(
-            str(s.id), ItemDraft(prompt=_prompt(s), family=family if isinstance(family, str) else None)
+            str(s.id),
+            ItemDraft(
+                prompt=prompt,
+                family=family if isinstance(family, str) else None,
+                reference=s.target if isinstance(s.target, str) else "\n".join(s.target),
+                content=text_hash(prompt),
+                texts=(s.input,) if isinstance(s.input, str) else tuple(_text(m.content) for m in s.input),
+                where=f"sample {s.id!r}",
+            ),
         )
+        text = s.output.completion if s.output is not None else None
         draft.samples.append({
-            "score": unit_score(path, f"{where}: scores.{scorer}.value", value),
-            "text": s.output.completion if s.output is not None else None,
+            "tool_score": unit_score(path, f"{where}: scores.{scorer}.value", value),
+            "text": plain_text(path, f"{where}: output.completion", text) if text is not None else None,
             "answer": score.answer,
             "finish_reason": s.output.stop_reason if s.output is not None else None,
             "prompt_tokens": usage.input_tokens if usage is not None else None,

@@ -9,7 +9,9 @@ the details/ folder, or --results) gives the model, the generation parameters an
 
 A document with one generation scores with its metric (--metric, default the only one). With n samples
 lighteval keeps n texts but scores the document once (pass@k, maj@n, avg@n over them), so each text is then
-judged by this project's verifier (--verifier) against the document's gold choice.
+judged by this project's verifier (--verifier) against the document's gold choice; --verifier rescores a
+one-generation file too, the metric kept beside each verdict. Documents are named by doc.id; without one
+they are named by row and files are aligned by the hash of the query, never by position.
 """
 
 from __future__ import annotations
@@ -23,10 +25,11 @@ from pipeline.imports.common import (
     ImportRefusal,
     ItemDraft,
     Source,
+    checked_decoding,
     one_setting,
+    plain_text,
+    text_hash,
     unit_score,
-    verifier_scorer,
-    verify,
 )
 
 TOOL = "lighteval"
@@ -81,9 +84,18 @@ def read(
             run = json.loads(Path(found).read_text())
         except (OSError, json.JSONDecodeError) as e:
             raise ImportRefusal(f"{found}: cannot read the run's results: {e}") from None
+    if run and not isinstance(run, dict):
+        raise ImportRefusal(f"{found}: is a JSON {type(run).__name__}, not lighteval's results object")
     general = run.get("config_general") or {}
     params = (general.get("model_config") or {}).get("generation_parameters") or {}
     sha = general.get("lighteval_sha")
+    ids = [isinstance(r.get("doc"), dict) and r["doc"].get("id") not in (None, "") for r in rows]
+    positional = not all(ids)
+    if any(ids) and positional:
+        raise ImportRefusal(
+            f"{path}: row {ids.index(False)}: doc.id: missing, though other rows have "
+            "one; each document needs one"
+        )
     source = Source(
         path=path,
         tool=TOOL,
@@ -92,9 +104,13 @@ def read(
         suite=task,
         suite_revision=str((run.get("versions") or {}).get(task, "(not recorded)")),
         measured_at=date,
-        scored_by={},
+        metric=None,
+        metric_settings={},
         decoding={},
         seed=params.get("seed"),
+        named_by="row (position; aligned by the query's hash)" if positional else "doc.id",
+        positional=positional,
+        model_from="the results file's config_general.model_name",
     )
     settings: dict[str, Any] = {}
     if run:
@@ -102,12 +118,15 @@ def read(
         settings["temperature"] = params.get("temperature", 0.0)
         settings["top_p"] = params.get("top_p")
         settings["max_tokens"] = params.get("max_new_tokens")
+        for name in ("temperature", "top_p", "max_tokens"):
+            checked_decoding(found or path, f"generation_parameters.{name}", name, settings[name])
+    chosen_metrics: set[str | None] = set()
     for n, row in enumerate(rows):
         for key in ("doc", "model_response", "metric"):
             if not isinstance(row.get(key), dict):
                 raise ImportRefusal(f"{path}: row {n}: {key}: missing; not a lighteval details row")
         doc, response, scores = row["doc"], row["model_response"], row["metric"]
-        item_id = str(doc.get("id") or n)
+        item_id = str(n) if positional else plain_text(path, f"row {n}: doc.id", str(doc["id"]))
         where = f"row {n} (doc id {item_id!r})"
         if doc.get("generation_size") is not None and settings.get("max_tokens") is None:
             one_setting(path, where, "generation_size", doc["generation_size"], settings)
@@ -116,44 +135,49 @@ def read(
             raise ImportRefusal(
                 f"{path}: {where}: model_response.text: no generated text (a loglikelihood task?)"
             )
+        texts = [plain_text(path, f"{where}: model_response.text[{j}]", t) for j, t in enumerate(texts)]
         out_tokens = response.get("output_tokens") or []
         tokens = [len(t) for t in out_tokens] if len(out_tokens) == len(texts) else [None] * len(texts)
         prompt_tokens = len(response.get("input_tokens") or []) or None
+        tool_score = None
         if len(texts) == 1:
             names = sorted(k for k, v in scores.items() if v is not None)
             chosen = metric or (names[0] if len(names) == 1 else None)
-            if chosen is None or scores.get(chosen) is None:
+            if verifier is None and (chosen is None or scores.get(chosen) is None):
                 raise ImportRefusal(f"{path}: {where}: metric: {names}; choose the score with --metric NAME")
-            samples = [
-                {"score": unit_score(path, f"{where}: metric.{chosen}", scores[chosen]), "text": texts[0]}
-            ]
-            scored_by: dict[str, Any] = {"by": "lighteval metric", "metric": chosen}
+            if chosen is not None and scores.get(chosen) is not None:
+                tool_score = unit_score(path, f"{where}: metric.{chosen}", scores[chosen])
+            chosen_metrics.add(chosen if tool_score is not None else None)
         else:
             if verifier is None:
                 raise ImportRefusal(
                     f"{path}: {where}: model_response.text: {len(texts)} samples but one score per document "
                     f"({', '.join(sorted(scores))}); judge each sample with --verifier "
-                    "{exact,numeric,math,choice}"
+                    "{exact,numeric,math,choice,suite}"
                 )
-            gold = _gold(path, where, doc)
-            samples = []
-            for text in texts:
-                verdict = verify(item_id, task, gold, text, verifier)
-                samples.append({"score": verdict.score, "text": text, "answer": verdict.answer,
-                                "no_answer_reason": verdict.reason})  # fmt: skip
-            scored_by = {**verifier_scorer(verifier), "reference": "doc.choices[doc.gold_index]"}
-        for j, s in enumerate(samples):
-            s["gen_tokens"], s["prompt_tokens"] = tokens[j], prompt_tokens
-        if source.scored_by and source.scored_by != scored_by:
-            raise ImportRefusal(
-                f"{path}: {where}: model_response.text: documents with one and with several samples in one "
-                "file; every document needs the same number of samples"
-            )
-        source.scored_by = scored_by
+            chosen_metrics.add(None)
         if item_id in source.items:
             raise ImportRefusal(f"{path}: {where}: doc.id: appears twice")
         query = response.get("input") if isinstance(response.get("input"), str) else doc.get("query")
-        source.items[item_id] = ItemDraft(prompt=query, family=task, samples=samples)
+        query = plain_text(path, f"{where}: doc.query", query) if query is not None else None
+        source.items[item_id] = ItemDraft(
+            prompt=query,
+            family=task,
+            reference=_gold(path, where, doc) if verifier is not None and verifier != "suite" else None,
+            samples=[
+                {"text": t, "tool_score": tool_score, "gen_tokens": tokens[j], "prompt_tokens": prompt_tokens}
+                for j, t in enumerate(texts)
+            ],
+            content=text_hash(doc["query"]) if isinstance(doc.get("query"), str) else None,
+            texts=tuple(v for v in (doc.get("query"), response.get("input")) if isinstance(v, str)),
+            where=where,
+        )
+    if len(chosen_metrics) > 1:
+        raise ImportRefusal(
+            f"{path}: metric: some documents carry the metric and some do not; one log is scored one way: "
+            "choose a metric every row has (--metric) or judge with --verifier"
+        )
+    source.metric = chosen_metrics.pop() if chosen_metrics else None
     source.decoding = {
         "temperature": settings.get("temperature"),
         "top_p": settings.get("top_p"),
