@@ -37,14 +37,31 @@ def majority_confidence(answers: list[str | None], scores: list[float]) -> tuple
 
 
 def item_confidence(log: EvalLog, order: list[str]) -> tuple[np.ndarray, np.ndarray] | None:
-    """(confidence, right) per item in the given order; None when the log records no sample's answer."""
+    """(confidence, right) per item in the given order; None when the log records no sample's answer.
+
+    The same as majority_confidence item by item, computed for all items at once: answers coded as
+    integers, each sample's answer counted within its item by one (n, k, k) comparison.
+    """
     by_id = {it.item_id: it for it in log.items}
     answers = [by_id[i].sample_answers() for i in order]
-    if any(a is None for a in answers) or all(x is None for a in answers for x in a):  # type: ignore[union-attr]
+    if any(a is None for a in answers):
         return None
-    pairs = [majority_confidence(list(a), by_id[i].scores) for a, i in zip(answers, order, strict=True)]  # type: ignore[arg-type]
-    conf, right = np.array(pairs, dtype=np.float64).T
-    return conf, right
+    flat = [x for a in answers for x in a]  # type: ignore[union-attr]
+    if flat.count(None) == len(flat):
+        return None
+    codes: dict[str | None, int] = {None: 0}
+    n, k = len(order), log.n_samples
+    coded = np.array([codes.setdefault(x, len(codes)) for x in flat], dtype=np.int64).reshape(n, k)
+    scores = np.array([by_id[i].scores for i in order], dtype=np.float64).reshape(n, k)
+    same = coded[:, :, None] == coded[:, None, :]
+    counts = same.sum(axis=2)
+    top = counts.max(axis=1)
+    # The first sample whose answer is a majority one: ties go to the answer read first.
+    first = np.argmax(counts == top[:, None], axis=1)
+    rows = np.arange(n)
+    mine = same[rows, first]
+    right = ((scores * mine).sum(axis=1) / mine.sum(axis=1) >= 0.5) & (coded[rows, first] != 0)
+    return top / k, right.astype(np.float64)
 
 
 def reliability(conf: np.ndarray, right: np.ndarray, n_bins: int = N_BINS) -> list[dict[str, Any]]:

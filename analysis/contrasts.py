@@ -33,14 +33,14 @@ NO_FAMILY = "(none)"
 PRIMARY_REFERENCE, PRIMARY_ARM = "base", "trained"
 # Below this many items the BCa and percentile intervals cover less than they promise (measured by
 # benchmarks/bench_calibration.py; Bowyer et al. 2025): a delta's interval is then the inversion of its
-# sign-flip test, the A/A interval the studentized bootstrap.
+# sign-flip test, the A/A interval's too.
 BCA_MIN_ITEMS = 100
 SMALL_SUITE = (
     "{n} items, fewer than {least}: the BCa and percentile bootstrap intervals cover less than they "
     "promise at this size (benchmarks/bench_calibration.py; Bowyer et al. 2025, 'Don't use the CLT in LLM "
     "evals with fewer than a few hundred datapoints'), so each delta's interval here, the budget curve's "
-    "included, is the inversion of its sign-flip test (every mu the test does not reject: it excludes 0 "
-    "when the test rejects) and the A/A interval the studentized bootstrap. Measured at 24 items, these "
+    "and the A/A interval included, is the inversion of its sign-flip test (every mu the test does not "
+    "reject: it excludes 0 when the test rejects). Measured at 24 items, these "
     "still fall short in two places: pass@K's interval when most items are solved within K samples "
     "(coverage 0.70-0.75 with middling rates and a real effect) and the budget curve with one sample per "
     "item (0.85-0.88); the verdicts rest on the sign-flip tests, whose false-claim rate holds at alpha "
@@ -49,13 +49,11 @@ SMALL_SUITE = (
 
 
 def interval_method(n_items: int) -> str:
-    """The bootstrap of the A/A interval at this many items: 'bca', or 'studentized' below BCA_MIN_ITEMS."""
-    return "studentized" if n_items < BCA_MIN_ITEMS else "bca"
-
-
-def budget_method(n_items: int) -> str:
-    """The budget curve's interval at this many items: 'bca', or 'sign-flip' below BCA_MIN_ITEMS."""
+    """The A/A and budget curve intervals at this many items: 'bca', or 'sign-flip' below BCA_MIN_ITEMS."""
     return "sign-flip" if n_items < BCA_MIN_ITEMS else "bca"
+
+
+budget_method = interval_method
 
 
 def small_suite_note(n_items: int) -> str | None:

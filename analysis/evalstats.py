@@ -1031,10 +1031,19 @@ def aa_noise_floor(
     a, b = split_halves(k, n, rng)
     half_a, half_b = scores[rows, a].mean(axis=1), scores[rows, b].mean(axis=1)
     flip_share = float(np.mean((half_a >= 0.5) != (half_b >= 0.5)))
-    ci = bootstrap_mean_ci(half_b - half_a, n_boot, rng, alpha=alpha, method=method)[0]
     fpr_n_boot = min(n_boot, fpr_boot)
-    cis = bootstrap_mean_ci(half_deltas(scores, n_splits, rng), fpr_n_boot, rng, alpha=alpha, method=method)
-    false_alarms = sum(c.excludes_zero() for c in cis)
+    if method == "sign-flip":
+        # The inverted test's interval excludes 0 exactly where the test rejects: the false alarms are
+        # the splits whose sign-flip test rejects, all splits tested at once.
+        ci = sign_flip_interval(half_b - half_a, n_boot, rng, alpha)
+        p = sign_flip_test(half_deltas(scores, n_splits, rng), fpr_n_boot, rng).p
+        false_alarms = int((p <= alpha).sum())
+    else:
+        ci = bootstrap_mean_ci(half_b - half_a, n_boot, rng, alpha=alpha, method=method)[0]
+        cis = bootstrap_mean_ci(
+            half_deltas(scores, n_splits, rng), fpr_n_boot, rng, alpha=alpha, method=method
+        )
+        false_alarms = sum(c.excludes_zero() for c in cis)
     return NoiseFloor(
         float((half_b - half_a).mean()), ci, flip_share, false_alarms / n_splits, n_splits, k // 2, alpha,
         fpr_n_boot,
@@ -1178,7 +1187,7 @@ def ece_difference_test(
     """ECE(post) - ECE(pre), its paired percentile interval and two-sided bootstrap p, from one draw.
 
     Each resample draws the same item indices for both arms. p is twice the share of resampled
-    differences on the far side of zero, capped at 1, so p <= alpha where the interval excludes 0.
+    differences on the far side of zero (the estimate counted among them), capped at 1.
     """
     rows = np.hstack([_ece_rows(conf_pre, correct_pre, n_bins), _ece_rows(conf_post, correct_post, n_bins)])
 
@@ -1188,7 +1197,9 @@ def ece_difference_test(
     est = float(diff(np.ones((1, rows.shape[0])), rows)[0, 0])
     draws = bootstrap_distribution(rows, diff, n_boot, rng)
     lo, hi = percentile_interval(draws, alpha)
-    p = min(1.0, 2.0 * min(float(np.mean(draws <= 0)), float(np.mean(draws >= 0))))
+    # The estimate counts as one of the resamples, so p is never 0 (at least 2 / (n_boot + 1)).
+    size = draws.shape[0] + 1
+    p = min(1.0, 2.0 * min((int((draws <= 0).sum()) + 1) / size, (int((draws >= 0).sum()) + 1) / size))
     return est, Interval(float(lo[0]), float(hi[0]), "percentile (paired)"), p
 
 
