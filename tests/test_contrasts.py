@@ -258,3 +258,34 @@ def test_item_confidence_of_a_log_is_majority_confidence_item_by_item(tmp_path):
     assert conf.tolist() == pytest.approx([c for c, _ in by_hand]) and right.tolist() == [
         r for _, r in by_hand
     ]
+
+
+def test_the_drift_stage_reports_a_scorer_change_against_the_cached_log(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    rng = np.random.default_rng(2)
+    logs, out = tmp_path / "evallogs", tmp_path / "reports" / "drift"
+    logs.mkdir()
+    scores = {
+        name: (rng.random((40, 2)) < rate).astype(float) for name, rate in (("base", 0.3), ("trained", 0.5))
+    }
+    for name, s in scores.items():
+        write_log(logs / f"{name}.json", s, arm=name, scorer={"name": "demo", "version": "1"})
+    args = ["--record", str(out / "scorers.json"), "--logs", str(logs), "--out", str(out)]
+    assert drift.main(args) == 0
+    assert "no drift to report" in (out / "drift_report.md").read_text()
+    recorded = json.loads((out / "scorers.json").read_text())
+    # DVC keeps the recorded log in its cache under its md5: the stage reads it from there.
+    md5 = recorded["trained"]["md5"]
+    cached = tmp_path / ".dvc" / "cache" / "files" / "md5" / md5[:2] / md5[2:]
+    cached.parent.mkdir(parents=True)
+    cached.write_bytes((logs / "trained.json").read_bytes())
+    rescored = scores["trained"].copy()
+    rescored[:5] = 1.0
+    write_log(logs / "trained.json", rescored, arm="trained", scorer={"name": "demo", "version": "2"})
+    assert drift.main(args) == 0
+    r = json.loads((out / "drift_report.json").read_text())
+    assert r["changed_arms"] == ["trained"]
+    row = next(a for a in r["arms"] if a["arm"] == "trained")
+    assert row["delta"] == pytest.approx(rescored.mean() - scores["trained"].mean())
+    assert row["scorer_before"]["version"] == "1" and row["scorer_after"]["version"] == "2"
+    assert json.loads((out / "scorers.json").read_text())["trained"]["scorer"]["version"] == "2"
