@@ -26,8 +26,9 @@ from typing import Any
 
 import numpy as np
 
+from analysis import calibration, render, truncation
+from analysis import contrasts as ct
 from analysis import evalstats as es
-from analysis import render, truncation
 from analysis.align import (
     EXIT_REFUSED,
     ArmData,
@@ -44,7 +45,7 @@ from analysis.align import (
     settings_dict,
     write_outputs,
 )
-from analysis.delta import family_groups, mean_contrast, too_few_items
+from analysis.contrasts import family_rows, mean_contrast, too_few_items
 from analysis.drawing import Drawing, draw_here
 from analysis.prompting import prompt_line
 from contract.evallog import EvalLog, collector_paused
@@ -148,7 +149,7 @@ def _claim(attribution: str, row: dict[str, Any], settings: Settings, augmentati
         return "CEILING only; three interventions at once, NOT attributable."
     if (why := too_few_items(row["n_items"], settings)) is not None:
         return why
-    # A claim needs what the significant column needs (q <= fdr and the CI excludes 0), so the two agree.
+    # A claim needs what the significant column needs (analysis.contrasts' one rule), so the two agree.
     gain = row["significant"] and row["naive_delta"] > 0
     loss = row["significant"] and row["naive_delta"] < 0
     if attribution == "marginal":
@@ -184,7 +185,11 @@ def _contrast(
     arm: str, ref: str, data: dict[str, ArmData], models: dict[str, str], settings: Settings
 ) -> dict[str, Any]:
     a, r = data[arm], data[ref]
-    base = mean_contrast(r.item_mean, a.item_mean, settings)
+    primary = None
+    if ct.is_primary(ref, arm):
+        # The delta report's contrast: the same draws, interval, test and verdict (the claim's family).
+        primary = ct.primary_contrast(r.scores, a.scores, settings).mean
+    base = primary or mean_contrast(r.item_mean, a.item_mean, settings)
     d = a.item_mean - r.item_mean
     dz = es.cohens_dz(d, settings.alpha)
     flips = es.mcnemar_from_verdicts(es.majority_verdicts(r.item_mean), es.majority_verdicts(a.item_mean))
@@ -210,6 +215,9 @@ def _contrast(
         "perm_exact": base["perm_exact"],
         "perm_n": base["perm_n"],
         "mde": es.mde_paired(r.scores, a.scores, settings.alpha).mde,
+        **(
+            {k: primary[k] for k in ("q_value", "significant", "negligible", "decided_by")} if primary else {}
+        ),
     }
 
 
@@ -347,7 +355,7 @@ def build_found(
         attribution = {
             arm: "marginal" if (arm, reference) in MARGINAL_CONTRASTS else "unknown" for arm in found
         }
-    notes: list[str] = []
+    notes: list[str] = [n for n in [ct.small_suite_note(len(order))] if n]
 
     contrasts = [_contrast(arm, reference, data, models, settings) for arm in found if arm != reference]
     for c in contrasts:
@@ -400,24 +408,13 @@ def build_found(
 
     families = []
     for c in all_rows:
-        for name, idx in family_groups(data[reference].families).items():
-            row = mean_contrast(
-                data[c["reference"]].item_mean[idx],
-                data[c["arm"]].item_mean[idx],
-                settings,
-                key=f"/family/{name}",
-            )
-            families.append({"arm": c["arm"], "reference": c["reference"], "family": name, **row})
+        rows = family_rows(data[c["reference"]], data[c["arm"]], settings, data[reference].families)
+        families += [{"arm": c["arm"], "reference": c["reference"], **row} for row in rows]
 
-    # Two FDR families: the arm contrasts answer the report's question, the per-family rows break them
-    # down; pooling them would let the many family rows dilute (or inflate) the headline q-values.
-    for tests in (all_rows, families):
-        for row, q in zip(tests, es.bh_qvalues([t["p_value"] for t in tests]), strict=True):
-            lo, hi = row["ci95"]
-            row["q_value"] = float(q)
-            row["significant"] = bool(q <= settings.fdr and (lo > 0 or hi < 0))
-            delta = row.get("naive_delta", row.get("delta"))
-            row["negligible"] = bool(row["significant"] and abs(delta) < settings.min_effect)
+    # The primary contrast (trained vs base) is decided by the claim's family, as in the delta report;
+    # every other arm contrast is one Benjamini-Hochberg family (per-family rows: one family per contrast,
+    # analysis.contrasts.family_rows), so no row's verdict depends on which report prints it.
+    ct.decide_bh([c for c in all_rows if "significant" not in c], settings, delta_key="naive_delta")
 
     marginal_delta = {m["arm"]: m["naive_delta"] for m in marginal}
     for c in contrasts:
@@ -434,6 +431,7 @@ def build_found(
         m["claim"] = _claim("marginal", m, settings, augmentation=m["reference"])
 
     paths = [t for arm, (_, log) in found.items() if (t := path_table(arm, log)) is not None]
+    calib = calibration.section({arm: log for arm, (_, log) in found.items()}, order, reference, settings)
     factorial = factorial_section(data, settings)
     base_data = data[reference]
     return {
@@ -466,24 +464,33 @@ def build_found(
         "families": families,
         "paths": paths,
         "factorial": factorial,
+        "calibration": calib,
         "truncation": truncation.section({arm: log for arm, (_, log) in found.items()}, base_log.max_tokens),
-        "n_tests": len(all_rows),
+        "n_tests": sum(1 for c in all_rows if not ct.is_primary(c["reference"], c["arm"])),
         "n_family_tests": len(families),
+        "primary_in_report": any(ct.is_primary(c["reference"], c["arm"]) for c in all_rows),
         "settings": settings_dict(settings),
         "notes": notes,
     }
 
 
-def outputs(report: dict[str, Any], figure: Callable[[], bytes] | None = None) -> dict[str, bytes]:
-    """The files of an arm comparison: arm_comparison_report.json, its markdown and its forest plot.
+def outputs(
+    report: dict[str, Any],
+    figure: Callable[[], bytes] | None = None,
+    reliability: Callable[[], bytes] | None = None,
+) -> dict[str, bytes]:
+    """The files of an arm comparison: its JSON, markdown, forest plot and reliability diagram.
 
-    figure: the forest plot already under way (Drawing.submit), else it is drawn here.
+    figure, reliability: the forest plot and the diagram already under way (Drawing.submit), else each is
+    drawn here.
     """
     figure = figure or (lambda: draw_here("forest_figure", report))
+    diagram = reliability or (lambda: draw_here("reliability_figure", report))
     return {
         "arm_comparison_report.json": dump_json(report),
         "arm_comparison_report.md": render.arms_markdown(report).encode(),
         "arm_deltas.png": figure(),
+        "arm_reliability.png": diagram(),
     }
 
 
@@ -515,7 +522,9 @@ def main(argv: list[str] | None = None) -> int:
         except Refusal as e:
             print(f"refused: {e}", file=sys.stderr)
             return EXIT_REFUSED
-        write_outputs(Path(args.out), outputs(report, drawing.submit("forest_figure", report)))
+        forest = drawing.submit("forest_figure", report)
+        diagram = drawing.submit("reliability_figure", report)
+        write_outputs(Path(args.out), outputs(report, forest, diagram))
     for c in [*report["contrasts"], *report["marginal"]]:
         lo, hi = c["ci95"]
         print(f"{c['arm']} vs {c['reference']}: {c['naive_delta']:+.4f} [{lo:+.4f}, {hi:+.4f}] {c['claim']}")

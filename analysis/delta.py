@@ -11,7 +11,6 @@ writing. Every statistic comes from analysis.evalstats; this module aligns, call
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -19,11 +18,10 @@ from typing import Any
 
 import numpy as np
 
+from analysis import calibration, contrasts, crossover, render, truncation
 from analysis import evalstats as es
-from analysis import render, truncation
 from analysis.align import (
     EXIT_REFUSED,
-    ArmData,
     Refusal,
     Settings,
     arm_arrays,
@@ -41,46 +39,6 @@ from analysis.mdtext import p_text
 from analysis.prompting import prompt_line
 from contract.evallog import EvalLog, collector_paused
 
-NO_FAMILY = "(none)"
-
-
-def mean_contrast(ref: np.ndarray, arm: np.ndarray, settings: Settings, key: str = "") -> dict[str, Any]:
-    """Paired delta of per-item scores: estimate, BCa item-level CI, sign-flip p (shared by both reports)."""
-    d = arm - ref
-    ci = es.paired_bootstrap_ci(
-        ref, arm, settings.n_boot, es.rng_for(settings.seed, f"item{key}"), alpha=settings.alpha
-    )
-    flip = es.sign_flip_test(d, settings.n_perm, es.rng_for(settings.seed, f"perm{key}"))
-    return {
-        "n_items": int(d.size),
-        "mean_ref": float(ref.mean()),
-        "mean_arm": float(arm.mean()),
-        "delta": float(d.mean()),
-        "ci95": ci.as_list(),
-        "ci95_method": ci.method,
-        "p_value": float(flip.p[0]),
-        "perm_exact": flip.exact,
-        "perm_n": flip.n_perm,
-    }
-
-
-def family_groups(families: list[str | None]) -> dict[str, np.ndarray]:
-    """Item indices per family (sorted by name); empty when no item carries a family."""
-    if all(f is None for f in families):
-        return {}
-    labels = np.array([NO_FAMILY if f is None else f for f in families], dtype=object)
-    return {name: np.flatnonzero(labels == name) for name in sorted(set(labels))}
-
-
-def family_rows(ref: ArmData, arm: ArmData, settings: Settings) -> list[dict[str, Any]]:
-    """Delta, CI and p per item family (before multiplicity correction)."""
-    rows = []
-    for name, idx in family_groups(ref.families).items():
-        row = mean_contrast(ref.item_mean[idx], arm.item_mean[idx], settings, key=f"/family/{name}")
-        row["mean_pre"], row["mean_post"] = row.pop("mean_ref"), row.pop("mean_arm")
-        rows.append({"family": name, **row})
-    return rows
-
 
 def sample_tokens(log: EvalLog, order: list[str]) -> np.ndarray | None:
     """(n_items, k) generated tokens of each sample in the given item order; None when an item lacks them."""
@@ -88,65 +46,6 @@ def sample_tokens(log: EvalLog, order: list[str]) -> np.ndarray | None:
     if any(by_id[i].gen_tokens is None for i in order):
         return None
     return np.array([by_id[i].gen_tokens for i in order], dtype=np.float64).reshape(len(order), -1)
-
-
-def too_few_items(n_items: int, settings: Settings) -> str | None:
-    """Why no claim may be made from this many items (no sign-flip p can reach alpha), or None."""
-    floor = es.sign_flip_min_p(n_items, settings.n_perm)
-    if floor <= settings.alpha:
-        return None
-    return (
-        f"too few items: {n_items} paired items cannot reach p < {settings.alpha} with a sign-flip test "
-        f"(its smallest p is {floor:.3g}); no claim is made, whatever the intervals show."
-    )
-
-
-def claim(passk: es.PassAtK, n_items: int, settings: Settings) -> tuple[str, str]:
-    """EXPANSION / SHARPENING / REGRESSION / no material shift, decided by the pass@k intervals.
-
-    With one sample per item pass@1 is the only evidence, which cannot separate sharpening from
-    expansion: a shift beyond its interval is then UNDETERMINED rather than either. With too few items
-    to reach alpha the bootstrap intervals shrink to points and prove nothing: TOO FEW ITEMS.
-    """
-    if (why := too_few_items(n_items, settings)) is not None:
-        return "TOO FEW ITEMS", why
-    k_max = passk.ks[-1]
-    top, one = passk.delta_ci[-1], passk.delta_ci[0]
-    d_top, d_one = passk.delta[-1], passk.delta[0]
-    if k_max == 1:
-        if one.excludes_zero():
-            return "UNDETERMINED", (
-                f"pass@1 moved by {d_one:+.4f} (CI [{one.lo:+.4f}, {one.hi:+.4f}]), but with one sample per "
-                "item sharpening and expansion cannot be told apart; rerun with more samples per item."
-            )
-        return (
-            "no material shift",
-            f"no shift detected: pass@1 delta {d_one:+.4f}, CI [{one.lo:+.4f}, {one.hi:+.4f}] includes 0.",
-        )
-    if top.lo > 0:
-        return "EXPANSION", (
-            f"pass@{k_max} rose by {d_top:+.4f} with CI [{top.lo:+.4f}, {top.hi:+.4f}] above zero: the "
-            "trained model solves items that were out of reach at this sampling budget before."
-        )
-    if one.lo > 0:
-        return "SHARPENING", (
-            f"pass@1 rose by {d_one:+.4f} (CI [{one.lo:+.4f}, {one.hi:+.4f}]) while no change of "
-            f"pass@{k_max} was detected ({d_top:+.4f}, CI [{top.lo:+.4f}, {top.hi:+.4f}] includes 0): more "
-            "reliable on items it could already solve; capability expansion not detected at this suite size."
-        )
-    if one.hi < 0:
-        return "REGRESSION", (
-            f"pass@1 fell by {d_one:+.4f} (CI [{one.lo:+.4f}, {one.hi:+.4f}] below zero) and pass@{k_max} "
-            "did not rise."
-        )
-    return "no material shift", (
-        f"no shift detected: neither pass@1 ({d_one:+.4f}, CI [{one.lo:+.4f}, {one.hi:+.4f}]) nor "
-        f"pass@{k_max} ({d_top:+.4f}, CI [{top.lo:+.4f}, {top.hi:+.4f}]) moved beyond its interval."
-    )
-
-
-def _interval(ci: es.Interval) -> list[float]:
-    return ci.as_list()
 
 
 def build(
@@ -171,38 +70,29 @@ def build(
     d = b.item_mean - a.item_mean
     seed, alpha = settings.seed, settings.alpha
 
-    # The headline's draw is the arm comparison's for the same contrast (same interval in both reports);
-    # the cluster bootstrap's mean difference is the same statistic, so it reuses the draw.
-    theta_b = es.bootstrap_distribution(d, es.weighted_means, settings.n_boot, es.rng_for(seed, "item"))
-    bca_lo, bca_hi, bca_method = es.bca_interval_means(d, theta_b, alpha)
-    pct_lo, pct_hi = es.percentile_interval(theta_b, alpha)
-    flip = es.sign_flip_test(d, settings.n_perm, es.rng_for(seed, "perm"))
+    # The primary contrast, decided once (analysis.contrasts): the arm comparison and the trajectory
+    # compute the same draws for trained vs base, so every report prints the same interval and verdict.
+    primary = contrasts.primary_contrast(a.scores, b.scores, settings)
+    head = primary.mean
+    passk = primary.passk
     dz = es.cohens_dz(d, alpha)
     mde = es.mde_paired(a.scores, b.scores, alpha)
     flips = es.mcnemar_from_verdicts(es.majority_verdicts(a.item_mean), es.majority_verdicts(b.item_mean))
-
-    ks = es.k_grid(pre.n_samples)
-    passk = es.pass_at_k_bootstrap(
-        a.scores, b.scores, settings.n_boot, es.rng_for(seed, "cluster"), alpha=alpha, ks=ks,
-        mean_draws=theta_b,
-    )  # fmt: skip
-    headline = es.Interval(float(bca_lo[0]), float(bca_hi[0]), bca_method[0])
+    ks = passk.ks
+    headline = es.Interval(head["ci95"][0], head["ci95"][1], head["ci95_method"])
     delta_methods = ["percentile (cluster)"] * len(ks)
-    if np.isin(a.scores, (0.0, 1.0)).all() and np.isin(b.scores, (0.0, 1.0)).all():
-        # With 0/1 scores pass@1 of an item is its mean score: one number, so it carries one interval,
-        # the headline's, and the claim line quotes that same interval.
-        passk = dataclasses.replace(passk, delta_ci=[headline, *passk.delta_ci[1:]])
+    if passk.delta_ci[0].method != "percentile (cluster)":
         delta_methods[0] = f"{headline.method}, item-level (the headline interval)"
-    verdict, detail = claim(passk, len(order), settings)
+    verdict, detail = contrasts.claim(primary, settings)
     passk_rows = [
         {
             "k": k,
             "pre": float(passk.pre[i]),
             "post": float(passk.post[i]),
             "delta": float(passk.delta[i]),
-            "pre_ci95": _interval(passk.pre_ci[i]),
-            "post_ci95": _interval(passk.post_ci[i]),
-            "delta_ci95": _interval(passk.delta_ci[i]),
+            "pre_ci95": passk.pre_ci[i].as_list(),
+            "post_ci95": passk.post_ci[i].as_list(),
+            "delta_ci95": passk.delta_ci[i].as_list(),
             "delta_ci95_method": delta_methods[i],
         }
         for i, k in enumerate(ks)
@@ -217,13 +107,16 @@ def build(
                 "settings": settings_dict(settings),
             }
         )
-    noise = es.aa_noise_floor(a.scores, settings.n_boot, es.rng_for(seed, "noise"), alpha=alpha)
+    method = contrasts.interval_method(len(order))
+    noise = es.aa_noise_floor(
+        a.scores, settings.n_boot, es.rng_for(seed, "noise"), alpha=alpha, method=method
+    )
     tokens_a, tokens_b = sample_tokens(pre, order), sample_tokens(post, order)
     curve = []
     if tokens_a is not None and tokens_b is not None:
         points = es.budget_curve(
             a.scores, b.scores, tokens_a, tokens_b, es.budget_grid(pre.max_tokens), settings.n_boot,
-            es.rng_for(seed, "budget-curve"), alpha=alpha,
+            es.rng_for(seed, "budget-curve"), alpha=alpha, method=contrasts.budget_method(len(order)),
         )  # fmt: skip
         longest = max(tokens_a.max(), tokens_b.max())
         # Once every sample finishes within B the row is the headline delta: it carries the headline interval.
@@ -236,11 +129,14 @@ def build(
     if a.item_mean.std() > 0 and b.item_mean.std() > 0:
         rho = float(np.corrcoef(a.item_mean, b.item_mean)[0, 1])
 
-    families = family_rows(a, b, settings)
-    for row, q in zip(families, es.bh_qvalues([r["p_value"] for r in families]), strict=True):
-        row["q_value"] = float(q)
-        row["significant"] = bool(q <= settings.fdr and (row["ci95"][0] > 0 or row["ci95"][1] < 0))
-    notes = []
+    families = contrasts.family_rows(a, b, settings, a.families)
+    for row in families:
+        row["mean_pre"], row["mean_post"] = row.pop("mean_ref"), row.pop("mean_arm")
+    pre_arm, post_arm = pre.arm or Path(pre_path).stem, post.arm or Path(post_path).stem
+    if pre_arm == post_arm:
+        pre_arm, post_arm = "pre", "post"
+    calib = calibration.section({pre_arm: pre, post_arm: post}, order, pre_arm, settings)
+    notes = [n for n in [contrasts.small_suite_note(len(order))] if n]
     if any(f is not None for f in a.families) and a.families != b.families:
         notes.append("family labels differ between the logs; families are taken from the pre log")
     return {
@@ -279,9 +175,9 @@ def build(
         "mean_pre": float(a.item_mean.mean()),
         "mean_post": float(b.item_mean.mean()),
         "delta_mean": float(d.mean()),
-        "delta_ci95": [float(bca_lo[0]), float(bca_hi[0])],
-        "delta_ci95_method": bca_method[0],
-        "delta_ci95_percentile": [float(pct_lo[0]), float(pct_hi[0])],
+        "delta_ci95": head["ci95"],
+        "delta_ci95_method": head["ci95_method"],
+        "delta_ci95_percentile": primary.percentile,
         "delta_ci95_cluster": passk.mean_delta_ci.as_list(),
         "delta_ci95_cluster_method": "percentile, cluster bootstrap (items resampled with their k samples; "
         "the headline's draw)",
@@ -298,9 +194,22 @@ def build(
             "n_splits": noise.n_splits,
             "fpr_n_boot": noise.fpr_n_boot,
         },
-        "perm_p": float(flip.p[0]),
-        "perm_exact": flip.exact,
-        "perm_n": flip.n_perm,
+        "perm_p": head["p_value"],
+        "perm_exact": head["perm_exact"],
+        "perm_n": head["perm_n"],
+        # The verdict on the mean delta (pass@1): the claim's Holm family, the one rule of analysis.contrasts;
+        # the arm comparison's trained row and the trajectory's carry this same verdict.
+        "verdict": {
+            "significant": head["significant"],
+            "negligible": head["negligible"],
+            "p_holm": head["q_value"],
+            "decided_by": head["decided_by"],
+            "top_k": primary.top_k,
+            "top_k_perm_p": primary.top_p,
+            "top_k_p_holm": primary.top_p_holm,
+            "top_k_significant": primary.top_significant,
+            "n_tests": primary.n_tests,
+        },
         "cohens_dz": dz.dz if dz else None,
         "cohens_dz_ci95": [dz.lo, dz.hi] if dz else None,
         "pair_correlation_rho": rho,
@@ -313,23 +222,34 @@ def build(
         "pass_at_k_post": {str(k): float(v) for k, v in zip(ks, passk.post, strict=True)},
         "pass_at_k": passk_rows,
         "budget_curve": curve,
+        "crossover": {
+            k: v for k, v in crossover.crossover(primary.all_k, a.scores, b.scores).items() if k != "rows"
+        },
         "truncation": truncation.section({"pre": pre, "post": post}, pre.max_tokens),
         "families": families,
+        "calibration": calib,
         "settings": settings_dict(settings),
         "notes": notes,
     }
 
 
-def outputs(report: dict[str, Any], figure: Callable[[], bytes] | None = None) -> dict[str, bytes]:
-    """The files of a delta report: delta_report.json and its renderings (markdown, pass@k figure).
+def outputs(
+    report: dict[str, Any],
+    figure: Callable[[], bytes] | None = None,
+    reliability: Callable[[], bytes] | None = None,
+) -> dict[str, bytes]:
+    """The files of a delta report: delta_report.json and its renderings (markdown, pass@k figure, diagram).
 
-    figure: the pass@k figure already under way (Drawing.submit), else it is drawn here.
+    figure, reliability: the pass@k figure and the reliability diagram already under way (Drawing.submit),
+    else each is drawn here.
     """
     figure = figure or (lambda: draw_here("passk_figure", report))
+    diagram = reliability or (lambda: draw_here("reliability_figure", report))
     return {
         "delta_report.json": dump_json(report),
         "delta_report.md": render.delta_markdown(report).encode(),
         "passk_curve.png": figure(),
+        "reliability.png": diagram(),
     }
 
 
@@ -360,7 +280,8 @@ def main(argv: list[str] | None = None) -> int:
         except Refusal as e:
             print(f"refused: {e}", file=sys.stderr)
             return EXIT_REFUSED
-        write_outputs(Path(args.out), outputs(report, figure[0]))
+        diagram = drawing.submit("reliability_figure", report)
+        write_outputs(Path(args.out), outputs(report, figure[0], diagram))
     print(
         f"{report['claim']}: delta {report['delta_mean']:+.4f} CI {report['delta_ci95']} "
         f"perm p {p_text(report['perm_p'], report['perm_n'], report['perm_exact'])} -> {args.out}"

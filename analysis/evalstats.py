@@ -274,6 +274,40 @@ def bca_interval_means(
     return lo, hi, methods
 
 
+def studentized_interval_means(
+    x: np.ndarray, theta_b: np.ndarray, alpha: float
+) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Bootstrap-t interval per column mean (Efron & Tibshirani 12.5), from draws of [means, mean squares].
+
+    theta_b is (B, 2m): each resample's column means, then its means of squares, so each resample's
+    standard error comes from the same draw. A resample with no spread has t = 0 when its mean is the
+    estimate, else an infinite t; the interval is clipped to the range of the data, where the mean lies.
+    Constant data gives the point interval.
+    """
+    x = _as_rows(x)
+    n, m = x.shape
+    est = x.mean(axis=0)
+    se = x.std(axis=0, ddof=1) / math.sqrt(n) if n > 1 else np.zeros(m)
+    mean_b, sq_b = theta_b[:, :m], theta_b[:, m:]
+    var_b = np.maximum(sq_b - mean_b**2, 0.0) * (n / max(n - 1, 1))
+    se_b = np.sqrt(var_b / n)
+    diff = mean_b - est
+    with np.errstate(invalid="ignore", divide="ignore"):
+        t = np.where(se_b > 0, diff / np.where(se_b > 0, se_b, 1.0), np.sign(diff) * np.inf)
+    t = np.nan_to_num(t, nan=0.0, posinf=1e12, neginf=-1e12)
+    t_lo, t_hi = np.quantile(t, [alpha / 2, 1 - alpha / 2], axis=0)
+    lo = np.clip(est - t_hi * se, x.min(axis=0), x.max(axis=0))
+    hi = np.clip(est - t_lo * se, x.min(axis=0), x.max(axis=0))
+    methods = []
+    for j in range(m):
+        if se[j] == 0:
+            lo[j] = hi[j] = est[j]
+            methods.append("point (constant)")
+        else:
+            methods.append("studentized")
+    return np.atleast_1d(lo), np.atleast_1d(hi), methods
+
+
 def bootstrap_mean_ci(
     x: np.ndarray,
     n_boot: int,
@@ -284,25 +318,32 @@ def bootstrap_mean_ci(
     batch: int | None = None,
     compress: bool = True,
 ) -> list[Interval]:
-    """Bootstrap CI of the mean of each column of x (n,) or (n, m); method 'bca' or 'percentile'."""
+    """Bootstrap CI of the mean of each column of x (n,) or (n, m); 'bca', 'studentized' or 'percentile'."""
     rows = _as_rows(x)
     theta_b = None
+    compress_columns = compress and method != "studentized"
     # Each interval reads its own column only, so a few columns that group on their own (0/1 scores at
     # a few token budgets) may be drawn one by one, grouped, when their rows together do not group: a
     # multinomial draw per distinct value costs about what 9 item-by-item draws do.
-    if compress and 1 < rows.shape[1] <= 32 and _groups(rows) is None:
+    if compress_columns and 1 < rows.shape[1] <= 32 and _groups(rows) is None:
         columns = [_distinct_rows(rows[:, [j]]) for j in range(rows.shape[1])]
         if 9 * sum(len(c[1]) for c in columns) < len(rows):
             theta_b = np.hstack([_grouped_draws(*c, weighted_means, n_boot, rng, batch) for c in columns])
-    if theta_b is None:
+    if theta_b is None and method != "studentized":
         theta_b = bootstrap_distribution(rows, weighted_means, n_boot, rng, batch=batch, compress=compress)
-    if method == "bca":
+    if method == "studentized":
+        # Means and mean squares from one draw: the t of each resample needs its own standard error.
+        theta_b = bootstrap_distribution(
+            np.hstack([rows, rows * rows]), weighted_means, n_boot, rng, batch=batch, compress=compress
+        )
+        lo, hi, methods = studentized_interval_means(rows, theta_b, alpha)
+    elif method == "bca":
         lo, hi, methods = bca_interval_means(rows, theta_b, alpha)
     elif method == "percentile":
         lo, hi = percentile_interval(theta_b, alpha)
         methods = ["percentile"] * rows.shape[1]
     else:
-        raise ValueError(f"method must be 'bca' or 'percentile', not {method!r}")
+        raise ValueError(f"method must be 'bca', 'studentized' or 'percentile', not {method!r}")
     return [Interval(float(a), float(b), m) for a, b, m in zip(lo, hi, methods, strict=True)]
 
 
@@ -422,6 +463,63 @@ def sign_flip_min_p(n_items: int, n_perm: int) -> float:
     if n_items < 63 and 2**n_items <= n_perm:
         return min(1.0, 2.0 ** (1 - n_items))
     return min(1.0, 2.0 / (n_perm + 1))
+
+
+def sign_flip_interval(
+    d: np.ndarray, n_perm: int, rng: np.random.Generator, alpha: float = 0.05, tol: float = 1e-6
+) -> Interval:
+    """The interval of mu whose sign-flip test of d - mu does not reject at alpha (test inversion).
+
+    Every mu inside keeps p(mu) > alpha, so the interval excludes 0 exactly when the test of d rejects
+    (with these sign vectors): interval and test cannot disagree. Exact when the differences are
+    symmetric about their mean, as they are under the null of exchangeable arms. Sign vectors are
+    enumerated when 2^n <= n_perm, else n_perm are drawn (the observed one counts among them).
+    """
+    d = np.asarray(d, dtype=np.float64).ravel()
+    n = d.size
+    if n == 0:
+        raise ValueError("sign-flip interval of an empty sample")
+    if np.ptp(d) == 0:
+        return Interval(float(d[0]), float(d[0]), "point (constant)")
+    if n < 63 and 2**n <= n_perm:
+        codes = np.arange(2**n, dtype=np.int64)
+        signs = 1.0 - 2.0 * ((codes[:, None] >> np.arange(n)) & 1)
+        adjust = 0
+    else:
+        signs = 1.0 - 2.0 * rng.integers(0, 2, (n_perm, n)).astype(np.float64)
+        adjust = 1
+    sd, s1 = signs @ d, signs.sum(axis=1)
+    size = signs.shape[0]
+
+    def p_at(mu: float) -> float:
+        null = sd - mu * s1
+        observed = d.sum() - n * mu
+        gamma = 1e-10 * max(1.0, abs(d).sum())
+        less = ((null <= observed + gamma).sum() + adjust) / (size + adjust)
+        greater = ((null >= observed - gamma).sum() + adjust) / (size + adjust)
+        return min(1.0, 2 * min(less, greater))
+
+    est = float(d.mean())
+    if p_at(est) <= alpha:
+        return Interval(est, est, "sign-flip inversion (no mu kept)")
+
+    def edge(outside: float) -> float:
+        inside = est
+        while abs(outside - inside) > tol:
+            mid = 0.5 * (inside + outside)
+            inside, outside = (mid, outside) if p_at(mid) > alpha else (inside, mid)
+        return inside
+
+    lo_out, hi_out = float(d.min()), float(d.max())
+    lo = lo_out if p_at(lo_out) > alpha else edge(lo_out)
+    hi = hi_out if p_at(hi_out) > alpha else edge(hi_out)
+    # p(mu) jumps where mu meets tied differences (zeros above all: flipping a zero changes nothing, a
+    # zero minus mu does), so the kept set is not always one piece: the interval is its hull, with 0 and
+    # each tied value kept where its own p exceeds alpha.
+    for mu in np.unique(np.append(d, 0.0)):
+        if (mu < lo or mu > hi) and p_at(float(mu)) > alpha:
+            lo, hi = min(lo, float(mu)), max(hi, float(mu))
+    return Interval(lo, hi, "sign-flip inversion")
 
 
 @dataclass(frozen=True)
@@ -640,6 +738,40 @@ def pass_at_k_bootstrap(
     )
 
 
+def beta_binomial_moments(correct: np.ndarray, n: int) -> tuple[float, float] | None:
+    """Beta(a, b) of per-item success rates fitted by the method of moments to correct counts of n samples.
+
+    Var(c / n) = m (1 - m) (1 + (n - 1) rho) / n with rho = 1 / (a + b + 1); None when every item has the
+    same count (no spread to fit) or n = 1 (the rates' spread is not identifiable from one sample).
+    """
+    x = np.asarray(correct, dtype=np.float64) / n
+    m = float(x.mean())
+    if n < 2 or not 0 < m < 1 or x.size < 2:
+        return None
+    s2 = float(x.var(ddof=1))
+    rho = (s2 * n / (m * (1 - m)) - 1) / (n - 1)
+    rho = min(max(rho, 1e-6), 1 - 1e-6)
+    total = 1 / rho - 1
+    return m * total, (1 - m) * total
+
+
+def beta_binomial_pass_at_k(a: float, b: float, k: np.ndarray | int) -> np.ndarray:
+    """pass@k of items whose rates are Beta(a, b): 1 - E[(1 - p)^k] = 1 - B(a, b + k) / B(a, b)."""
+    from scipy.special import betaln
+
+    k = np.asarray(k, dtype=np.float64)
+    return 1.0 - np.exp(betaln(a, b + k) - betaln(a, b))
+
+
+def subset_pass_at_k(p: PassAtK, ks: Sequence[int]) -> PassAtK:
+    """The rows of a PassAtK at the given k (each one of its own)."""
+    idx = [p.ks.index(k) for k in ks]
+    return PassAtK(
+        list(ks), p.pre[idx], p.post[idx], p.delta[idx], [p.pre_ci[i] for i in idx],
+        [p.post_ci[i] for i in idx], [p.delta_ci[i] for i in idx], p.mean_delta, p.mean_delta_ci,
+    )  # fmt: skip
+
+
 # ---------------------------------------------------------------------------------------------------------
 # Multiplicity, power
 
@@ -658,6 +790,20 @@ def bh_qvalues(p_values: Sequence[float]) -> np.ndarray:
     np.minimum.accumulate(q[::-1], out=q[::-1])
     out = np.empty_like(q)
     out[order] = q
+    return np.clip(out, 0.0, 1.0)
+
+
+def holm_adjusted(p_values: Sequence[float]) -> np.ndarray:
+    """Holm's step-down adjusted p-values (Holm 1979): reject where adjusted p <= alpha, FWER at alpha."""
+    p = np.asarray(p_values, dtype=np.float64)
+    if not np.all((p >= 0) & (p <= 1)):
+        raise ValueError(f"p-values must lie in [0, 1], got {p[~((p >= 0) & (p <= 1))][0]!r}")
+    m = p.size
+    order = np.argsort(p, kind="stable")
+    # The i-th smallest p is multiplied by (m - i), then made non-decreasing along the order.
+    adjusted = np.maximum.accumulate(p[order] * (m - np.arange(m)))
+    out = np.empty_like(adjusted)
+    out[order] = adjusted
     return np.clip(out, 0.0, 1.0)
 
 
@@ -866,6 +1012,7 @@ def aa_noise_floor(
     alpha: float = 0.05,
     n_splits: int = 200,
     fpr_boot: int = 1_000,
+    method: str = "bca",
 ) -> NoiseFloor | None:
     """The A/A delta of one arm with its CI, the verdict flips, and the interval's rate of false alarms.
 
@@ -884,10 +1031,19 @@ def aa_noise_floor(
     a, b = split_halves(k, n, rng)
     half_a, half_b = scores[rows, a].mean(axis=1), scores[rows, b].mean(axis=1)
     flip_share = float(np.mean((half_a >= 0.5) != (half_b >= 0.5)))
-    ci = bootstrap_mean_ci(half_b - half_a, n_boot, rng, alpha=alpha)[0]
     fpr_n_boot = min(n_boot, fpr_boot)
-    cis = bootstrap_mean_ci(half_deltas(scores, n_splits, rng), fpr_n_boot, rng, alpha=alpha)
-    false_alarms = sum(c.excludes_zero() for c in cis)
+    if method == "sign-flip":
+        # The inverted test's interval excludes 0 exactly where the test rejects: the false alarms are
+        # the splits whose sign-flip test rejects, all splits tested at once.
+        ci = sign_flip_interval(half_b - half_a, n_boot, rng, alpha)
+        p = sign_flip_test(half_deltas(scores, n_splits, rng), fpr_n_boot, rng).p
+        false_alarms = int((p <= alpha).sum())
+    else:
+        ci = bootstrap_mean_ci(half_b - half_a, n_boot, rng, alpha=alpha, method=method)[0]
+        cis = bootstrap_mean_ci(
+            half_deltas(scores, n_splits, rng), fpr_n_boot, rng, alpha=alpha, method=method
+        )
+        false_alarms = sum(c.excludes_zero() for c in cis)
     return NoiseFloor(
         float((half_b - half_a).mean()), ci, flip_share, false_alarms / n_splits, n_splits, k // 2, alpha,
         fpr_n_boot,
@@ -930,17 +1086,22 @@ def budget_curve(
     rng: np.random.Generator,
     *,
     alpha: float = 0.05,
+    method: str = "bca",
 ) -> list[BudgetPoint]:
     """Accuracy of each arm when every sample that did not finish within B tokens counts as wrong.
 
     Unlike the stratified adjustment this conditions on nothing the treatment changed: the budget is an
     intervention on the protocol (what a run capped at B would have scored), so the paired deltas are
     causal contrasts at each B. Paired, item-level BCa per budget (bootstrap_mean_ci: the budgets share
-    one draw of item resamples, or are drawn one by one where that is cheaper).
+    one draw of item resamples, or are drawn one by one where that is cheaper); method 'sign-flip': the
+    inversion of each budget's sign-flip test (n_boot sign vectors), for small suites.
     """
     ref = budget_accuracy(ref_scores, ref_tokens, budgets)
     arm = budget_accuracy(arm_scores, arm_tokens, budgets)
-    cis = bootstrap_mean_ci(arm - ref, n_boot, rng, alpha=alpha)
+    if method == "sign-flip":
+        cis = [sign_flip_interval((arm - ref)[:, j], n_boot, rng, alpha) for j in range(arm.shape[1])]
+    else:
+        cis = bootstrap_mean_ci(arm - ref, n_boot, rng, alpha=alpha, method=method)
     return [
         BudgetPoint(
             int(b), float(ref[:, j].mean()), float(arm[:, j].mean()), float((arm - ref)[:, j].mean()), cis[j]
@@ -994,6 +1155,52 @@ def ece_difference_bootstrap(
     est = float(diff(np.ones((1, rows.shape[0])), rows)[0, 0])
     lo, hi = percentile_interval(bootstrap_distribution(rows, diff, n_boot, rng), alpha)
     return est, Interval(float(lo[0]), float(hi[0]), "percentile")
+
+
+def ece_interval(
+    confidence: np.ndarray,
+    correct: np.ndarray,
+    n_boot: int,
+    rng: np.random.Generator,
+    *,
+    alpha: float = 0.05,
+    n_bins: int = 10,
+) -> tuple[float, Interval]:
+    """ECE with a percentile bootstrap interval, items resampled (ECE is recomputed on each resample)."""
+    rows = _ece_rows(confidence, correct, n_bins)
+    est = float(_ece_statistic(np.ones((1, rows.shape[0])), rows)[0, 0])
+    lo, hi = percentile_interval(bootstrap_distribution(rows, _ece_statistic, n_boot, rng), alpha)
+    return est, Interval(float(lo[0]), float(hi[0]), "percentile")
+
+
+def ece_difference_test(
+    conf_pre: np.ndarray,
+    correct_pre: np.ndarray,
+    conf_post: np.ndarray,
+    correct_post: np.ndarray,
+    n_boot: int,
+    rng: np.random.Generator,
+    *,
+    alpha: float = 0.05,
+    n_bins: int = 10,
+) -> tuple[float, Interval, float]:
+    """ECE(post) - ECE(pre), its paired percentile interval and two-sided bootstrap p, from one draw.
+
+    Each resample draws the same item indices for both arms. p is twice the share of resampled
+    differences on the far side of zero (the estimate counted among them), capped at 1.
+    """
+    rows = np.hstack([_ece_rows(conf_pre, correct_pre, n_bins), _ece_rows(conf_post, correct_post, n_bins)])
+
+    def diff(w: np.ndarray, r: np.ndarray) -> np.ndarray:
+        return _ece_statistic(w, r[:, n_bins:]) - _ece_statistic(w, r[:, :n_bins])
+
+    est = float(diff(np.ones((1, rows.shape[0])), rows)[0, 0])
+    draws = bootstrap_distribution(rows, diff, n_boot, rng)
+    lo, hi = percentile_interval(draws, alpha)
+    # The estimate counts as one of the resamples, so p is never 0 (at least 2 / (n_boot + 1)).
+    size = draws.shape[0] + 1
+    p = min(1.0, 2.0 * min((int((draws <= 0).sum()) + 1) / size, (int((draws >= 0).sum()) + 1) / size))
+    return est, Interval(float(lo[0]), float(hi[0]), "percentile (paired)"), p
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -189,3 +189,34 @@ def trajectory_figure(r: dict[str, Any]) -> bytes:
         ax_r.set_title("the reward's effect", fontsize=9)
         ax_r.grid(alpha=0.3)
     return _png(fig)
+
+
+@_literal_text
+def reliability_figure(r: dict[str, Any]) -> bytes:
+    """Reliability diagram: accuracy of the majority answer against its confidence, per arm, with ECE."""
+    calib = r.get("calibration")
+    fig = Figure(figsize=(5.2, 4.4), layout="tight")
+    ax = fig.subplots()
+    if not calib:
+        ax.axis("off")
+        ax.text(0.5, 0.5, "no calibration: the logs record no sample's answer", ha="center", va="center")
+        return _png(fig)
+    ax.plot([0, 1], [0, 1], color="black", linewidth=0.8, linestyle="--", label="perfect calibration")
+    for i, arm in enumerate(calib["arms"]):
+        points = arm["reliability"]
+        xs = [p["confidence"] for p in points]
+        ys = [p["accuracy"] for p in points]
+        sizes = [12 + 120 * p["items"] / max(1, sum(q["items"] for q in points)) for p in points]
+        lo, hi = arm["ci95"]
+        ax.plot(xs, ys, color=f"C{i}", linewidth=1.0)
+        ax.scatter(
+            xs, ys, s=sizes, color=f"C{i}", label=f"{arm['arm']}: ECE {arm['ece']:.3f} [{lo:.3f}, {hi:.3f}]"
+        )
+    ax.set_xlim(0, 1.02)
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_xlabel("confidence (share of k samples giving the majority answer)")
+    ax.set_ylabel("accuracy of the majority answer")
+    ax.set_title(f"Reliability ({calib['n_bins']} equal-width bins; marker size: items)")
+    ax.legend(fontsize=7, loc="upper left")
+    ax.grid(alpha=0.3)
+    return _png(fig)

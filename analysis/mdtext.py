@@ -62,8 +62,14 @@ def significance_text(row: dict, fdr: float) -> str:
         return "yes (negligible)" if row.get("negligible") else "yes"
     lo, hi = row["ci95"]
     if lo > 0 or hi < 0:
+        if str(row.get("decided_by", "")).startswith(("Holm", "sign-flip")):
+            # The primary contrast: its q is the Holm-adjusted p of the claim's family, tested at alpha.
+            return f"no (Holm p {row['q_value']:.3g} > alpha; {row['decided_by']})"
         return f"no (q {row['q_value']:.3g} > fdr {fdr})"
     return "no"
 
 
-SIGNIFICANT = "significant means q <= fdr and the {pct} CI excludes 0"
+SIGNIFICANT = (
+    "significant means q <= fdr and the {pct} CI excludes 0 (trained vs base: its Holm-adjusted p "
+    "<= alpha over pass@1 and pass@K, the delta report's claim family, and the CI excludes 0)"
+)

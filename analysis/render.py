@@ -95,6 +95,103 @@ def _prompting_lines(prompting: dict[str, str] | None) -> list[str]:
     return ["Prompts: " + "; ".join(f"{md(arm)}: {md(line)}" for arm, line in prompting.items()) + ".", ""]
 
 
+def _verdict_rows(r: dict[str, Any], pct: str) -> list[list[str]]:
+    """The headline's verdict: the one rule of analysis.contrasts, as every report prints it."""
+    v = r.get("verdict")
+    if v is None:
+        return []
+    rows = [
+        [
+            f"**verdict** (Holm-adjusted p <= alpha and the {pct} CI excludes 0; {md(v['decided_by'])})",
+            f"**{significance_text({**v, 'ci95': r['delta_ci95'], 'q_value': v['p_holm']}, 0.0)}**, "
+            f"Holm p {_p(v['p_holm'])}",
+        ]
+    ]
+    if v["n_tests"] == 2:
+        top = r["pass_at_k"][-1]
+        rows.append(
+            [
+                f"pass@{v['top_k']}: sign-flip p of the per-item pass@{v['top_k']} differences, Holm p, "
+                "significant",
+                f"{_p(v['top_k_perm_p'])}, {_p(v['top_k_p_holm'])}, "
+                + ("yes" if v["top_k_significant"] else "no")
+                + f" (CI {_ci(top['delta_ci95'])})",
+            ]
+        )
+    rows.append(
+        [
+            "McNemar (below) and Cohen's d_z",
+            "descriptive: the verdict rests on the sign-flip test and the interval above, never on them",
+        ]
+    )
+    return rows
+
+
+def calibration_lines(c: dict[str, Any] | None, pct: str, figure: str) -> list[str]:
+    """The calibration section (analysis.calibration): ECE per arm, each arm's ECE delta, the diagram."""
+    if c is None:
+        return [
+            "## Calibration (ECE)",
+            "",
+            "Not available: the logs record no sample's answer, so no item has a majority answer to be "
+            "confident in.",
+            "",
+        ]
+    lines = [
+        "## Calibration (ECE)",
+        "",
+        f"Confidence of an item's answer: the {md(c['confidence'])}; right when those samples scored right. "
+        f"ECE over {c['n_bins']} equal-width bins, its {pct} interval a percentile bootstrap of items (ECE "
+        "is recomputed on each resample, not averaged); each delta a paired bootstrap (the same item "
+        "indices for both arms), significant when its bootstrap p <= alpha and its interval excludes 0, "
+        f"negligible below {c['min_effect']}.",
+        "",
+        *_table(
+            ["arm", "ECE", f"{pct} CI", "mean confidence", "accuracy of the majority answer"],
+            [
+                [
+                    md(a["arm"]),
+                    _num(a["ece"]),
+                    _ci(a["ci95"], ".4f"),
+                    _num(a["mean_confidence"]),
+                    _num(a["accuracy"]),
+                ]
+                for a in c["arms"]
+            ],
+        ),  # fmt: skip
+        "",
+    ]
+    if c["deltas"]:
+        lines += _table(
+            ["contrast", "ECE delta", f"{pct} CI (paired)", "bootstrap p", "significant"],
+            [
+                [
+                    f"{md(d['arm'])} vs {md(d['reference'])}",
+                    _num(d["delta"], "+.4f"),
+                    _ci(d["ci95"]),
+                    _p(d["p_value"]),
+                    ("yes (negligible)" if d["negligible"] else "yes") if d["significant"] else "no",
+                ]
+                for d in c["deltas"]
+            ],
+        )
+        lines.append("")
+    if c["arms_without_answers"]:
+        lines += [f"No answers recorded for {', '.join(md(a) for a in c['arms_without_answers'])}.", ""]
+    lines += [f"![reliability diagram]({figure})", ""]
+    return lines
+
+
+def _crossover_lines(c: dict[str, Any] | None, pct: str) -> list[str]:
+    if c is None:
+        return []
+    return [
+        f"**pass@k crossover:** {md(c['text'])} (Each k's {pct} interval of the pass@k delta from the same "
+        "draw as the table, pointwise: a description of the curves, not a tested claim.)",
+        "",
+    ]
+
+
 def delta_markdown(r: dict[str, Any]) -> str:
     """The delta report as markdown: sensitivity first, then claim, protocol, headline, flips, pass@k."""
     mde = r["mde"]
@@ -153,6 +250,7 @@ def delta_markdown(r: dict[str, Any]) -> str:
                     f"{r['perm_n']} sign vectors)",
                     p_text(r["perm_p"], r["perm_n"], r["perm_exact"]),
                 ],
+                *_verdict_rows(r, pct),
                 [
                     f"Cohen's d_z [noncentral-t {pct} CI]",
                     f"{_num(r['cohens_dz'], '+.3f')} {_ci(r['cohens_dz_ci95'], '+.3f')}",
@@ -194,6 +292,7 @@ def delta_markdown(r: dict[str, Any]) -> str:
         "",
         "![pass@k](passk_curve.png)",
         "",
+        *_crossover_lines(r.get("crossover"), pct),
     ]
     if r.get("budget_curve"):
         lines += [
@@ -245,6 +344,7 @@ def delta_markdown(r: dict[str, Any]) -> str:
             + ".",
             "",
         ]
+    lines += calibration_lines(r.get("calibration"), pct, "reliability.png")
     lines += truncation_lines(r.get("truncation"), "the token budget curve above")
     for note in r["notes"]:
         lines.append(f"Note: {md(note)}")
@@ -380,6 +480,8 @@ def arms_markdown(r: dict[str, Any]) -> str:
                 ],
             )
             lines.append("")
+    if "calibration" in r:
+        lines += calibration_lines(r["calibration"], pct, "arm_reliability.png")
     lines += truncation_lines(r.get("truncation"), "the delta report's token budget curve")
     budget = [c for c in [*r["contrasts"], *r["marginal"]] if c["budget_no_support"]]
     for c in budget:
@@ -391,9 +493,17 @@ def arms_markdown(r: dict[str, Any]) -> str:
         lines.append(f"Note: {md(note)}")
     lines += [
         "",
-        f"p: two-sided sign-flip permutation test; q: Benjamini-Hochberg within two families, the "
-        f"{r['n_tests']} arm contrasts (against {md(r['base']['arm'])} and marginal) and the "
-        f"{r.get('n_family_tests', len(r['families']))} per-family contrasts; "
+        f"p: two-sided sign-flip permutation test; q: Benjamini-Hochberg over the {r['n_tests']} arm "
+        f"contrasts (against {md(r['base']['arm'])} and marginal"
+        + (", trained vs base excepted" if r.get("primary_in_report") else "")
+        + "), and over the per-family rows of each contrast as a family of their own"
+        + (
+            "; trained vs base is decided as in the delta report (its q is the Holm-adjusted p over "
+            "pass@1 and pass@K, at alpha: the claim's family), so both reports print one verdict"
+            if r.get("primary_in_report")
+            else ""
+        )
+        + "; "
         + SIGNIFICANT.format(pct=pct)
         + f" (fdr {s['fdr']}); negligible: significant but |delta| < {s['min_effect']}. CIs: item-level "
         "paired bootstrap; adjusted: budget-stratified, descriptive only (it conditions on generated tokens, "

@@ -97,7 +97,8 @@ def markdown_page(text: str, title: str) -> str:
 def metrics(delta: dict[str, Any], arms: dict[str, Any]) -> dict[str, Any]:
     """The headline numbers DVC tracks as metrics: what a person compares across experiments.
 
-    trained minus base (mean, interval, p) and every arm's naive delta over base; everything else (pass@k,
+    trained minus base (mean, interval, p, verdict), the claim, every arm's naive delta over base and its
+    verdict (the same rule and, for trained, the same verdict as the delta report); everything else (pass@k,
     adjusted deltas, q-values, per-family rows) is in the reports. Short keys keep `dvc exp show` narrow.
     """
     out: dict[str, Any] = {
@@ -106,9 +107,14 @@ def metrics(delta: dict[str, Any], arms: dict[str, Any]) -> dict[str, Any]:
             "lo": delta["delta_ci95"][0],
             "hi": delta["delta_ci95"][1],
             "p": delta["perm_p"],
+            # The one verdict of trained vs base (analysis.contrasts), as both reports print it.
+            **({"significant": delta["verdict"]["significant"]} if "verdict" in delta else {}),
         },
         "arms": {c["arm"]: c["naive_delta"] for c in arms.get("contrasts", [])},
+        "significant": {c["arm"]: c["significant"] for c in arms.get("contrasts", [])},
     }
+    if "claim" in delta:
+        out["claim"] = delta["claim"]
     return out
 
 

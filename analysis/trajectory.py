@@ -19,8 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from analysis import evalstats as es
-from analysis import render
+from analysis import contrasts, render
 from analysis.align import (
     EXIT_REFUSED,
     Refusal,
@@ -36,7 +35,7 @@ from analysis.align import (
     settings_dict,
     write_outputs,
 )
-from analysis.delta import mean_contrast, too_few_items
+from analysis.contrasts import mean_contrast, too_few_items
 from analysis.drawing import Drawing
 from analysis.prompting import prompt_line
 from contract.evallog import collector_paused
@@ -92,8 +91,12 @@ def _short(status: str, detail: str, settings: Settings, **extra: Any) -> dict[s
 
 
 def _row(arm: str, ref: str, data: dict[str, Any], models: dict[str, str], settings: Settings) -> dict:
-    # The arm report's draws for the same contrast: a number carries the same interval on both pages.
-    row = mean_contrast(data[ref].item_mean, data[arm].item_mean, settings)
+    # The arm report's draws for the same contrast: a number carries the same interval on both pages, and
+    # trained vs base the delta report's verdict (the claim's family).
+    if contrasts.is_primary(ref, arm):
+        row = contrasts.primary_contrast(data[ref].scores, data[arm].scores, settings).mean
+    else:
+        row = mean_contrast(data[ref].item_mean, data[arm].item_mean, settings)
     return {"arm": arm, "reference": ref, "model_name": models[arm], **row}
 
 
@@ -181,11 +184,8 @@ def build(logs_dir: str, settings: Settings, params: str | Path | None) -> dict[
     placebo_row = _row(placebo, ref, data, models, settings) if placebo else None
     versus = _row(checkpoints[-1], placebo, data, models, settings) if placebo else None
     tests = [*rows[1:], *([placebo_row, versus] if placebo else [])]
-    for row, q in zip(tests, es.bh_qvalues([t["p_value"] for t in tests]), strict=True):
-        lo, hi = row["ci95"]
-        row["q_value"] = float(q)
-        row["significant"] = bool(q <= settings.fdr and (lo > 0 or hi < 0))
-    notes = []
+    contrasts.decide_bh([t for t in tests if "significant" not in t], settings)
+    notes = [n for n in [contrasts.small_suite_note(len(order))] if n]
     if config[1] and placebo is None:
         notes.append(
             f"placebo arm {config[1]} has no log among the arms of the params file: no claim about the reward"
@@ -207,7 +207,7 @@ def build(logs_dir: str, settings: Settings, params: str | Path | None) -> dict[
         "reward_contrast": versus,
         "reward_claim": reward_claim(versus, settings),
         "limits": LIMITS,
-        "n_tests": len(tests),
+        "n_tests": sum(1 for t in tests if not contrasts.is_primary(t["reference"], t["arm"])),
         "settings": settings_dict(settings),
         "notes": notes,
     }

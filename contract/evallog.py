@@ -105,6 +105,8 @@ class ItemResult(_Strict):
     _finish: tuple[str | None, ...] | None = PrivateAttr(default=None)
     _paths: tuple[str | None, ...] | None = PrivateAttr(default=None)
     _tool_calls: bool = PrivateAttr(default=False)
+    # Each sample's answer read, for the calibration of the majority answer (analysis.calibration).
+    _answers: tuple[str | None, ...] | None = PrivateAttr(default=None)
 
     def sample_seeds(self) -> tuple[int | None, ...] | None:
         """The seed of each sample, from the samples or kept when they were dropped; None if unknown."""
@@ -125,6 +127,12 @@ class ItemResult(_Strict):
             return self._paths
         paths = tuple(s.path for s in self.samples)
         return None if paths.count(None) == len(paths) else paths
+
+    def sample_answers(self) -> tuple[str | None, ...] | None:
+        """Each sample's answer read (None: none), kept when the samples were dropped; None if unknown."""
+        if self.samples is not None:
+            return tuple(s.answer for s in self.samples)
+        return self._answers
 
     def records_tool_calls(self) -> bool:
         """True when a sample records its tool calls (kept when the samples were dropped)."""

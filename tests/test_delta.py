@@ -393,7 +393,8 @@ def test_identical_scores_are_no_shift(tmp_path, rows):
     r = build(a, b)
     assert r["delta_mean"] == 0.0
     assert r["perm_p"] == 1.0
-    assert r["claim"] == ("no material shift" if len(rows) >= 6 else "TOO FEW ITEMS")
+    # Holm over pass@1 and pass@3: the first step tests at alpha / 2, which 2 / 2^n reaches from 7 items.
+    assert r["claim"] == ("no material shift" if len(rows) >= 7 else "TOO FEW ITEMS")
     assert r["delta_ci95"] == [0.0, 0.0] and r["delta_ci95_cluster"] == [0.0, 0.0]
     assert r["flips_wrong_to_right"] == r["flips_right_to_wrong"] == 0 and r["mcnemar_p"] == 1.0
     json.dumps(r, allow_nan=False)
@@ -587,7 +588,7 @@ def test_defaults_without_params(tmp_path, monkeypatch):
 # ------------------------------------------------------------------------------ what the report may claim
 
 
-@pytest.mark.parametrize("n_items", [1, 3, 5])
+@pytest.mark.parametrize("n_items", [1, 3, 6])
 def test_too_few_items_to_reach_alpha_make_no_claim(tmp_path, n_items):
     pre, post = np.zeros((n_items, 8)), np.zeros((n_items, 8))
     post[:, :6] = 1  # every item rises: the largest effect these few items can show
@@ -596,11 +597,15 @@ def test_too_few_items_to_reach_alpha_make_no_claim(tmp_path, n_items):
     assert f"{n_items} paired items cannot reach p < 0.05 with a sign-flip test" in r["claim_detail"]
 
 
-def test_six_items_can_reach_alpha_and_are_claimed(tmp_path):
-    pre, post = np.zeros((6, 8)), np.zeros((6, 8))
+def test_seven_items_can_reach_the_holm_level_and_are_claimed(tmp_path):
+    pre, post = np.zeros((7, 8)), np.zeros((7, 8))
     post[:, :6] = 1
     r = build(write_log(tmp_path / "a.json", pre), write_log(tmp_path / "b.json", post))
-    assert r["claim"] != "TOO FEW ITEMS"
+    assert r["claim"] == "EXPANSION", r["claim_detail"]
+    # One sample per item: pass@1 is the only test, at alpha itself, which 6 items reach (2 / 64).
+    one_pre, one_post = np.zeros((6, 1)), np.ones((6, 1))
+    r1 = build(write_log(tmp_path / "c.json", one_pre), write_log(tmp_path / "d.json", one_post))
+    assert r1["claim"] == "UNDETERMINED", r1["claim_detail"]
 
 
 def test_sharpening_reads_an_unmoved_pass_at_n_as_not_detected(tmp_path):

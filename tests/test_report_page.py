@@ -102,9 +102,12 @@ def test_metrics_and_plot_data_are_the_reports_numbers(reports: Path) -> None:
     m = json.loads((reports / "metrics.json").read_text())
     assert m["delta"] == {
         "mean": delta["delta_mean"], "lo": delta["delta_ci95"][0], "hi": delta["delta_ci95"][1],
-        "p": delta["perm_p"],
+        "p": delta["perm_p"], "significant": delta["verdict"]["significant"],
     }  # fmt: skip
     assert m["arms"] == {c["arm"]: c["naive_delta"] for c in arms["contrasts"]}
+    # One verdict: the page's trained row is the delta report's, and the claim is the delta report's.
+    assert m["significant"] == {c["arm"]: c["significant"] for c in arms["contrasts"]}
+    assert m["significant"]["trained"] == m["delta"]["significant"] and m["claim"] == delta["claim"]
     rows = list(csv.DictReader((reports / "plots" / "passk.csv").open()))
     assert [int(r["k"]) for r in rows] == sorted(int(k) for k in delta["pass_at_k_pre"])
     assert [float(r["trained"]) for r in rows] == [delta["pass_at_k_post"][r["k"]] for r in rows]

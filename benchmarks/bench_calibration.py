@@ -1,0 +1,190 @@
+"""Error rates and coverage of the reports' decisions and intervals, by simulation.
+
+    python -m benchmarks.bench_calibration [--reps 200] [--quick] [--n-boot 1000] [--seed 0]
+
+Each design draws per-item success rates from a Beta distribution (sparse: Beta(0.5, 2.5), mean 0.167;
+middling: Beta(2, 2), mean 0.5), then k Bernoulli samples per item for base and trained, under the null
+(trained draws from the base's own rates) or a planted effect (trained's rates shifted by +0.8 on the
+logit scale). Generated tokens are drawn independently of correctness, uniform on 1..64, for the budget
+curve. Every rep calls the estimators the reports call (analysis.contrasts.primary_contrast and claim,
+mean_contrast for a secondary arm row, evalstats.aa_noise_floor and budget_curve), not the command line.
+
+Printed per design: the false-claim rate of the claim (any of EXPANSION, SHARPENING, REGRESSION,
+UNDETERMINED under the null), of the delta report's verdict (the same verdict the arm comparison's trained
+row and the trajectory print) and of a secondary arm row (Benjamini-Hochberg family of one); the coverage of
+every printed interval against the population value (the headline BCa, the cluster interval of the mean,
+pass@K's cluster interval, the A/A interval, the budget curve's intervals, pooled over budgets); the power
+of the claim and of the verdict at the planted effect. Each rate with its Monte Carlo standard error
+sqrt(r (1 - r) / reps). `--quick`: 40 reps and 400 resamples, to check that it runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import itertools
+import math
+import sys
+import time
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import expit, logit
+
+from analysis import contrasts
+from analysis import evalstats as es
+from analysis.align import Settings
+
+REGIMES = {"sparse": (0.5, 2.5), "middling": (2.0, 2.0)}
+PLANTED_LOGIT = 0.8
+MAX_TOKENS = 64
+CLAIMS = {"EXPANSION", "SHARPENING", "REGRESSION", "UNDETERMINED"}
+
+
+@dataclass(frozen=True)
+class Design:
+    """One cell of the simulation: items, samples per item, rate regime, effect."""
+
+    n: int
+    k: int
+    regime: str
+    planted: bool
+
+
+def population(design: Design, rng: np.random.Generator) -> dict[str, float]:
+    """The population values the intervals should cover (a million items from the rate distribution)."""
+    a, b = REGIMES[design.regime]
+    p = rng.beta(a, b, 1_000_000)
+    q = expit(logit(np.clip(p, 1e-12, 1 - 1e-12)) + PLANTED_LOGIT) if design.planted else p
+    return {
+        "delta": float((q - p).mean()),
+        "top": float(((1 - p) ** design.k - (1 - q) ** design.k).mean()),
+    }
+
+
+def one_rep(design: Design, settings: Settings, rng: np.random.Generator, truth: dict[str, float]) -> dict:
+    """The decisions and interval hits of one simulated pair of logs."""
+    # Each rep its own analysis seed, as each real report has its own: a fixed set of sign vectors or
+    # resamples would make every rep share one draw's luck.
+    settings = dataclasses.replace(settings, seed=int(rng.integers(2**31)))
+    a, b = REGIMES[design.regime]
+    p = rng.beta(a, b, design.n)
+    q = expit(logit(np.clip(p, 1e-12, 1 - 1e-12)) + PLANTED_LOGIT) if design.planted else p
+    base = (rng.random((design.n, design.k)) < p[:, None]).astype(np.float64)
+    trained = (rng.random((design.n, design.k)) < q[:, None]).astype(np.float64)
+    other = (rng.random((design.n, design.k)) < p[:, None]).astype(np.float64)
+    method = contrasts.interval_method(design.n)
+    primary = contrasts.primary_contrast(base, trained, settings)
+    verdict, _ = contrasts.claim(primary, settings)
+    row = contrasts.mean_contrast(base.mean(axis=1), other.mean(axis=1), settings, key="/secondary")
+    contrasts.decide_bh([row], settings)
+
+    def covers(ci: list[float] | es.Interval, value: float) -> bool:
+        lo, hi = ci.as_list() if isinstance(ci, es.Interval) else ci
+        return lo <= value <= hi
+
+    out = {
+        "claim": verdict in CLAIMS,
+        "claim_right": verdict in {"EXPANSION", "SHARPENING", "UNDETERMINED"},
+        "verdict": primary.mean["significant"],
+        "secondary": row["significant"],
+        "cov_bca": covers(primary.mean["ci95"], truth["delta"]),
+        "cov_cluster": covers(primary.passk.mean_delta_ci, truth["delta"]),
+        "cov_secondary": covers(row["ci95"], 0.0),
+    }
+    if design.k > 1:
+        out["cov_passk"] = covers(primary.passk.delta_ci[-1], truth["top"])
+        noise = es.aa_noise_floor(
+            base, settings.n_boot, rng, alpha=settings.alpha, n_splits=1, fpr_boot=10, method=method
+        )
+        out["cov_aa"] = covers(noise.ci, 0.0)
+    tokens_a = rng.integers(1, MAX_TOKENS + 1, base.shape)
+    tokens_b = rng.integers(1, MAX_TOKENS + 1, base.shape)
+    budgets = es.budget_grid(MAX_TOKENS, 4)
+    budget = contrasts.budget_method(design.n)
+    points = es.budget_curve(base, trained, tokens_a, tokens_b, budgets, settings.n_boot, rng, method=budget)
+    hits = [covers(pt.ci, truth["delta"] * pt.budget / MAX_TOKENS) for pt in points]
+    out["cov_budget"] = float(np.mean(hits))
+    return out
+
+
+COLUMNS = [
+    ("claim", "claim", "false-claim rate (null) / power (planted: right direction)"),
+    ("verdict", "verdict", "delta verdict = arms trained row = trajectory row: rejection rate"),
+    ("secondary", "2nd row", "a secondary arm row (null arm): rejection rate"),
+    ("cov_bca", "headline", "coverage of the headline interval (BCa; sign-flip inversion below 100 items)"),
+    ("cov_cluster", "cluster", "coverage of the cluster interval of the mean delta"),
+    ("cov_passk", "pass@K", "coverage of pass@K's interval (cluster; sign-flip inversion below 100)"),
+    ("cov_aa", "A/A", "coverage of the A/A interval (of 0)"),
+    ("cov_budget", "budget", "coverage of the budget curve's intervals, pooled over 4 budgets"),
+]
+
+
+def summarise(reps: list[dict], design: Design) -> dict[str, tuple[float, float] | None]:
+    """Each column's rate and its Monte Carlo standard error over the reps."""
+    out: dict[str, tuple[float, float] | None] = {}
+    for key, _, _ in COLUMNS:
+        name = "claim_right" if key == "claim" and design.planted else key
+        values = [r[name] for r in reps if name in r]
+        if not values:
+            out[key] = None
+            continue
+        rate = float(np.mean(values))
+        out[key] = (rate, math.sqrt(max(rate * (1 - rate), 1e-12) / len(values)))
+    return out
+
+
+def within_target(summary: dict, design: Design, alpha: float) -> list[str]:
+    """The columns off target: false-claim rate above alpha + 2 s.e., coverage below 0.95 - 2 s.e."""
+    misses = []
+    for key, value in summary.items():
+        if value is None:
+            continue
+        rate, se = value
+        if key.startswith("cov_") and rate < 1 - alpha - 2 * se:
+            misses.append(key)
+        if not design.planted and key in ("claim", "verdict", "secondary") and rate > alpha + 2 * se:
+            misses.append(key)
+    return misses
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run every design and print the table."""
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.bench_calibration", description=__doc__)
+    ap.add_argument("--reps", type=int, default=200, help="simulated pairs of logs per design")
+    ap.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples per interval")
+    ap.add_argument("--quick", action="store_true", help="40 reps and 400 resamples: a check that it runs")
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args(argv)
+    reps, n_boot = (40, 400) if args.quick else (args.reps, args.n_boot)
+    settings = Settings(n_boot=n_boot, n_perm=n_boot)
+    started, cpu = time.perf_counter(), time.process_time()
+    header = "  n  k  regime    effect  " + "  ".join(f"{short:>13}" for _, short, _ in COLUMNS)
+    print(f"{reps} reps per design, {n_boot} resamples and sign vectors per interval and test, alpha 0.05")
+    print(header)
+    misses_total = 0
+    for n, k, regime, planted in itertools.product((24, 100, 500), (1, 8), REGIMES, (False, True)):
+        design = Design(n, k, regime, planted)
+        rng = np.random.default_rng([args.seed, n, k, list(REGIMES).index(regime), int(planted)])
+        truth = population(design, rng)
+        results = [one_rep(design, settings, rng, truth) for _ in range(reps)]
+        summary = summarise(results, design)
+        misses = within_target(summary, design, settings.alpha)
+        misses_total += len(misses)
+        cells = []
+        for key, _, _ in COLUMNS:
+            value = summary[key]
+            text = "-" if value is None else f"{value[0]:.3f}+-{value[1]:.3f}"
+            cells.append(f"{text + ('*' if key in misses else ''):>13}")
+        effect = "planted" if planted else "null"
+        print(f"{n:>3} {k:>2}  {regime:<9} {effect:<7} " + "  ".join(cells), flush=True)
+    print("columns: " + "; ".join(f"{short}: {what}" for _, short, what in COLUMNS))
+    print(
+        f"* misses the target (false-claim rate <= alpha + 2 s.e.; coverage >= 0.95 - 2 s.e.): {misses_total}"
+    )
+    print(f"time: {time.perf_counter() - started:.1f} s wall, {time.process_time() - cpu:.1f} s CPU")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
