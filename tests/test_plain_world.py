@@ -125,7 +125,7 @@ def test_a_32k_context_checkpoint_runs_on_this_cpu_with_default_engine_settings(
         )  # fmt: skip
 
     # vLLM refuses a setting of its own: one line with the cause, exit 2, no traceback.
-    failed = run_arm("engine.llm_kwargs={max_num_seqs: 0}")
+    failed = run_arm("+engine.llm_kwargs.max_num_seqs=0")
     assert failed.returncode == 2, failed.stderr[-3000:]
     lines = [line for line in failed.stderr.splitlines() if line.startswith("run_arm:")]
     assert len(lines) == 1 and "Traceback" not in failed.stderr, failed.stderr[-3000:]
