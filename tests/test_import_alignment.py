@@ -211,6 +211,10 @@ def test_verifier_rescoring_at_k_1_keeps_the_tools_metric_beside_each_verdict(
         assert s.scored_by == "reasoning-delta numeric verifier" and s.source_score == 0.0
     assert ours.scorer is not None and ours.scorer.name == "reasoning-delta"
     assert ours.scorer.settings["source_metric"] == "exact_match"
+    # A reference the verifier cannot judge against is one line, not a crash.
+    _edit(a, 2, lambda x: x.update(target={"a": 1}))
+    rc, err = imports(capsys, "lm-eval", a, "--verifier", "numeric", "--out", tmp_path / "bad.json")
+    assert rc == 2 and "line 3 (doc_id 2): the reference {'a': 1} is not an answer" in err, err
     # The two logs are scored by different scorers: never one measurement.
     metric_b = write_run(tmp_path / "b", list(range(N_DOCS)), 1, model="org/other")
     assert imports(capsys, "lm-eval", metric_b, "--out", tmp_path / "b.json")[0] == 0

@@ -503,3 +503,26 @@ def test_a_lighteval_file_of_one_sample_per_document_scores_with_its_metric(tmp_
     src = write_lighteval(tmp_path / "bad", rows, {})
     rc, err = cli("pipeline.imports", "lighteval", src, "--out", tmp_path / "a.json")
     assert rc == 2 and "row 1 (doc id 'doc1'): metric.extractive_match: 3.0 is not a score in [0, 1]" in err
+
+
+def test_lighteval_files_without_ids_align_by_query_and_a_file_twice_is_refused(
+    tmp_path: Path, cli: Cli
+) -> None:
+    def rows(order: list[int], run: int) -> list[dict[str, Any]]:
+        out = []
+        for d in order:
+            row = lighteval_row(d, [f"{d + run}"], {"extractive_match": float(run == 0)})
+            del row["doc"]["id"]
+            out.append(row)
+        return out
+
+    a = write_lighteval(tmp_path / "a", rows([0, 1, 2, 3], 0), {})
+    b = write_lighteval(tmp_path / "b", rows([2, 0, 3, 1], 1), {})
+    rc, err = cli("pipeline.imports", "lighteval", a, b, "--out", tmp_path / "x.json")
+    assert rc == 0, err
+    # Named by row of the first file; the second's rows found by the query's hash, not by position.
+    assert {it.item_id: [s.text for s in it.samples or []] for it in load(tmp_path / "x.json").items} == {
+        str(d): [f"{d}", f"{d + 1}"] for d in range(4)
+    }
+    rc, err = cli("pipeline.imports", "lighteval", a, a, "--out", tmp_path / "y.json")
+    assert rc == 2 and "the same file given twice" in err

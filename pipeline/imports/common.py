@@ -14,6 +14,7 @@ before a log is written.
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +25,7 @@ from pydantic import ValidationError
 from contract.digest import file_sha256
 from contract.evallog import FORMAT_VERSION, EvalLog, ItemResult, SampleRecord, ScorerInfo, VerifierInfo
 from contract.generations import count_tool_calls
-from contract.suite import SuiteItem, questions_sha256
+from contract.suite import CHOICE_LETTERS, SuiteItem, questions_sha256
 from contract.validation import describe_error
 from scoring import verifiers
 from scoring.scorer import SCORER_NAME, SCORER_VERSION
@@ -156,13 +157,26 @@ def unit_score(path: Path, where: str, value: Any) -> float:
 
 
 def _builtin_item(item_id: str, family: str | None, reference: Any, kind: str) -> SuiteItem:
+    """A suite item that judges one imported document by a built-in verifier against the tool's reference.
+
+    Raises ValueError (the caller names file and line) for a reference that verifier cannot judge against.
+    """
+    number = isinstance(reference, int | float) and not isinstance(reference, bool)
+    if not number and not isinstance(reference, str):
+        raise ValueError(f"the reference {reference!r:.60} is not an answer (a string or a number)")
+    answer: Any = reference if number else str(reference)
+    if kind == "numeric":
+        value = reference if number else verifiers.parse_number(reference)
+        if value is None or not math.isfinite(value):
+            raise ValueError(f"the reference {reference!r:.60} is not a number; choose another --verifier")
+        answer = value
+    if kind == "choice" and str(answer) not in CHOICE_LETTERS:
+        raise ValueError(f"the reference {reference!r:.60} is not a choice letter; choose another --verifier")
     return SuiteItem(
         item_id=item_id,
         family=family or "(imported)",
         question="(imported)",
-        answer=reference
-        if isinstance(reference, int | float) and not isinstance(reference, bool)
-        else str(reference),
+        answer=answer,
         verifier={"type": kind},
     )
 
@@ -199,7 +213,7 @@ def _check_sources(sources: Sequence[Source]) -> None:
                     "model on one suite: import each into its own log"
                 )
         ka, kb = _k(first), _k(src)
-        if ka != kb and first.k_is_setting:
+        if None not in (ka, kb) and ka != kb and first.k_is_setting:
             raise ImportRefusal(
                 f"{first.path} vs {src.path}: samples per item differ ({ka} vs {kb}); the files of one log "
                 "are runs of one protocol: import each k into its own log"
@@ -219,6 +233,7 @@ def _check_sources(sources: Sequence[Source]) -> None:
 
 
 def _k(src: Source) -> int | None:
+    """Samples per document of one file; None when they differ (refused item by item later)."""
     counts = {len(d.samples) for d in src.items.values()}
     return counts.pop() if len(counts) == 1 else None
 
@@ -333,9 +348,14 @@ def _score_samples(
                 )
             sample.update(score=tool_score, scored_by=f"{src.tool} {src.metric}")
         else:
-            judge = (
-                item if verifier == "suite" else _builtin_item(key, draft.family, draft.reference, verifier)
-            )
+            try:
+                judge = (
+                    item
+                    if verifier == "suite"
+                    else _builtin_item(key, draft.family, draft.reference, verifier)
+                )
+            except ValueError as e:
+                raise ImportRefusal(f"{src.path}: {draft.where}: {e}") from None
             if judge is None:
                 raise ImportRefusal(
                     "--verifier suite: give the suite the items were drawn from (--suite FILE)"
