@@ -179,8 +179,11 @@ def build(
         "delta_ci95_method": head["ci95_method"],
         "delta_ci95_percentile": primary.percentile,
         "delta_ci95_cluster": passk.mean_delta_ci.as_list(),
-        "delta_ci95_cluster_method": "percentile, cluster bootstrap (items resampled with their k samples; "
-        "the headline's draw)",
+        "delta_ci95_cluster_method": (
+            "percentile, cluster bootstrap (items resampled with their k samples; the headline's draw)"
+            if passk.mean_delta_ci.method.startswith("percentile")
+            else passk.mean_delta_ci.method
+        ),
         "noise_floor": None
         if noise is None
         else {

@@ -127,6 +127,7 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "delta",
         "arms",
         "trajectory",
+        "drift",
         "report",
     }
     assert every <= ran_stages(out), out
@@ -312,7 +313,7 @@ def test_editing_an_arm_file_reruns_only_that_arm_and_what_follows(repo: Path) -
     ran = ran_stages(out)
     # The generate stage reruns, but only +rag is generated, on one engine (the base model's).
     assert regenerated(out) == {"+rag"} and engine_starts(out) == 1, out
-    assert ran <= {"pin", "generate", "score@+rag", "arms", "trajectory", "report"}, ran
+    assert ran <= {"pin", "generate", "score@+rag", "arms", "trajectory", "drift", "report"}, ran
     assert "score@+rag" in ran
 
 
