@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pipeline.config import CONF_DIR, arms_of, load_params
+from pipeline.config import CONF_DIR, arms_of, load_arm, load_params
 from pipeline.generate import KNOWN_ERRORS, RunSettings, merge_parts, run
 from pipeline.hydra_cli import hydra_main
 from pipeline.plan import check_matched_prompting
@@ -59,8 +59,10 @@ def _task(cfg: Any) -> None:
 
     settings = settings_from(cfg, str(HydraConfig.get().runtime.choices["arm"]))
     try:
+        # The arm first (its own refusals come before the params file's), then, before any engine starts:
+        # this arm's model must be prompted in the format of the others'.
+        load_arm(settings.arm, settings.conf_dir, settings.arm_node)
         params = load_params(settings.params)
-        # Before any engine starts: this arm's model must be prompted in the format of the others'.
         check_matched_prompting(params, list(dict.fromkeys([settings.arm, *arms_of(params)])))
         if cfg.get("merge") is not None:
             merge_parts(settings, int(cfg.merge))

