@@ -26,6 +26,8 @@ def needed_k(pre_scores: np.ndarray, post_scores: np.ndarray, half_width: float)
     """The smallest k at which the Beta-binomial fits of both arms put the delta within half_width."""
     n = pre_scores.shape[1]
     fits = [es.beta_binomial_moments(es.correct_counts(s), n) for s in (pre_scores, post_scores)]
+    if n < 2:
+        return {"k": None, "reason": "with one sample per item the spread of the rates cannot be fitted"}
     if fits[0] is None or fits[1] is None:
         return {"k": None, "reason": "a rate distribution cannot be fitted (no spread of correct counts)"}
     (a0, b0), (a1, b1) = fits
