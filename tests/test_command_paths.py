@@ -41,3 +41,24 @@ def test_a_path_an_analysis_command_cannot_use_is_one_line(
     assert res.returncode == 2 and res.stderr.count("\n") == 1 and "Traceback" not in res.stderr, res.stderr
     assert message.format(**names) in res.stderr, res.stderr
     assert not names["o"].exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["pipeline.run_arm", "arm=base", "out_dir={f}"], "run_arm: out_dir {f}: is a file; give a folder"),
+        (["pipeline.score", "arm=base", "params={d}"], "score: params {d}: is a folder; give a file"),
+        (["pipeline.pins", "--out", "{f}"], "pins: --out {f}: is a file; give a folder"),
+    ],
+)
+def test_a_path_a_pipeline_command_cannot_use_is_one_line(
+    tmp_path: Path, args: list[str], message: str
+) -> None:
+    names = {"d": tmp_path / "d", "f": tmp_path / "f.json"}
+    names["d"].mkdir()
+    names["f"].write_text("{}")
+    argv = [a.format(**names) for a in args]
+    res = subprocess.run([sys.executable, "-m", *argv], cwd=ROOT, capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=300)  # fmt: skip
+    assert res.returncode == 2 and res.stderr.count("\n") == 1 and "Traceback" not in res.stderr, res.stderr
+    assert res.stderr.startswith(message.format(**names)), res.stderr
