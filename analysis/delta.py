@@ -30,6 +30,7 @@ from analysis.align import (
     item_order,
     load_logs,
     measured_line,
+    out_folder,
     read_settings,
     settings_dict,
     write_outputs,
@@ -276,6 +277,7 @@ def main(argv: list[str] | None = None) -> int:
             figure.append(drawing.submit("passk_figure", part))
 
         try:
+            out_folder(args.out)
             settings = read_settings(args.params)
             # The report reads scores, budgets and families: the samples are validated, then dropped.
             pre, post = load_logs([args.pre, args.post], samples=False)

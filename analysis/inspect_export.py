@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from analysis.align import EXIT_REFUSED, Refusal, load_log
+from analysis.align import EXIT_REFUSED, Refusal, load_log, out_folder
 from contract.evallog import EvalLog, ItemResult, SampleRecord
 
 
@@ -168,6 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", required=True, help="folder for <arm>.eval")
     args = ap.parse_args(argv)
     try:
+        out_folder(args.out)
         logs = [(Path(p), load_log(p)) for p in args.logs]
     except Refusal as e:
         print(f"refused: {e}", file=sys.stderr)

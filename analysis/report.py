@@ -24,10 +24,11 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markdown_it import MarkdownIt
 
-from analysis.align import Refusal
+from analysis.align import Refusal, out_folder
 from analysis.items import items_page
 from analysis.mdtext import ITEMS_PAGE, SIGNIFICANT, ci_percent, items_href, md, p_text, significance_text
 from contract.atomic import atomic_write
+from contract.files import PathCheckError, input_file
 from contract.protocol import MATCHED_LOG_FIELDS
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -48,13 +49,15 @@ def _pfmt(x: float | None) -> str:
 
 
 def read_report(path: Path) -> dict[str, Any]:
-    """Load one report JSON; exit-worthy errors name the file and what to run first."""
+    """Load one report JSON; a Refusal naming the file and what to run first."""
+    if not path.exists() and not path.is_symlink():
+        raise Refusal(f"{path}: not found; run the stage that writes it first (dvc repro)")
     try:
-        return json.loads(path.read_text())
-    except FileNotFoundError:
-        raise SystemExit(f"{path}: not found; run the stage that writes it first (dvc repro)") from None
+        return json.loads(input_file(path, "report").read_text())
+    except PathCheckError as e:
+        raise Refusal(str(e)) from None
     except json.JSONDecodeError as e:
-        raise SystemExit(f"{path}: not valid JSON (line {e.lineno}): {e.msg}") from None
+        raise Refusal(f"{path}: not valid JSON (line {e.lineno}): {e.msg}") from None
 
 
 def context(delta: dict[str, Any], arms: dict[str, Any]) -> dict[str, Any]:
@@ -170,8 +173,8 @@ def write(delta_dir: Path, arms_dir: Path, out: Path, logs: Path | None = None) 
         source = folder / f"{stem}.md"
         try:
             text = source.read_text()
-        except FileNotFoundError:
-            raise SystemExit(f"{source}: not found; run the {key} stage first (dvc repro)") from None
+        except (FileNotFoundError, NotADirectoryError):
+            raise Refusal(f"{source}: not found; run the {key} stage first (dvc repro)") from None
         title = f"{'Delta report' if key == 'delta' else 'Arm comparison'}: {delta['suite']}"
         files[folder / f"{stem}.html"] = markdown_page(text, title)
     if logs is not None:
@@ -197,6 +200,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = ap.parse_args(argv)
     try:
+        out_folder(args.out)
         written = write(Path(args.delta), Path(args.arms), Path(args.out), Path(args.logs))
     except Refusal as e:
         print(f"report: {e}", file=sys.stderr)

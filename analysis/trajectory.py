@@ -29,6 +29,7 @@ from analysis.align import (
     dump_json,
     item_order,
     load_logs,
+    out_folder,
     read_arm_list,
     read_section,
     read_settings,
@@ -228,6 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     with Drawing() as drawing:
         try:
+            out_folder(args.out)
             report = build(args.logs, read_settings(args.params), args.params)
         except Refusal as e:
             print(f"refused: {e}", file=sys.stderr)

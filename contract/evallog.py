@@ -34,6 +34,7 @@ from pydantic import (
 )
 
 from contract.engine import EngineInfo
+from contract.files import PathCheckError, input_file
 from contract.generations import (
     RetrievalSettings,
     RetrievedDoc,
@@ -250,6 +251,10 @@ class EvalLogError(ValueError):
 def problems(path: str | Path) -> list[str]:
     """Every problem of one log file, one line each ('FILE: item X: field: what is wrong')."""
     p = Path(path)
+    try:
+        input_file(p, "log")
+    except PathCheckError as e:
+        return [str(e)]
     try:
         raw = json.loads(p.read_text())
     except FileNotFoundError:

@@ -67,8 +67,9 @@ def input_dir(path: str | Path, what: str) -> Path:
 _SYSTEM_ROOTS = (Path("/proc"), Path("/sys"), Path("/dev"))
 
 
-def _writable_parent(p: Path, what: str) -> None:
-    resolved = _resolved(p, what)
+def _writable_parent(p: Path, what: str, inside: bool = False) -> None:
+    # inside: p is a folder to write into, so its own place (not its parent's) must be writable.
+    resolved = _resolved(p / "x" if inside else p, what)
     if any(resolved == r or r in resolved.parents for r in _SYSTEM_ROOTS):
         root = next(r for r in _SYSTEM_ROOTS if resolved == r or r in resolved.parents)
         raise PathCheckError(f"{what} {p}: under {root}, not a place for output; choose another path")
@@ -99,5 +100,5 @@ def output_dir(path: str | Path, what: str) -> Path:
     p = Path(path)
     if p.exists() and not p.is_dir():
         raise PathCheckError(f"{what} {p}: is a file; give a folder")
-    _writable_parent(p / "x", what)
+    _writable_parent(p, what, inside=True)
     return p

@@ -25,6 +25,7 @@ from pydantic import (
 )
 
 from contract.arm import ArmSpec
+from contract.files import PathCheckError, input_file
 from contract.names import Name
 from contract.protocol import AnswerRule, Protocol, is_protocol_key
 
@@ -167,6 +168,11 @@ def _first_error(path: Path, e: ValidationError) -> str:
 def load_params(path: str | Path) -> Params:
     """Read and validate params.yaml; raise ConfigError naming the file and the field."""
     p = Path(path)
+    if p.exists() or p.is_symlink():
+        try:
+            input_file(p, "params")
+        except PathCheckError as e:
+            raise ConfigError(str(e)) from None
     try:
         raw = yaml.safe_load(p.read_text())
     except FileNotFoundError:

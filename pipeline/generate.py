@@ -36,6 +36,7 @@ from contract.arm import ArmSpec
 from contract.atomic import atomic_write
 from contract.digest import file_sha256, text_sha256
 from contract.engine import Decoding, Engine, EngineInfo, GenRequest
+from contract.files import PathCheckError, output_dir
 from contract.generations import (
     Generations,
     GenerationsError,
@@ -346,6 +347,7 @@ def staleness(settings: RunSettings) -> tuple[ArmSpec, Params, dict[str, str], s
     """Check the arm's config and pins; (arm, params, pins, inputs sha256, why to generate it or None)."""
     arm = load_arm(settings.arm, settings.conf_dir, settings.arm_node)
     params = load_params(settings.params)
+    output_dir(settings.out_dir, "out_dir")
     if arm.model not in params.models:
         raise ConfigError(
             f"{settings.conf_dir / 'arm' / (arm.name + '.yaml')}: model: {arm.model!r} is not in "
@@ -743,4 +745,4 @@ def summary_line(record: Provenance, dest: Path) -> str:
     )
 
 
-KNOWN_ERRORS = (RunnerError, ConfigError, PinError, ShardError, EngineStartError)
+KNOWN_ERRORS = (RunnerError, ConfigError, PinError, ShardError, EngineStartError, PathCheckError)

@@ -122,7 +122,7 @@ def test_rerun_is_byte_identical(reports: Path) -> None:
 
 
 def test_missing_report_names_the_file(tmp_path: Path) -> None:
-    with pytest.raises(SystemExit, match=r"delta_report\.json: not found"):
+    with pytest.raises(report.Refusal, match=r"delta_report\.json: not found"):
         report.write(tmp_path / "delta", tmp_path / "arms", tmp_path)
 
 
