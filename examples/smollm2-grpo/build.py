@@ -27,10 +27,10 @@ _spec.loader.exec_module(smollm2_build)
 
 # Each merged checkpoint's arm and its adapter, in training order; the placebo's (random reward) last.
 CHECKPOINTS = {
-    "step-3": "adapters/verifier/step-3",
-    "step-6": "adapters/verifier/step-6",
-    "trained": "adapters/verifier/step-12",
-    "placebo": "adapters/random/step-12",
+    "step-2": "adapters/verifier/step-2",
+    "step-4": "adapters/verifier/step-4",
+    "trained": "adapters/verifier/step-9",
+    "placebo": "adapters/random/step-9",
 }
 
 
