@@ -168,7 +168,7 @@ def train(args: argparse.Namespace) -> int:
         # A 135M model fits in memory; recomputing activations would only slow the CPU down.
         gradient_checkpointing=False,
         fp16=False,
-        use_cpu=True,
+        use_cpu=not torch.cuda.is_available(),  # the accelerator where there is one
         use_vllm=False,
         logging_steps=1,
         save_strategy="no",
