@@ -1,0 +1,96 @@
+"""Build the GRPO world's checkpoints: `python build.py` (from examples/smollm2-grpo/).
+
+    models/base/      SmolLM2-135M-Instruct as a float32 checkpoint, built as the SmolLM2 world builds it
+    models/<arm>/     base with one committed LoRA adapter (adapters/, made by grpo.py) merged in: the
+                      rewarded run's checkpoints in training order and the placebo's last (CHECKPOINTS)
+
+None of them is committed (about 540 MB each); the SmolLM2 world's build (examples/smollm2/build.py, imported,
+not copied) converts the GGUF file and merges each adapter, byte for byte the same on every run. `--sha256`
+prints each checkpoint's model.safetensors digest, the figures README.md records.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import sys
+import time
+from pathlib import Path
+
+from contract.digest import file_sha256
+
+HERE = Path(__file__).resolve().parent
+_spec = importlib.util.spec_from_file_location("smollm2_build", HERE.parent / "smollm2" / "build.py")
+assert _spec is not None and _spec.loader is not None
+smollm2_build = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(smollm2_build)
+
+# Each merged checkpoint's arm and its adapter, in training order; the placebo's (random reward) last.
+CHECKPOINTS = {
+    "step-2": "adapters/verifier/step-2",
+    "step-4": "adapters/verifier/step-4",
+    "trained": "adapters/verifier/step-9",
+    "placebo": "adapters/random/step-9",
+}
+
+
+def build_all(
+    models: Path, adapters_root: Path, only: str | None = None, checkpoints: dict[str, str] | None = None
+) -> dict[str, Path]:
+    """Build base (unless only names a checkpoint) and every checkpoint (or only); the folders built."""
+    built: dict[str, Path] = {}
+    if only in (None, "base"):
+        t0 = time.perf_counter()
+        built["base"] = smollm2_build.build_base(models / "base")
+        print(f"build: {models / 'base'} in {time.perf_counter() - t0:.1f} s", flush=True)
+    if only == "base":
+        return built
+    if not (models / "base" / "config.json").is_file():
+        raise smollm2_build.BuildError(
+            f"{models / 'base'}: not built; run `python build.py --only base` first"
+        )
+    for arm, adapter in (checkpoints or CHECKPOINTS).items():
+        if only not in (None, arm):
+            continue
+        t0 = time.perf_counter()
+        built[arm] = smollm2_build.build_trained(models / "base", adapters_root / adapter, models / arm)
+        print(f"build: {models / arm} in {time.perf_counter() - t0:.1f} s", flush=True)
+    return built
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line: build base and the checkpoints; exit 2 with one line on bad input."""
+    ap = argparse.ArgumentParser(prog="python build.py", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--models", default=str(HERE / "models"), help="where the checkpoints go (models/)")
+    ap.add_argument("--adapters", default=str(HERE), help="the folder adapter paths start from (this one)")
+    ap.add_argument("--only", help="build this one checkpoint: base or an arm (the arms need base)")
+    ap.add_argument(
+        "--checkpoint",
+        action="append",
+        metavar="ARM=ADAPTER",
+        help="build these checkpoints instead of CHECKPOINTS (repeatable; a short run's adapters)",
+    )
+    ap.add_argument("--sha256", action="store_true", help="print each built model.safetensors' sha256")
+    args = ap.parse_args(argv)
+    try:
+        checkpoints = dict(CHECKPOINTS)
+        if args.checkpoint:
+            if not all("=" in c for c in args.checkpoint):
+                raise smollm2_build.BuildError(f"--checkpoint {args.checkpoint}: each must be ARM=ADAPTER")
+            checkpoints = dict(c.split("=", 1) for c in args.checkpoint)
+        if args.only not in (None, "base", *checkpoints):
+            raise smollm2_build.BuildError(
+                f"--only {args.only}: not a checkpoint; one of base, {', '.join(checkpoints)}"
+            )
+        built = build_all(Path(args.models), Path(args.adapters), args.only, checkpoints)
+    except smollm2_build.BuildError as e:
+        print(f"build: {e}", file=sys.stderr)
+        return 2
+    if args.sha256:
+        for arm, folder in built.items():
+            print(f"{arm}  {file_sha256(folder / 'model.safetensors')}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
