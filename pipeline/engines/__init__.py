@@ -77,8 +77,9 @@ def _first_line(error: BaseException) -> str:
     if callable(errors):  # a pydantic ValidationError: its first error's message, not its summary line
         try:
             first = errors()[0]
-            where = ".".join(str(x) for x in first.get("loc", ()))
-            return (f"{where}: " if where else "") + str(first["msg"]).removeprefix("Value error, ")
+            where = ".".join(str(x) for x in (getattr(error, "title", None), *first.get("loc", ())) if x)
+            got = f" (got {first['input']!r})" if "input" in first and len(repr(first["input"])) < 40 else ""
+            return f"{where}: " * bool(where) + str(first["msg"]).removeprefix("Value error, ") + got
         except (TypeError, IndexError, KeyError):
             pass
     return next((line.strip() for line in str(error).splitlines() if line.strip()), "")
