@@ -23,7 +23,7 @@ from omegaconf import OmegaConf
 
 from contract.atomic import atomic_write
 from contract.evallog import EvalLog, EvalLogError, load
-from contract.files import PathCheckError, input_dir, output_dir
+from contract.files import PathCheckError, output_dir
 from contract.logreader import read_log, read_logs
 from contract.protocol import MATCHED_LOG_FIELDS, PARAMS_SECTIONS, PROMPTING_KEYS
 from contract.provenance import NOT_RECORDED
@@ -357,14 +357,6 @@ def out_folder(path: str | Path, what: str = "--out") -> Path:
     """path as a folder a report can be written to; a Refusal in one line otherwise (contract.files)."""
     try:
         return output_dir(path, what)
-    except PathCheckError as e:
-        raise Refusal(str(e)) from None
-
-
-def in_folder(path: str | Path, what: str = "--logs") -> Path:
-    """path as a readable folder; a Refusal in one line otherwise (contract.files)."""
-    try:
-        return input_dir(path, what)
     except PathCheckError as e:
         raise Refusal(str(e)) from None
 

@@ -38,7 +38,6 @@ from analysis.align import (
     check_matched,
     dump_json,
     generated_by,
-    in_folder,
     item_order,
     load_logs,
     out_folder,
@@ -519,7 +518,6 @@ def main(argv: list[str] | None = None) -> int:
             # The arm list of a params file named on the command line (the DVC stage names params.yaml);
             # without one, every log of the folder.
             out_folder(args.out)
-            in_folder(args.logs)
             listed = read_arm_list(args.params) if args.params else None
             arms = args.arms.split(",") if args.arms else listed
             report = build(args.logs, read_settings(args.params), arms)

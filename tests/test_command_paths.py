@@ -16,7 +16,7 @@ CASES = [
     (["analysis.delta", "--pre", "{d}", "--post", "{d}", "--out", "{o}"], r"log {d}: is a folder"),
     (["analysis.delta", "--pre", "{loop}", "--post", "{loop}", "--out", "{o}"], r"{loop}: a symbolic link"),
     (["analysis.delta", "--pre", "{f}", "--post", "{f}", "--out", "{f}"], r"--out {f}: is a file"),
-    (["analysis.arms", "--logs", "{f}", "--out", "{o}"], r"--logs {f}: is a file; give a folder"),
+    (["analysis.arms", "--logs", "{f}", "--out", "{o}"], r"{f}: no such folder of EvalLogs"),
     (["analysis.arms", "--logs", "{d}", "--out", "/proc/x"], r"--out /proc/x: under /proc"),
     (["analysis.trajectory", "--logs", "{d}", "--out", "{f}"], r"--out {f}: is a file; give a folder"),
     (["analysis.report", "--delta", "{loopdir}", "--arms", "{d}", "--out", "{o}"], r"delta_report.json"),
