@@ -181,7 +181,7 @@ def test_a_reduced_run_trains_the_placebo_and_writes_the_trajectory(tmp_path: Pa
     assert len(real) == len(fake) == 4
     # The placebo's coin came up at the rewarded run's first-step rate (0 here: the tiny model is wrong).
     assert f"P(1) = {float(real[0]['reward']):.4f}" in (tmp_path / "logs" / "random.txt").read_text()
-    assert sorted(p.name for p in (tmp_path / "adapters" / "verifier").iterdir()) == [
+    assert sorted(p.name for p in (tmp_path / "adapters" / "verifier").glob("step-*")) == [
         "step-1",
         "step-2",
         "step-4",
@@ -197,7 +197,16 @@ def test_a_reduced_run_trains_the_placebo_and_writes_the_trajectory(tmp_path: Pa
         )
     )
     flags = [f"--checkpoint={arm}=adapters/{a}" for arm, a in pairs.items()]
-    _run([py, str(WORLD / "build.py"), "--models", str(models), "--adapters", str(tmp_path), *flags], WORLD)
+    build_cmd = [
+        py,
+        str(WORLD / "build.py"),
+        "--models",
+        str(models),
+        "--adapters",
+        str(tmp_path),
+        "--keep-base",
+    ]
+    _run([*build_cmd, *flags], WORLD)
 
     world = tmp_path / "world"
     suite = [json.loads(line) for line in grpo.SUITE.read_text().splitlines()][:3]

@@ -35,11 +35,15 @@ CHECKPOINTS = {
 
 
 def build_all(
-    models: Path, adapters_root: Path, only: str | None = None, checkpoints: dict[str, str] | None = None
+    models: Path,
+    adapters_root: Path,
+    only: str | None = None,
+    checkpoints: dict[str, str] | None = None,
+    keep_base: bool = False,
 ) -> dict[str, Path]:
-    """Build base (unless only names a checkpoint) and every checkpoint (or only); the folders built."""
+    """Build base (unless only names a checkpoint, or keep_base) and every checkpoint (or only)."""
     built: dict[str, Path] = {}
-    if only in (None, "base"):
+    if only in (None, "base") and not keep_base:
         t0 = time.perf_counter()
         built["base"] = smollm2_build.build_base(models / "base")
         print(f"build: {models / 'base'} in {time.perf_counter() - t0:.1f} s", flush=True)
@@ -70,6 +74,9 @@ def main(argv: list[str] | None = None) -> int:
         metavar="ARM=ADAPTER",
         help="build these checkpoints instead of CHECKPOINTS (repeatable; a short run's adapters)",
     )
+    ap.add_argument(
+        "--keep-base", action="store_true", help="merge into the models/base already there (no conversion)"
+    )
     ap.add_argument("--sha256", action="store_true", help="print each built model.safetensors' sha256")
     args = ap.parse_args(argv)
     try:
@@ -82,7 +89,9 @@ def main(argv: list[str] | None = None) -> int:
             raise smollm2_build.BuildError(
                 f"--only {args.only}: not a checkpoint; one of base, {', '.join(checkpoints)}"
             )
-        built = build_all(Path(args.models), Path(args.adapters), args.only, checkpoints)
+        if args.keep_base and args.only == "base":
+            raise smollm2_build.BuildError("--keep-base with --only base: nothing to build")
+        built = build_all(Path(args.models), Path(args.adapters), args.only, checkpoints, args.keep_base)
     except smollm2_build.BuildError as e:
         print(f"build: {e}", file=sys.stderr)
         return 2
