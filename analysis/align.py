@@ -215,7 +215,8 @@ def check_matched(
 
     distinct_models: also refuse two logs of one model (a pre/post delta of a model with itself is 0 by
     construction). allow: what two logs of one model may differ in ("seed": the run seed and per-sample
-    seeds; "prompt": the protocol's prompting keys). Returns the matched protocol and the fields checked.
+    seeds; "prompt": the protocol's prompting keys; "scorer": the scorer, its verifiers and the suite file
+    they read, which a drift report compares on purpose). Returns the matched protocol and the fields checked.
     """
 
     def refuse(field: str, a: Any, b: Any, fix: str = "rerun one arm under the matched protocol") -> Refusal:
@@ -258,6 +259,8 @@ def check_matched(
     # Logs scored against different suite files (an answer or verifier fixed in one) or generated from other
     # questions share name and revision but do not measure the same thing.
     for name in SUITE_PINS:
+        if name == "suite" and "scorer" in allow:
+            continue
         a, b = (ref.pins or {}).get(name), (other.pins or {}).get(name)
         if a is not None and b is not None:
             if a != b:
@@ -282,7 +285,8 @@ def check_matched(
                         "generate both arms with the same protocol.seed and the same seed derivation",
                     )
         checked.append("samples.seed")
-    checked += check_scorers(ref_path, ref, other_path, other)
+    if "scorer" not in allow:
+        checked += check_scorers(ref_path, ref, other_path, other)
     if distinct_models:
         # The pinned model (content hash or hub commit) says which weights ran; the name is the fallback.
         pinned = all(log.pins is not None and "model" in log.pins for log in (ref, other))

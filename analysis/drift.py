@@ -70,7 +70,8 @@ def read_folder(folder: Path, arms: list[str] | None) -> dict[str, tuple[Path, E
 
 def same_generations(bp: Path, before: EvalLog, ap: Path, after: EvalLog) -> None:
     """Refuse two logs that are not the same generations (protocol, items, seeds, model)."""
-    check_matched(bp, before, ap, after)
+    # The scorer (and the suite file its verifiers read) is what a drift report compares.
+    check_matched(bp, before, ap, after, allow=frozenset({"scorer"}))
     a, b = before.pins or {}, after.pins or {}
     if "model" in a and "model" in b and a["model"] != b["model"]:
         raise Refusal(
@@ -142,6 +143,17 @@ def report_verdicts(found: dict[str, tuple[Path, EvalLog]], settings: Settings) 
     return out
 
 
+def verdicts_or_reason(
+    found: dict[str, tuple[Path, EvalLog]], settings: Settings
+) -> tuple[dict[str, Any] | None, str | None]:
+    """report_verdicts, or None and the reason when the reports would refuse these logs: the arms of one
+    folder scored by different scorers (some rescored, some not) are no measurement a report prints."""
+    try:
+        return report_verdicts(found, settings), None
+    except Refusal as e:
+        return None, str(e)
+
+
 def build(
     before: dict[str, tuple[Path, EvalLog]], after: dict[str, tuple[Path, EvalLog]], settings: Settings
 ) -> dict[str, Any]:
@@ -156,16 +168,21 @@ def build(
         rows.append({"arm": arm, "scorer_before": scorer_of(b), "scorer_after": scorer_of(a),
                      **arm_changes(b, a, settings)})  # fmt: skip
     contrasts.decide_bh(rows, settings)
-    old = report_verdicts({k: before[k] for k in shared}, settings)
-    new = report_verdicts({k: after[k] for k in shared}, settings)
-    changed = [{"verdict": k, "before": old[k], "after": new.get(k)} for k in old if old[k] != new.get(k)]
+    old, why_old = verdicts_or_reason({k: before[k] for k in shared}, settings)
+    new, why_new = verdicts_or_reason({k: after[k] for k in shared}, settings)
+    changed = (
+        [{"verdict": k, "before": old[k], "after": new.get(k)} for k in old if old[k] != new.get(k)]
+        if old is not None and new is not None
+        else None
+    )
     return {
         "report": "drift",
         "arms": rows,
         "arms_only_before": sorted(set(before) - set(shared)),
         "arms_only_after": sorted(set(after) - set(shared)),
-        "verdicts_checked": len(old),
+        "verdicts_checked": len(old) if old is not None and new is not None else 0,
         "verdicts_changed": changed,
+        "verdicts_not_compared": None if changed is not None else why_old or why_new,
         "settings": {"alpha": settings.alpha, "fdr": settings.fdr, "n_boot": settings.n_boot,
                      "n_perm": settings.n_perm, "seed": settings.seed},
     }  # fmt: skip
@@ -196,6 +213,11 @@ def markdown(r: dict[str, Any]) -> str:
         "test every report uses (analysis.contrasts), Benjamini-Hochberg over the arms.",
         "",
     ]
+    if r["verdicts_changed"] is None:
+        lines += ["## Report verdicts that change", "",
+                  f"Not compared: the reports refuse these logs ({md(r['verdicts_not_compared'])}). "
+                  "Rescore every arm with the new scorer (dvc repro) to see them.", ""]  # fmt: skip
+        return "\n".join(lines)
     lines += [f"## Report verdicts that change ({len(r['verdicts_changed'])} of {r['verdicts_checked']})", ""]
     if r["verdicts_changed"]:
         lines += ["| verdict | before | after |", "| --- | --- | --- |"]

@@ -285,6 +285,9 @@ def test_the_drift_stage_reports_a_scorer_change_against_the_cached_log(tmp_path
     assert drift.main(args) == 0
     r = json.loads((out / "drift_report.json").read_text())
     assert r["changed_arms"] == ["trained"]
+    # base is still scored by the old scorer: the reports would refuse the pair, so no verdict is compared.
+    assert r["verdicts_changed"] is None and "scorer differs" in r["verdicts_not_compared"]
+    assert "Not compared" in (out / "drift_report.md").read_text()
     row = next(a for a in r["arms"] if a["arm"] == "trained")
     assert row["delta"] == pytest.approx(rescored.mean() - scores["trained"].mean())
     assert row["scorer_before"]["version"] == "1" and row["scorer_after"]["version"] == "2"

@@ -170,7 +170,7 @@ def test_refusals_name_the_file_item_and_field(tmp_path: Path) -> None:
     path.write_text(json.dumps(doc))
     with pytest.raises(EvalLogError, match=r"log\.json: item 'q2': samples\[1\]\.score: is 0\.5"):
         logreader.read_log(path)
-    with pytest.raises(EvalLogError, match="file not found"):
+    with pytest.raises(EvalLogError, match="missing.json: not found"):
         logreader.read_log(tmp_path / "missing.json")
 
 
@@ -236,5 +236,5 @@ def test_read_logs_reads_side_by_side_what_read_log_reads_and_raises_its_errors(
     assert [it.sample_seeds() for it in logs[2].items] == [
         it.sample_seeds() for it in logreader.read_log(paths[2]).items
     ]
-    with pytest.raises(EvalLogError, match="missing.json: file not found"):
+    with pytest.raises(EvalLogError, match="missing.json: not found"):
         logreader.read_logs([paths[0], tmp_path / "missing.json"])

@@ -226,6 +226,10 @@ def train(args: argparse.Namespace) -> int:
         shutil.copytree(out / ".steps" / f"step-{n}", out / f"step-{n}")
         (out / f"step-{n}" / "README.md").unlink(missing_ok=True)
     shutil.rmtree(out / ".steps")
+    # The trainer's scratch folder (saving is off, but some trainer versions still write its run files
+    # there): nothing in it is a checkpoint, and the adapters' folder holds only the step-<n> adapters.
+    if (out / ".trainer").exists():
+        shutil.rmtree(out / ".trainer")
     write_logs(logs, args, records, rate, total, len(rows), saves)
     return 0
 
