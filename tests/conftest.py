@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -89,11 +90,19 @@ def committed_or_cached(
 def _cached_checkpoint(base: Path, build: Any) -> Path:
     """base/ckpt, built once (in a private dir renamed at the end: a killed build leaves no half)."""
     final = base / "ckpt"
-    if (final / "config.json").is_file():
+    # The marker, not config.json: a world's build (examples/smollm2) holds its checkpoints in subfolders.
+    if (final / ".complete").is_file() or (final / "config.json").is_file():
         return final
     work = base / f"build-{os.getpid()}"
     build(work)
-    os.replace(work, final)
+    (work / ".complete").write_text("")
+    try:
+        os.replace(work, final)
+    except OSError:
+        # Another worker's build of the same key got there first: both are the same build, keep theirs.
+        if not (final / ".complete").is_file():
+            raise
+        shutil.rmtree(work)
     return final
 
 
