@@ -1135,28 +1135,6 @@ def expected_calibration_error(confidence: np.ndarray, correct: np.ndarray, n_bi
     return float(_ece_statistic(np.ones((1, rows.shape[0])), rows)[0, 0])
 
 
-def ece_difference_bootstrap(
-    conf_pre: np.ndarray,
-    correct_pre: np.ndarray,
-    conf_post: np.ndarray,
-    correct_post: np.ndarray,
-    n_boot: int,
-    rng: np.random.Generator,
-    *,
-    alpha: float = 0.05,
-    n_bins: int = 10,
-) -> tuple[float, Interval]:
-    """ECE(post) - ECE(pre) on shared items, with a paired bootstrap CI (ECE is not a mean: recomputed)."""
-    rows = np.hstack([_ece_rows(conf_pre, correct_pre, n_bins), _ece_rows(conf_post, correct_post, n_bins)])
-
-    def diff(w: np.ndarray, r: np.ndarray) -> np.ndarray:
-        return _ece_statistic(w, r[:, n_bins:]) - _ece_statistic(w, r[:, :n_bins])
-
-    est = float(diff(np.ones((1, rows.shape[0])), rows)[0, 0])
-    lo, hi = percentile_interval(bootstrap_distribution(rows, diff, n_boot, rng), alpha)
-    return est, Interval(float(lo[0]), float(hi[0]), "percentile")
-
-
 def ece_interval(
     confidence: np.ndarray,
     correct: np.ndarray,

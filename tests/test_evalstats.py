@@ -565,10 +565,10 @@ def test_ece_difference_bootstrap():
     rng = np.random.default_rng(3)
     conf = rng.random(400)
     correct = (rng.random(400) < conf).astype(float)
-    same, ci = es.ece_difference_bootstrap(conf, correct, conf, correct, 500, np.random.default_rng(0))
+    same, ci, _ = es.ece_difference_test(conf, correct, conf, correct, 500, np.random.default_rng(0))
     assert same == 0 and ci.as_list() == [0.0, 0.0]
     worse = np.clip(conf + 0.3, 0, 1)
-    diff, ci = es.ece_difference_bootstrap(conf, correct, worse, correct, 2000, np.random.default_rng(0))
+    diff, ci, _ = es.ece_difference_test(conf, correct, worse, correct, 2000, np.random.default_rng(0))
     assert diff == pytest.approx(
         es.expected_calibration_error(worse, correct) - es.expected_calibration_error(conf, correct)
     )
