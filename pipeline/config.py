@@ -217,6 +217,17 @@ def template_file(protocol: Protocol, conf_dir: Path = CONF_DIR) -> Path | None:
     return None if protocol.prompt_template is None else Path(protocol.prompt_template)
 
 
+def read_template(path: Path, key: str, source: Path) -> str:
+    """A prompt template's text; ConfigError naming the params file and the key when it cannot be read."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise ConfigError(
+            f"{source}: protocol.{key}: cannot read {path} ({e.strerror}); give the path of a Jinja prompt "
+            "template file"
+        ) from None
+
+
 def template_header(path: Path, key: str, source: Path) -> TemplateHeader:
     """The header of a prompt template (empty when its text opens with no Jinja comment)."""
     if key == "prompt" and not path.is_file():
@@ -224,14 +235,7 @@ def template_header(path: Path, key: str, source: Path) -> TemplateHeader:
             f"{source}: protocol.prompt: no preset {path.stem!r} (no {path}); known presets: "
             f"{', '.join(known_presets(path.parent.parent))}"
         )
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as e:
-        raise ConfigError(
-            f"{source}: protocol.{key}: cannot read {path} ({e.strerror}); give the path of a Jinja prompt "
-            "template file"
-        ) from None
-    m = _HEADER.match(text)
+    m = _HEADER.match(read_template(path, key, source))
     if m is None:
         return TemplateHeader()
     try:

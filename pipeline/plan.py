@@ -20,7 +20,7 @@ from contract.generations import RetrievedDoc
 from contract.protocol import PROMPTING_KEYS
 from contract.seeds import sample_seed
 from contract.suite import SuiteError, SuiteItem, load_suite
-from pipeline.config import CONF_DIR, ConfigError, ModelRef, Params, load_arm, template_file
+from pipeline.config import CONF_DIR, ConfigError, ModelRef, Params, load_arm, read_template, template_file
 from pipeline.fewshot import Example, check_disjoint, load_examples
 from pipeline.hub import model_dir
 from pipeline.prompts import (
@@ -98,14 +98,7 @@ def prompt_template(params: Params) -> tuple[Any, str] | None:
     if path is None:
         return None
     key = "prompt" if params.protocol.prompt is not None else "prompt_template"
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as e:
-        raise ConfigError(
-            f"{params.source}: protocol.{key}: cannot read {path} ({e.strerror}); give the path of a Jinja "
-            "prompt template file"
-        ) from None
-    return compile_template(text, str(path)), str(path)
+    return compile_template(read_template(path, key, params.source), str(path)), str(path)
 
 
 def fewshot_examples(params: Params, items: Sequence[SuiteItem]) -> list[Example]:
