@@ -32,6 +32,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import betainc, chdtrc, nctdtr, nctdtrinc, ndtr, ndtri
 
+from analysis import proportions
+
 # A statistic of a weighted sample: (weights (b, r), rows (r, p)) -> (b, m).
 Statistic = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
@@ -659,6 +661,20 @@ def pass_at_k_items(scores: np.ndarray, ks: Sequence[int]) -> np.ndarray:
     return np.stack([pass_at_k_table(n, k)[c] for k in ks], axis=1)
 
 
+def small_suite_interval(
+    ref: np.ndarray, arm: np.ndarray, n_perm: int, rng: np.random.Generator, alpha: float = 0.05
+) -> Interval:
+    """A small suite's interval of mean(arm - ref) over paired items: Newcombe's paired score interval
+    when both arms' per-item values are 0/1, else the inversion of the sign-flip test.
+
+    The sign-flip inversion turns mostly tied 0/1 differences into a point or a sliver (every difference 0
+    gives [0, 0]), which covers far less than 95% (analysis/proportions.py says where it was measured).
+    """
+    if proportions.is_binary(ref, arm):
+        return Interval(*proportions.newcombe_paired_interval(ref, arm, alpha), "Newcombe paired score")
+    return sign_flip_interval(np.asarray(arm, np.float64) - np.asarray(ref, np.float64), n_perm, rng, alpha)
+
+
 @dataclass(frozen=True)
 class PassAtK:
     """pass@k curves of two arms on shared items, with cluster-bootstrap CIs for each k and the delta."""
@@ -1093,13 +1109,13 @@ def budget_curve(
     Unlike the stratified adjustment this conditions on nothing the treatment changed: the budget is an
     intervention on the protocol (what a run capped at B would have scored), so the paired deltas are
     causal contrasts at each B. Paired, item-level BCa per budget (bootstrap_mean_ci: the budgets share
-    one draw of item resamples, or are drawn one by one where that is cheaper); method 'sign-flip': the
-    inversion of each budget's sign-flip test (n_boot sign vectors), for small suites.
+    one draw of item resamples, or are drawn one by one where that is cheaper); method 'sign-flip', for
+    small suites: small_suite_interval of each budget (n_boot sign vectors).
     """
     ref = budget_accuracy(ref_scores, ref_tokens, budgets)
     arm = budget_accuracy(arm_scores, arm_tokens, budgets)
     if method == "sign-flip":
-        cis = [sign_flip_interval((arm - ref)[:, j], n_boot, rng, alpha) for j in range(arm.shape[1])]
+        cis = [small_suite_interval(ref[:, j], arm[:, j], n_boot, rng, alpha) for j in range(arm.shape[1])]
     else:
         cis = bootstrap_mean_ci(arm - ref, n_boot, rng, alpha=alpha, method=method)
     return [

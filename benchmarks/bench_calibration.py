@@ -13,9 +13,10 @@ Printed per design: the false-claim rate of the claim (any of EXPANSION, SHARPEN
 UNDETERMINED under the null), of the delta report's verdict (the same verdict the arm comparison's trained
 row and the trajectory print) and of a secondary arm row (Benjamini-Hochberg family of one); the coverage of
 every printed interval against the population value (the headline BCa, the cluster interval of the mean,
-pass@K's cluster interval, the A/A interval, the budget curve's intervals, pooled over budgets); the power
-of the claim and of the verdict at the planted effect. Each rate with its Monte Carlo standard error
-sqrt(r (1 - r) / reps). `--quick`: 40 reps and 400 resamples, to check that it runs.
+pass@K's interval, the pass@k intervals between, pooled, the A/A interval, the budget curve's intervals,
+pooled over budgets); the power of the claim and of the verdict at the planted effect. Each rate with its
+Monte Carlo standard error sqrt(r (1 - r) / reps). `--quick`: 40 reps and 400 resamples, a check that it
+runs.
 """
 
 from __future__ import annotations
@@ -59,6 +60,8 @@ def population(design: Design, rng: np.random.Generator) -> dict[str, float]:
     return {
         "delta": float((q - p).mean()),
         "top": float(((1 - p) ** design.k - (1 - q) ** design.k).mean()),
+        # The pass@K deltas between K = 1 (the headline) and K = k (pass@K), each printed with its interval.
+        **{f"pass@{j}": float(((1 - p) ** j - (1 - q) ** j).mean()) for j in es.k_grid(design.k)[1:-1]},
     }
 
 
@@ -94,6 +97,8 @@ def one_rep(design: Design, settings: Settings, rng: np.random.Generator, truth:
     }
     if design.k > 1:
         out["cov_passk"] = covers(primary.passk.delta_ci[-1], truth["top"])
+        middle = list(zip(primary.passk.ks[1:-1], primary.passk.delta_ci[1:-1], strict=True))
+        out["cov_passk_mid"] = float(np.mean([covers(ci, truth[f"pass@{j}"]) for j, ci in middle]))
         noise = es.aa_noise_floor(
             base, settings.n_boot, rng, alpha=settings.alpha, n_splits=1, fpr_boot=10, method=method
         )
@@ -114,9 +119,19 @@ COLUMNS = [
     ("secondary", "2nd row", "a secondary arm row (null arm): rejection rate"),
     ("cov_bca", "headline", "coverage of the headline interval (BCa; sign-flip inversion below 100 items)"),
     ("cov_cluster", "cluster", "coverage of the cluster interval of the mean delta"),
-    ("cov_passk", "pass@K", "coverage of pass@K's interval (cluster; sign-flip inversion below 100)"),
+    ("cov_passk", "pass@K", "coverage of pass@K's interval (cluster; Newcombe's paired score below 100)"),
+    (
+        "cov_passk_mid",
+        "pass@2..K/2",
+        "coverage of the pass@k intervals between 1 and K, pooled (cluster; sign-flip inversion below 100)",
+    ),
     ("cov_aa", "A/A", "coverage of the A/A interval (of 0)"),
-    ("cov_budget", "budget", "coverage of the budget curve's intervals, pooled over 4 budgets"),
+    (
+        "cov_budget",
+        "budget",
+        "coverage of the budget curve's intervals, pooled over 4 budgets (BCa; below "
+        "100 items Newcombe's paired score at k = 1, else sign-flip inversion)",
+    ),
 ]
 
 
@@ -155,6 +170,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples per interval")
     ap.add_argument("--quick", action="store_true", help="40 reps and 400 resamples: a check that it runs")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument(
+        "--sizes", type=int, nargs="+", default=[24, 100, 500], help="suite sizes to simulate (24 100 500)"
+    )
     args = ap.parse_args(argv)
     reps, n_boot = (40, 400) if args.quick else (args.reps, args.n_boot)
     settings = Settings(n_boot=n_boot, n_perm=n_boot)
@@ -163,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{reps} reps per design, {n_boot} resamples and sign vectors per interval and test, alpha 0.05")
     print(header)
     misses_total = 0
-    for n, k, regime, planted in itertools.product((24, 100, 500), (1, 8), REGIMES, (False, True)):
+    for n, k, regime, planted in itertools.product(args.sizes, (1, 8), REGIMES, (False, True)):
         design = Design(n, k, regime, planted)
         rng = np.random.default_rng([args.seed, n, k, list(REGIMES).index(regime), int(planted)])
         truth = population(design, rng)
