@@ -183,11 +183,16 @@ def _claim(attribution: str, row: dict[str, Any], settings: Settings, augmentati
 
 
 def _contrast(
-    arm: str, ref: str, data: dict[str, ArmData], models: dict[str, str], settings: Settings
+    arm: str,
+    ref: str,
+    data: dict[str, ArmData],
+    models: dict[str, str],
+    settings: Settings,
+    primary_pair: tuple[str, str],
 ) -> dict[str, Any]:
     a, r = data[arm], data[ref]
     primary = None
-    if ct.is_primary(ref, arm):
+    if (ref, arm) == primary_pair:
         # The delta report's contrast: the same draws, interval, test and verdict (the claim's family).
         primary = ct.primary_contrast(r.scores, a.scores, settings).mean
     base = primary or mean_contrast(r.item_mean, a.item_mean, settings)
@@ -317,6 +322,7 @@ def build_found(
     expected: bool = True,
     reference: str = "base",
     allow: frozenset[str] = frozenset(),
+    primary: tuple[str, str] = (ct.PRIMARY_REFERENCE, ct.PRIMARY_ARM),
 ) -> dict[str, Any]:
     """The arm comparison of logs already read, by arm name (base required), in the order to report them.
 
@@ -324,6 +330,8 @@ def build_found(
     reference: the arm every other is compared with (analysis.compare: the first log's own arm); against
     another arm than base a contrast is the marginal one where it is (trained+rag vs +rag), else it has no
     causal reading. allow: what the logs may differ in (align.check_matched), for logs of one model.
+    primary: (reference, arm) of the contrast the delta report decides by the claim's family (Holm over
+    pass@1 and pass@K), so that its row here carries that same verdict (analysis.compare: its first two logs).
     """
     found = dict(found)
     unusable: list[dict[str, Any]] = []
@@ -358,7 +366,9 @@ def build_found(
         }
     notes: list[str] = [n for n in [ct.small_suite_note(len(order))] if n]
 
-    contrasts = [_contrast(arm, reference, data, models, settings) for arm in found if arm != reference]
+    contrasts = [
+        _contrast(arm, reference, data, models, settings, primary) for arm in found if arm != reference
+    ]
     for c in contrasts:
         c["attribution"] = attribution[c["arm"]]
         counts = found[c["arm"]][1].tool_calls
@@ -366,7 +376,7 @@ def build_found(
     marginal = []
     for arm, aug in MARGINAL_CONTRASTS:
         if arm in found and aug in found and aug != reference:
-            row = _contrast(arm, aug, data, models, settings)
+            row = _contrast(arm, aug, data, models, settings, primary)
             row["attribution"] = "marginal"
             marginal.append(row)
 
@@ -467,9 +477,9 @@ def build_found(
         "factorial": factorial,
         "calibration": calib,
         "truncation": truncation.section({arm: log for arm, (_, log) in found.items()}, base_log.max_tokens),
-        "n_tests": sum(1 for c in all_rows if not ct.is_primary(c["reference"], c["arm"])),
+        "n_tests": sum(1 for c in all_rows if (c["reference"], c["arm"]) != primary),
         "n_family_tests": len(families),
-        "primary_in_report": any(ct.is_primary(c["reference"], c["arm"]) for c in all_rows),
+        "primary_in_report": any((c["reference"], c["arm"]) == primary for c in all_rows),
         "settings": settings_dict(settings),
         "notes": notes,
     }

@@ -5,9 +5,11 @@
 writes DIR/delta/ (the delta report of LOG_B against LOG_A, as python -m analysis.delta writes it) and
 DIR/arms/ (the arm comparison of every log against LOG_A, as python -m analysis.arms writes it) and
 DIR/items.html (the item browser of these logs, which every contrast row links to). Every log keeps its
-own arm (its `arm` field, else its file stem): LOG_A is the reference whatever its arm is; against base
-an arm named trained is read as the parametric contrast, against another arm a contrast is the marginal
-one where it is (trained+rag vs +rag), else it is reported without a causal reading.
+own arm (its `arm` field, else its file stem): LOG_A is the reference whatever its arm is, and LOG_B
+against LOG_A is decided once, by the delta report's claim family, in both reports whatever the two are
+named; against base an arm named trained is read as the parametric contrast, against another arm a
+contrast is the marginal one where it is (trained+rag vs +rag), else it is reported without a causal
+reading.
 
 Two logs of one model (the same pinned weights, else the same model name) are compared when they differ
 in arm, prompt, seed or driver: an A/A of two seeds or arms, a prompt ablation, a cross-tool parity check
@@ -176,9 +178,12 @@ def main(argv: list[str] | None = None) -> int:
                 for i, (arm, (path, log)) in enumerate(named.items())
             }
         reference = next(iter(named))
+        # The delta report's contrast (the second log against the first) is decided by the claim's family
+        # whatever the two arms are named; its arm row carries that one verdict.
         comparison = arms.build_found(
-            named, settings, "the command line", expected=False, reference=reference, allow=allow
-        )
+            named, settings, "the command line", expected=False, reference=reference, allow=allow,
+            primary=(reference, list(named)[1]),
+        )  # fmt: skip
     except (Refusal, PathCheckError) as e:
         print(f"refused: {e}", file=sys.stderr)
         return EXIT_REFUSED

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from analysis import arms, calibration, crossover, drift, report, trajectory
+from analysis import arms, calibration, compare, crossover, drift, report, trajectory
 from analysis import evalstats as es
 from analysis.align import Settings
 from contract.evallog import EvalLog
@@ -133,6 +133,25 @@ def test_the_delta_report_the_arm_row_and_the_trajectory_print_one_verdict(tmp_p
         assert d["claim"] in ("no material shift", "EXPANSION", "REGRESSION", "TOO FEW ITEMS")
     page = report.metrics(d, a)
     assert page["delta"]["significant"] == page["significant"]["trained"] == row["significant"]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_compare_decides_its_first_contrast_once_whatever_the_arms_are_named(tmp_path, seed):
+    # Two logs named m0 and m1 (not base and trained): the delta report's verdict is the Holm family's, and
+    # the arm comparison's m1 row must be that same decision, not a Benjamini-Hochberg row of its own.
+    folder = _pair(tmp_path, 24, 2, seed, 0.12)
+    for old, new in (("base", "m0"), ("trained", "m1")):
+        data = json.loads((folder / f"{old}.json").read_text())
+        data["arm"] = new
+        (folder / f"{new}.json").write_text(json.dumps(data))
+    out = tmp_path / f"out{seed}"
+    assert compare.main([str(folder / "m0.json"), str(folder / "m1.json"), "--out", str(out),
+                         "--n-boot", "400", "--n-perm", "400", "--seed", "7"]) == 0  # fmt: skip
+    d = json.loads((out / "delta" / "delta_report.json").read_text())
+    row = json.loads((out / "arms" / "arm_comparison_report.json").read_text())["contrasts"][0]
+    assert (row["arm"], row["reference"]) == ("m1", "m0")
+    assert row["decided_by"] == d["verdict"]["decided_by"]
+    assert row["significant"] == d["verdict"]["significant"] and row["q_value"] == d["verdict"]["p_holm"]
 
 
 def test_an_interval_that_excludes_zero_with_a_test_that_does_not_reject_is_not_significant(tmp_path):
