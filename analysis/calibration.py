@@ -1,15 +1,18 @@
 """Calibration of the majority answer: a confidence per item from its k samples, ECE per arm and its delta.
 
 An item's answer is the majority of its k samples' answers (ties: the answer read first); its confidence is
-the share of the k samples that give it, and it is right when those samples scored right (mean score >=
-0.5). ECE (equal-width bins) is not a mean over items, so it is bootstrapped as a statistic: each resample
-draws the same item indices for both arms and computes the ECE of each and their difference
+the share of the k samples that give it, or, when every sample of every arm records its mean token
+log-probability, the same share with each sample weighed by exp(that mean); it is right when those samples
+scored right (mean score >= 0.5). ECE (equal-width bins) is not a mean over items, so it is bootstrapped
+as a statistic: each resample draws the same item indices for both arms and computes the ECE of each and
+their difference
 (evalstats.ece_bootstrap). A change is significant when its bootstrap p <= alpha and its interval excludes
 0 (the one rule of analysis.contrasts), and negligible below ECE_MIN_EFFECT.
 """
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from typing import Any
 
@@ -36,11 +39,36 @@ def majority_confidence(answers: list[str | None], scores: list[float]) -> tuple
     return top / len(answers), float(right)
 
 
-def item_confidence(log: EvalLog, order: list[str]) -> tuple[np.ndarray, np.ndarray] | None:
+def weighted_confidence(
+    answers: list[str | None], scores: list[float], mean_logprobs: list[float]
+) -> tuple[float, float]:
+    """(confidence, right) of the majority answer, its confidence weighed by token log-probabilities.
+
+    Each sample counts exp(its mean token log-probability) (the geometric mean of its tokens'
+    probabilities) instead of 1; the confidence is the majority answer's sum divided by k. With k = 1 it
+    is the one sample's per-token probability; when every token was certain it is the vote share.
+    """
+    _, right = majority_confidence(answers, scores)
+    counts = Counter(answers)
+    top = max(counts.values())
+    answer = next(a for a in answers if counts[a] == top)
+    weight = sum(math.exp(w) for a, w in zip(answers, mean_logprobs, strict=True) if a == answer)
+    return weight / len(answers), right
+
+
+def has_logprobs(log: EvalLog) -> bool:
+    """True when every sample of the log records its mean token log-probability."""
+    return all(it.sample_mean_logprobs() is not None for it in log.items)
+
+
+def item_confidence(
+    log: EvalLog, order: list[str], logprobs: bool = False
+) -> tuple[np.ndarray, np.ndarray] | None:
     """(confidence, right) per item in the given order; None when the log records no sample's answer.
 
-    The same as majority_confidence item by item, computed for all items at once: answers coded as
-    integers, each sample's answer counted within its item by one (n, k, k) comparison.
+    The same as majority_confidence item by item (weighted_confidence with logprobs), computed for all
+    items at once: answers coded as integers, each sample's answer counted within its item by one
+    (n, k, k) comparison.
     """
     by_id = {it.item_id: it for it in log.items}
     answers = [by_id[i].sample_answers() for i in order]
@@ -61,6 +89,9 @@ def item_confidence(log: EvalLog, order: list[str]) -> tuple[np.ndarray, np.ndar
     rows = np.arange(n)
     mine = same[rows, first]
     right = ((scores * mine).sum(axis=1) / mine.sum(axis=1) >= 0.5) & (coded[rows, first] != 0)
+    if logprobs:
+        weights = np.exp(np.array([by_id[i].sample_mean_logprobs() for i in order], np.float64))
+        return (weights * mine).sum(axis=1) / k, right.astype(np.float64)
     return top / k, right.astype(np.float64)
 
 
@@ -86,7 +117,10 @@ def section(
     arms: dict[str, EvalLog], order: list[str], ref: str, settings: Settings
 ) -> dict[str, Any] | None:
     """ECE per arm with its interval and each arm's ECE minus the reference's (paired); None: no answers."""
-    data = {arm: item_confidence(log, order) for arm, log in arms.items()}
+    # One kind of confidence for every arm, or their ECEs would not be comparable: log-probability weights
+    # only when every arm's every sample records them.
+    weighted = all(has_logprobs(log) for log in arms.values())
+    data = {arm: item_confidence(log, order, weighted) for arm, log in arms.items()}
     missing = sorted(arm for arm, v in data.items() if v is None)
     if data.get(ref) is None:
         return None
@@ -123,7 +157,9 @@ def section(
         )
     return {
         "confidence": (
-            "share of an item's k samples that give its majority answer"
+            "sum over its majority answer's samples of exp(mean token log-probability), divided by k"
+            if weighted
+            else "share of an item's k samples that give its majority answer"
             + (" (k = 1: every confidence is 1, so ECE is the error rate)" if k == 1 else "")
         ),
         "n_bins": N_BINS,

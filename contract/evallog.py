@@ -82,6 +82,9 @@ class SampleRecord(_Strict):
     # and the source tool's own score of it where a verifier judged it instead.
     scored_by: str | None = None
     source_score: float | None = None
+    # The mean log-probability of the generated tokens, where the generating tool recorded token
+    # log-probabilities (this pipeline with protocol.logprobs; an Inspect log with logprobs on).
+    mean_logprob: float | None = Field(default=None, le=0)
 
 
 class ItemResult(_Strict):
@@ -108,6 +111,8 @@ class ItemResult(_Strict):
     _tool_calls: bool = PrivateAttr(default=False)
     # Each sample's answer read, for the calibration of the majority answer (analysis.calibration).
     _answers: tuple[str | None, ...] | None = PrivateAttr(default=None)
+    # And each sample's mean token log-probability, where recorded (the calibration's weights).
+    _logprobs: tuple[float | None, ...] | None = PrivateAttr(default=None)
 
     def sample_seeds(self) -> tuple[int | None, ...] | None:
         """The seed of each sample, from the samples or kept when they were dropped; None if unknown."""
@@ -134,6 +139,14 @@ class ItemResult(_Strict):
         if self.samples is not None:
             return tuple(s.answer for s in self.samples)
         return self._answers
+
+    def sample_mean_logprobs(self) -> tuple[float, ...] | None:
+        """Each sample's mean token log-probability, kept when the samples were dropped; None unless every
+        sample records one."""
+        values = tuple(s.mean_logprob for s in self.samples) if self.samples is not None else self._logprobs
+        if values is None or None in values:
+            return None
+        return values  # type: ignore[return-value]
 
     def records_tool_calls(self) -> bool:
         """True when a sample records its tool calls (kept when the samples were dropped)."""

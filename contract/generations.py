@@ -134,6 +134,9 @@ class GenSample(_Strict):
     gen_tokens: int = Field(ge=0)
     rounds: int = Field(default=1, ge=1)
     tool_calls: list[ToolCallRecord] | None = None
+    # The mean log-probability of the sample's generated tokens, when the engine was asked for them
+    # (protocol.logprobs): the calibration's confidence then weighs each answer by it.
+    mean_logprob: float | None = Field(default=None, le=0)
 
 
 def prompt_sha256(prompt: str) -> str:

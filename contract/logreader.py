@@ -190,19 +190,23 @@ def _present(struct: Any, names: Any) -> dict[str, Any]:
 def _keep_dropped(results: list[ItemResult], flat: list[Any], lens: list[int]) -> None:
     """Keep on each item what the analyses read of its samples before they are dropped.
 
-    Seeds, finish reasons, answers, path verdicts and whether tool calls are recorded (ItemResult's private
-    fields, read through its methods), taken from the whole log's samples at once: flat holds them in
-    item order, lens how many each item has.
+    Seeds, finish reasons, answers, mean log-probabilities, path verdicts and whether tool calls are
+    recorded (ItemResult's private fields, read through its methods), taken from the whole log's samples
+    at once: flat holds them in item order, lens how many each item has.
     """
     seeds, finish = tuple(map(attrgetter("seed"), flat)), tuple(map(attrgetter("finish_reason"), flat))
     paths = tuple(map(attrgetter("path"), flat))
     answers = tuple(map(attrgetter("answer"), flat))
+    logprobs = tuple(map(attrgetter("mean_logprob"), flat))
+    with_logprobs = logprobs.count(None) < len(logprobs)
     with_paths = paths.count(None) < len(paths)
     with_calls = tuple(map(attrgetter("tool_calls"), flat)).count(None) < len(flat)
     end = 0
     for result, n in zip(results, lens, strict=True):
         result._seeds, result._finish = seeds[end : end + n], finish[end : end + n]
         result._answers = answers[end : end + n]
+        if with_logprobs:
+            result._logprobs = logprobs[end : end + n]
         if with_paths:
             mine = paths[end : end + n]
             result._paths = None if mine.count(None) == n else mine
@@ -309,6 +313,7 @@ def _without_samples(log: EvalLog) -> EvalLog:
         it._paths = it.sample_paths()
         it._tool_calls = it.records_tool_calls()
         it._answers = it.sample_answers()
+        it._logprobs = it.sample_mean_logprobs()
         it.samples = None
     return log
 

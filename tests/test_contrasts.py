@@ -279,6 +279,46 @@ def test_item_confidence_of_a_log_is_majority_confidence_item_by_item(tmp_path):
     ]
 
 
+def test_token_logprobs_weigh_the_confidence_when_every_arm_records_them(tmp_path):
+    # By hand: answers 4, 4, 5 with mean log-probabilities log 0.9, log 0.5, log 0.2: the majority answer
+    # 4 weighs 0.9 + 0.5 over k = 3; with one sample the confidence is that sample's token probability.
+    assert calibration.weighted_confidence(["4", "4", "5"], [1, 1, 0], [math.log(0.9), math.log(0.5),
+                                           math.log(0.2)]) == (pytest.approx(1.4 / 3), 1.0)  # fmt: skip
+    assert calibration.weighted_confidence(["4"], [0], [math.log(0.3)]) == (pytest.approx(0.3), 0.0)
+    rng = np.random.default_rng(5)
+    n, k = 40, 4
+    logs = {}
+    for name in ("base", "trained"):
+        answers = [[str(x) for x in rng.integers(0, 3, k)] for _ in range(n)]
+        scores = np.array([[float(a == "1") for a in row] for row in answers])
+        lp = np.log(rng.uniform(0.2, 1.0, (n, k)))
+        samples = [
+            [{"index": j, "score": scores[i, j], "answer": answers[i][j], "mean_logprob": lp[i, j]}
+             for j in range(k)]
+            for i in range(n)
+        ]  # fmt: skip
+        logs[name] = (
+            write_log(tmp_path / f"{name}.json", scores, samples=samples, arm=name),
+            answers,
+            scores,
+            lp,
+        )
+    d = build(logs["base"][0], logs["trained"][0])
+    assert "log-probability" in d["calibration"]["confidence"]
+    # The report's ECE is the ECE of the by-hand weighted confidences (read back through the log reader).
+    path, answers, scores, lp = logs["trained"]
+    by_hand = [
+        calibration.weighted_confidence(answers[i], scores[i].tolist(), lp[i].tolist()) for i in range(n)
+    ]
+    ece = es.expected_calibration_error(np.array([c for c, _ in by_hand]), np.array([r for _, r in by_hand]))
+    assert d["calibration"]["arms"][1]["ece"] == pytest.approx(ece)
+    # One arm without log-probabilities: both arms fall back to the vote share.
+    plain = [[{"index": j, "score": logs["base"][2][i, j], "answer": logs["base"][1][i][j]} for j in range(k)]
+             for i in range(n)]  # fmt: skip
+    bare = write_log(tmp_path / "bare.json", logs["base"][2], samples=plain, arm="base")
+    assert "share" in build(bare, logs["trained"][0])["calibration"]["confidence"]
+
+
 def test_the_drift_stage_reports_a_scorer_change_against_the_cached_log(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     rng = np.random.default_rng(2)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import os
 import re
 import subprocess
@@ -55,12 +56,15 @@ def cli(capsys: pytest.CaptureFixture[str]) -> Cli:
     return Cli(capsys)
 
 
-def inspect_log(folder: Path, model: str, right: set[tuple[int, int]], epochs: int = EPOCHS) -> Path:
+def inspect_log(
+    folder: Path, model: str, right: set[tuple[int, int]], epochs: int = EPOCHS, logprobs: bool = False
+) -> Path:
     """An Inspect log made by inspect-ai's eval() with the offline mockllm model over N_ITEMS items.
 
     The answer to item i in epoch e is right when (i, e) is in `right`. mockllm counts the tokens of an
     output that has no usage with tiktoken, whose encoding file it downloads; every output here carries its
-    own ModelUsage, so mockllm never counts (and the test runs offline).
+    own ModelUsage, so mockllm never counts (and the test runs offline). logprobs: every output records its
+    tokens' log-probabilities (item i, epoch e: each word of the text at log(1 / (1 + e))).
     """
     from inspect_ai import Task, eval
     from inspect_ai.dataset import MemoryDataset, Sample
@@ -76,6 +80,11 @@ def inspect_log(folder: Path, model: str, right: set[tuple[int, int]], epochs: i
         text = f"Item {i}: the answer is {i + 1 if (i, e) in right else i + 2}"
         out = ModelOutput.from_content(model=model, content=text)
         out.usage = ModelUsage(input_tokens=5, output_tokens=10 + e, total_tokens=15 + e)
+        if logprobs:
+            from inspect_ai.model import Logprob, Logprobs
+
+            lp = -math.log(1 + e)
+            out.choices[0].logprobs = Logprobs(content=[Logprob(token=w, logprob=lp) for w in text.split()])
         return out
 
     dataset = MemoryDataset(
@@ -181,6 +190,32 @@ def test_inspect_logs_import_with_their_epochs_and_compare_as_inspect_scored_the
     )
     assert data["arms"] == ["base", "trained"] and arms["arms_missing"] == []
     assert len(data["items"]) == report["flips_wrong_to_right"] + report["flips_right_to_wrong"]
+
+
+def test_inspect_token_logprobs_are_kept_and_weigh_the_calibration(tmp_path: Path, cli: Cli) -> None:
+    from inspect_ai.log import read_eval_log
+
+    cells = [(i, e) for i in range(N_ITEMS) for e in range(1, EPOCHS + 1)]
+    srcs = {
+        name: inspect_log(tmp_path / name, f"mockllm/{name}", {c for c in cells if (c[0] + c[1]) % 3 == r},
+                          logprobs=True)
+        for name, r in (("base", 0), ("trained", 1))
+    }  # fmt: skip
+    for name, src in srcs.items():
+        assert imports_main(["inspect", str(src), "--out", str(tmp_path / f"{name}.json")]) == 0
+    own = {(str(s.id), s.epoch): s for s in read_eval_log(str(srcs["base"])).samples or []}
+    for it in load(tmp_path / "base.json").items:
+        for e, sample in enumerate(it.samples or [], start=1):
+            tokens = own[(it.item_id, e)].output.choices[0].logprobs.content
+            assert sample.mean_logprob == pytest.approx(sum(t.logprob for t in tokens) / len(tokens))
+            assert sample.mean_logprob == pytest.approx(-math.log(1 + e))
+    rc, err = cli("analysis.compare", tmp_path / "base.json", tmp_path / "trained.json", "--out",
+                  tmp_path / "cmp", "--n-boot", "300", "--n-perm", "300")  # fmt: skip
+    assert rc == 0, err
+    calib = json.loads((tmp_path / "cmp/delta/delta_report.json").read_text())["calibration"]
+    assert "log-probability" in calib["confidence"]
+    # Every sample's weight is at most 1/2 (epoch 1: exp(-log 2)), so no confidence reaches the vote share.
+    assert all(a["mean_confidence"] <= 0.5 for a in calib["arms"])
 
 
 def test_compare_writes_the_delta_report_that_analysis_delta_writes(pair: Pair, tmp_path: Path) -> None:

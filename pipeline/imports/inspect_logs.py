@@ -5,8 +5,9 @@ The score is the chosen scorer's value turned into a number by inspect-ai's valu
 P = 0.5, booleans, numbers), or with --verifier this project's verdict against the sample's target (the
 scorer's value kept beside it); the text is the model's completion, the answer the scorer's, the tokens the
 output's usage; the messages (with tool calls and results) are kept as the sample's transcript, and its tool
-calls as records (a call no tool message answered is marked failed), which the log counts. Items are named
-by the sample id; the hash of the input checks that two logs use one id for one sample.
+calls as records (a call no tool message answered is marked failed), which the log counts; where the run
+recorded token log-probabilities (logprobs on), their mean per sample is kept (the calibration reads it).
+Items are named by the sample id; the hash of the input checks that two logs use one id for one sample.
 """
 
 from __future__ import annotations
@@ -49,6 +50,15 @@ def _transcript(messages: list[Any]) -> tuple[list[dict[str, Any]], list[dict[st
             })  # fmt: skip
         turns.append(turn)
     return turns, calls
+
+
+def _mean_logprob(output: Any) -> float | None:
+    """The mean token log-probability of the output's first choice, when the run recorded logprobs."""
+    if output is None or not output.choices or output.choices[0].logprobs is None:
+        return None
+    values = [t.logprob for t in output.choices[0].logprobs.content]
+    # A log-probability above 0 is a rounding artefact of the provider's (a token of probability 1).
+    return min(0.0, sum(values) / len(values)) if values else None
 
 
 def _prompt(sample: Any) -> str:
@@ -167,5 +177,6 @@ def read(path: Path, scorer: str | None = None) -> Source:
             "gen_tokens": usage.output_tokens if usage is not None else None,
             "transcript": turns,
             "tool_calls": calls or None,
+            "mean_logprob": _mean_logprob(s.output),
         })  # fmt: skip
     return source
