@@ -32,6 +32,8 @@ class Decoding:
 
     temperature: float
     top_p: float
+    # Record each sample's mean token log-probability (the model's own, before temperature and top-p).
+    logprobs: bool = False
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,8 @@ class GenResult:
     prompt_tokens: int
     gen_tokens: int
     token_ids: list[int] = field(default_factory=list)
+    # The mean log-probability of the generated tokens, when Decoding.logprobs asked for it.
+    mean_logprob: float | None = None
 
 
 class Engine(Protocol):

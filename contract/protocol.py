@@ -50,6 +50,8 @@ class Protocol(BaseModel):
     stop: list[str] | None = None
     answer: AnswerRule | None = None
     chat: Literal["auto"] | bool | None = None
+    # Record each sample's mean token log-probability (calibration weighs answers by it); None: not recorded.
+    logprobs: bool | None = None
 
     @model_serializer(mode="wrap")
     def _built_in_prompting_left_out(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
@@ -57,7 +59,8 @@ class Protocol(BaseModel):
         # and fingerprints of earlier runs stay valid (nothing regenerates for a key nobody set).
         data = handler(self)
         for key in OPTIONAL_KEYS:
-            if data.get(key) is None:
+            # logprobs: false records what an unset key records (nothing), so it dumps as unset too.
+            if data.get(key) is None or (key in RECORD_KEYS and data.get(key) is False):
                 data.pop(key, None)
         return data
 
@@ -66,7 +69,9 @@ class Protocol(BaseModel):
 PROMPTING_KEYS: tuple[str, ...] = ("system_prompt", "instruction", "chat_template", "chat_template_kwargs")
 # The protocol keys of every model's prompt and its reading (left out of a dump when unset, as the above).
 TEMPLATE_KEYS: tuple[str, ...] = ("prompt", "prompt_template", "fewshot", "stop", "answer", "chat")
-OPTIONAL_KEYS: tuple[str, ...] = PROMPTING_KEYS + TEMPLATE_KEYS
+# What the engine records beside each sample (left out of a dump when unset, as the above).
+RECORD_KEYS: tuple[str, ...] = ("logprobs",)
+OPTIONAL_KEYS: tuple[str, ...] = PROMPTING_KEYS + TEMPLATE_KEYS + RECORD_KEYS
 
 
 # The keys of the protocol; an arm (conf/arm/*.yaml or a command-line override) may set none of them.

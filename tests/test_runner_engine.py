@@ -191,6 +191,27 @@ def test_vllm_and_hf_give_the_same_greedy_text_on_50_items(demo_base, tiny_check
     assert len({r.text for r in by_vllm}) > 2, "the model's answers should depend on the question"
 
 
+def test_token_logprobs_change_no_text_and_vllm_and_hf_agree_on_them(demo_base, tiny_checkpoint, vllm_for):
+    import torch
+
+    model, reqs = _parity_requests(demo_base, tiny_checkpoint)
+    reqs = reqs[:12]
+    sampled, recorded = (
+        Decoding(temperature=1.0, top_p=1.0),
+        Decoding(temperature=1.0, top_p=1.0, logprobs=True),
+    )
+    engine = vllm_for(model)
+    plain, with_lp = engine.generate(reqs, sampled), engine.generate(reqs, recorded)
+    assert [r.text for r in with_lp] == [r.text for r in plain] and all(r.mean_logprob is None for r in plain)
+    assert all(r.mean_logprob is not None and r.mean_logprob <= 0 for r in with_lp)
+    # The same tokens scored by transformers' forward pass (the model's raw distribution): the same means.
+    hf = make_engine(engine_config("hf"), str(model))
+    for r, out in zip(reqs, with_lp, strict=True):
+        ids = hf.tokenizer(r.prompt, add_special_tokens=True, return_tensors="pt")["input_ids"][0]
+        sequence = torch.cat([ids, torch.tensor(out.token_ids)])
+        assert hf._mean_logprob(sequence, ids.shape[0]) == pytest.approx(out.mean_logprob, abs=1e-3)
+
+
 def test_the_hf_engine_runs_an_arm_with_the_same_seeds(tmp_path: Path, tiny_checkpoint):
     w = make_world(tmp_path / "w", {"base": tiny_checkpoint}, arithmetic_items(3), k=2, max_tokens=16)
     log = scored(w, run(w.settings("base", engine=engine_config("hf"))))

@@ -104,11 +104,23 @@ class HfEngine:
                 prompt_tokens=int(ids.shape[1]),
                 gen_tokens=len(new),
                 token_ids=new,
+                mean_logprob=self._mean_logprob(out[0], ids.shape[1]) if decoding.logprobs and new else None,
             )
             results.append(result)
             if on_result is not None:
                 on_result(result)
         return results
+
+    def _mean_logprob(self, sequence: Any, n_prompt: int) -> float:
+        """The mean log-probability of the tokens after n_prompt under the model's own distribution (raw
+        logits, before temperature and top-p: what vLLM reports by default)."""
+        import torch
+
+        with torch.no_grad():
+            logits = self.model(input_ids=sequence[None, :-1]).logits[0, n_prompt - 1 :]
+        logp = torch.log_softmax(logits.float(), dim=-1)
+        chosen = logp.gather(1, sequence[n_prompt:, None]).squeeze(1)
+        return min(0.0, float(chosen.mean()))
 
     def count_tokens(self, text: str) -> int:
         """Tokens of text under the model's tokenizer, no special tokens."""

@@ -319,6 +319,8 @@ class VllmEngine:
                 max_tokens=r.max_tokens,
                 stop=list(r.stop),
                 include_stop_str_in_output=True,
+                # 0: the sampled token's own log-probability only (cumulative_logprob), no top list.
+                logprobs=0 if decoding.logprobs else None,
             )
             for r in requests
         ]
@@ -347,6 +349,11 @@ class VllmEngine:
             prompt_tokens=len(out.prompt_token_ids or ()),
             gen_tokens=len(c.token_ids),
             token_ids=list(c.token_ids),
+            mean_logprob=(
+                min(0.0, c.cumulative_logprob / len(c.token_ids))
+                if c.cumulative_logprob is not None and c.token_ids
+                else None
+            ),
         )
 
     def count_tokens(self, text: str) -> int:
