@@ -64,8 +64,8 @@ def test_the_seven_arms_of_params_yaml_are_defined() -> None:
         "step-200": ("step-200", False, False, "parametric"),
         "placebo": ("placebo", False, False, "placebo"),
         # The GRPO world's checkpoints along its rewarded run (examples/smollm2-grpo).
-        "step-2": ("step-2", False, False, "parametric"),
-        "step-4": ("step-4", False, False, "parametric"),
+        "step-12": ("step-12", False, False, "parametric"),
+        "step-24": ("step-24", False, False, "parametric"),
     }
     assert set(known_arms()) == set(ARMS) | set(trajectory)
     assert set(params["models"]) == {"base", "trained"}

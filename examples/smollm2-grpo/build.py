@@ -27,10 +27,10 @@ _spec.loader.exec_module(smollm2_build)
 
 # Each merged checkpoint's arm and its adapter, in training order; the placebo's (random reward) last.
 CHECKPOINTS = {
-    "step-2": "adapters/verifier/step-2",
-    "step-4": "adapters/verifier/step-4",
-    "trained": "adapters/verifier/step-9",
-    "placebo": "adapters/random/step-9",
+    "step-12": "adapters/verifier/step-12",
+    "step-24": "adapters/verifier/step-24",
+    "trained": "adapters/verifier/step-48",
+    "placebo": "adapters/random/step-48",
 }
 
 
