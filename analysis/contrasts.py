@@ -75,10 +75,15 @@ def delta_interval(d: np.ndarray, settings: Settings, key: str) -> Interval:
     return sign_flip_interval(d, settings.n_perm, rng_for(settings.seed, f"perm-ci{key}"), settings.alpha)
 
 
+def excludes_zero(ci: Sequence[float]) -> bool:
+    """True when the interval [lo, hi] lies on one side of 0."""
+    lo, hi = ci
+    return bool(lo > 0 or hi < 0)
+
+
 def significant(p_adjusted: float, ci: Sequence[float], level: float) -> bool:
     """The one rule: the adjusted p is at most the level and the interval lies on one side of 0."""
-    lo, hi = ci
-    return bool(p_adjusted <= level and (lo > 0 or hi < 0))
+    return bool(p_adjusted <= level and excludes_zero(ci))
 
 
 def mean_contrast(ref: np.ndarray, arm: np.ndarray, settings: Settings, key: str = "") -> dict[str, Any]:
