@@ -47,38 +47,16 @@ from analysis.align import (
 )
 from analysis.budget import budget_adjusted_deltas
 from analysis.contrasts import family_rows, mean_contrast, too_few_items
+from analysis.design import CANONICAL_ARMS, DEFAULT_ATTRIBUTION, FACTORIAL_CELLS, MARGINAL_CONTRASTS
 from analysis.drawing import Drawing, draw_here
 from analysis.effect_size import cohens_dz
-from analysis.factorial import Cell, factorial_readout
+from analysis.factorial import factorial_readout
 from analysis.mcnemar import majority_verdicts, mcnemar_from_verdicts
 from analysis.power_planning import mde_paired
 from analysis.prompting import prompt_line
 from analysis.resampling import rng_for
 from contract.evallog import EvalLog, collector_paused
 
-CANONICAL_ARMS = ["base", "trained", "+rag", "+tools", "trained+rag", "trained+tools", "trained+rag+tools"]
-DEFAULT_ATTRIBUTION = {
-    "base": "reference",
-    "trained": "parametric",
-    "+rag": "lookup",
-    "+tools": "tool_access",
-    "trained+rag": "mixed",
-    "trained+tools": "mixed",
-    "trained+rag+tools": "ceiling",
-}
-MARGINAL_CONTRASTS = [("trained+rag", "+rag"), ("trained+tools", "+tools")]
-# The arms as cells of the 2 x 2 x 2 design (training, retrieval, tools); +rag+tools (the base model with
-# both augmentations) is the one cell the default arms leave out.
-FACTORIAL_CELLS: dict[str, Cell] = {
-    "base": (0, 0, 0),
-    "trained": (1, 0, 0),
-    "+rag": (0, 1, 0),
-    "+tools": (0, 0, 1),
-    "trained+rag": (1, 1, 0),
-    "trained+tools": (1, 0, 1),
-    "+rag+tools": (0, 1, 1),
-    "trained+rag+tools": (1, 1, 1),
-}
 PATH_VERDICTS = ["clean", "answer_without_tool", "tool_result_ignored", "tool_error", "no_answer"]
 
 
