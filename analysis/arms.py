@@ -28,7 +28,6 @@ import numpy as np
 
 from analysis import calibration, render, truncation
 from analysis import contrasts as ct
-from analysis import evalstats as es
 from analysis.align import (
     EXIT_REFUSED,
     ArmData,
@@ -46,34 +45,18 @@ from analysis.align import (
     settings_dict,
     write_outputs,
 )
+from analysis.budget import budget_adjusted_deltas
 from analysis.contrasts import family_rows, mean_contrast, too_few_items
+from analysis.design import CANONICAL_ARMS, DEFAULT_ATTRIBUTION, FACTORIAL_CELLS, MARGINAL_CONTRASTS
 from analysis.drawing import Drawing, draw_here
+from analysis.effect_size import cohens_dz
+from analysis.factorial import factorial_readout
+from analysis.mcnemar import majority_verdicts, mcnemar_from_verdicts
+from analysis.power_planning import mde_paired
 from analysis.prompting import prompt_line
+from analysis.resampling import rng_for
 from contract.evallog import EvalLog, collector_paused
 
-CANONICAL_ARMS = ["base", "trained", "+rag", "+tools", "trained+rag", "trained+tools", "trained+rag+tools"]
-DEFAULT_ATTRIBUTION = {
-    "base": "reference",
-    "trained": "parametric",
-    "+rag": "lookup",
-    "+tools": "tool_access",
-    "trained+rag": "mixed",
-    "trained+tools": "mixed",
-    "trained+rag+tools": "ceiling",
-}
-MARGINAL_CONTRASTS = [("trained+rag", "+rag"), ("trained+tools", "+tools")]
-# The arms as cells of the 2 x 2 x 2 design (training, retrieval, tools); +rag+tools (the base model with
-# both augmentations) is the one cell the default arms leave out.
-FACTORIAL_CELLS: dict[str, es.Cell] = {
-    "base": (0, 0, 0),
-    "trained": (1, 0, 0),
-    "+rag": (0, 1, 0),
-    "+tools": (0, 0, 1),
-    "trained+rag": (1, 1, 0),
-    "trained+tools": (1, 0, 1),
-    "+rag+tools": (0, 1, 1),
-    "trained+rag+tools": (1, 1, 1),
-}
 PATH_VERDICTS = ["clean", "answer_without_tool", "tool_result_ignored", "tool_error", "no_answer"]
 
 
@@ -197,8 +180,8 @@ def _contrast(
         primary = ct.primary_contrast(r.scores, a.scores, settings).mean
     base = primary or mean_contrast(r.item_mean, a.item_mean, settings)
     d = a.item_mean - r.item_mean
-    dz = es.cohens_dz(d, settings.alpha)
-    flips = es.mcnemar_from_verdicts(es.majority_verdicts(r.item_mean), es.majority_verdicts(a.item_mean))
+    dz = cohens_dz(d, settings.alpha)
+    flips = mcnemar_from_verdicts(majority_verdicts(r.item_mean), majority_verdicts(a.item_mean))
     return {
         "arm": arm,
         "reference": ref,
@@ -220,7 +203,7 @@ def _contrast(
         "p_value": base["p_value"],
         "perm_exact": base["perm_exact"],
         "perm_n": base["perm_n"],
-        "mde": es.mde_paired(r.scores, a.scores, settings.alpha).mde,
+        "mde": mde_paired(r.scores, a.scores, settings.alpha).mde,
         **(
             {k: primary[k] for k in ("q_value", "significant", "negligible", "decided_by")} if primary else {}
         ),
@@ -256,8 +239,8 @@ def factorial_section(data: dict[str, ArmData], settings: Settings) -> dict[str,
     """The factorial read-out of the arms present; None unless at least one interaction is estimable."""
     arm_of = {cell: arm for arm, cell in FACTORIAL_CELLS.items() if arm in data}
     cells = {cell: data[arm].scores for cell, arm in arm_of.items()}
-    effects = es.factorial_readout(
-        cells, settings.n_boot, es.rng_for(settings.seed, "factorial"), alpha=settings.alpha
+    effects = factorial_readout(
+        cells, settings.n_boot, rng_for(settings.seed, "factorial"), alpha=settings.alpha
     )
     if not any(e.order > 1 and e.estimate is not None for e in effects):
         return None
@@ -394,7 +377,7 @@ def build_found(
             + ": the budget adjustment of contrasts "
             "involving them is null"
         )
-    adjustments = es.budget_adjusted_deltas(
+    adjustments = budget_adjusted_deltas(
         [
             (
                 data[c["reference"]].item_mean,
@@ -405,7 +388,7 @@ def build_found(
             for c in with_budget
         ],
         settings.n_boot,
-        es.rng_for(settings.seed, "budget"),
+        rng_for(settings.seed, "budget"),
         alpha=settings.alpha,
     )
     by_contrast = {(c["arm"], c["reference"]): adj for c, adj in zip(with_budget, adjustments, strict=True)}

@@ -6,8 +6,8 @@ log-probability, the same share with each sample weighed by exp(that mean); it i
 scored right (mean score >= 0.5). ECE (equal-width bins) is not a mean over items, so it is bootstrapped
 as a statistic: each resample draws the same item indices for both arms and computes the ECE of each and
 their difference
-(evalstats.ece_bootstrap). A change is significant when its bootstrap p <= alpha and its interval excludes
-0 (the one rule of analysis.contrasts), and negligible below ECE_MIN_EFFECT.
+(analysis.ece.ece_difference_test). A change is significant when its bootstrap p <= alpha and its
+interval excludes 0 (the one rule of analysis.contrasts), and negligible below ECE_MIN_EFFECT.
 """
 
 from __future__ import annotations
@@ -18,9 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from analysis import evalstats as es
 from analysis.align import Settings
 from analysis.contrasts import significant
+from analysis.ece import ece_difference_test, ece_interval
+from analysis.resampling import rng_for
 from contract.evallog import EvalLog
 
 ECE_MIN_EFFECT = 0.01  # a calibration error change smaller than one point is negligible
@@ -130,16 +131,16 @@ def section(
         if value is None:
             continue
         conf, right = value
-        ece, ci = es.ece_interval(conf, right, settings.n_boot, es.rng_for(settings.seed, f"ece/{arm}"),
-                                  alpha=settings.alpha, n_bins=N_BINS)  # fmt: skip
+        ece, ci = ece_interval(conf, right, settings.n_boot, rng_for(settings.seed, f"ece/{arm}"),
+                               alpha=settings.alpha, n_bins=N_BINS)  # fmt: skip
         rows.append({"arm": arm, "ece": ece, "ci95": ci.as_list(), "ci95_method": ci.method,
                      "mean_confidence": float(conf.mean()), "accuracy": float(right.mean()),
                      "reliability": reliability(conf, right)})  # fmt: skip
         if arm == ref:
             continue
         rc, rr = data[ref]  # type: ignore[misc]
-        rng = es.rng_for(settings.seed, f"ece-delta/{arm}")
-        est, dci, p = es.ece_difference_test(
+        rng = rng_for(settings.seed, f"ece-delta/{arm}")
+        est, dci, p = ece_difference_test(
             rc, rr, conf, right, settings.n_boot, rng, alpha=settings.alpha, n_bins=N_BINS
         )
         sig = significant(p, dci.as_list(), settings.alpha)

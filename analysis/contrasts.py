@@ -25,8 +25,12 @@ from typing import Any
 
 import numpy as np
 
-from analysis import evalstats as es
 from analysis.align import ArmData, Settings
+from analysis.bootstrap_ci import bca_interval_means, bootstrap_mean_ci
+from analysis.multiplicity import bh_qvalues, holm_adjusted
+from analysis.passk import PassAtK, k_grid, pass_at_k_bootstrap, pass_at_k_items, subset_pass_at_k
+from analysis.resampling import Interval, bootstrap_distribution, percentile_interval, rng_for, weighted_means
+from analysis.signflip import sign_flip_interval, sign_flip_min_p, sign_flip_test, small_suite_interval
 
 NO_FAMILY = "(none)"
 # The contrast every report decides by the claim's family (README "How to read the report").
@@ -34,7 +38,7 @@ PRIMARY_REFERENCE, PRIMARY_ARM = "base", "trained"
 # Below this many items the BCa and percentile intervals cover less than they promise (measured by
 # benchmarks/bench_calibration.py; Bowyer et al. 2025): a delta's interval is then the inversion of its
 # sign-flip test, the A/A interval's too, or Newcombe's paired interval for 0/1 per-item values
-# (es.small_suite_interval).
+# (small_suite_interval).
 BCA_MIN_ITEMS = 100
 SMALL_SUITE = (
     "{n} items, fewer than {least}: the BCa and percentile bootstrap intervals cover less than they "
@@ -63,27 +67,30 @@ def small_suite_note(n_items: int) -> str | None:
     return SMALL_SUITE.format(n=n_items, least=BCA_MIN_ITEMS) if n_items < BCA_MIN_ITEMS else None
 
 
-def delta_interval(d: np.ndarray, settings: Settings, key: str) -> es.Interval:
+def delta_interval(d: np.ndarray, settings: Settings, key: str) -> Interval:
     """The interval of a mean delta at this suite size: BCa from 100 items, else the sign-flip inversion."""
     if d.size >= BCA_MIN_ITEMS:
-        return es.bootstrap_mean_ci(d, settings.n_boot, es.rng_for(settings.seed, f"item{key}"),
+        return bootstrap_mean_ci(d, settings.n_boot, rng_for(settings.seed, f"item{key}"),
                                     alpha=settings.alpha)[0]  # fmt: skip
-    return es.sign_flip_interval(
-        d, settings.n_perm, es.rng_for(settings.seed, f"perm-ci{key}"), settings.alpha
-    )
+    return sign_flip_interval(d, settings.n_perm, rng_for(settings.seed, f"perm-ci{key}"), settings.alpha)
+
+
+def excludes_zero(ci: Sequence[float]) -> bool:
+    """True when the interval [lo, hi] lies on one side of 0."""
+    lo, hi = ci
+    return bool(lo > 0 or hi < 0)
 
 
 def significant(p_adjusted: float, ci: Sequence[float], level: float) -> bool:
     """The one rule: the adjusted p is at most the level and the interval lies on one side of 0."""
-    lo, hi = ci
-    return bool(p_adjusted <= level and (lo > 0 or hi < 0))
+    return bool(p_adjusted <= level and excludes_zero(ci))
 
 
 def mean_contrast(ref: np.ndarray, arm: np.ndarray, settings: Settings, key: str = "") -> dict[str, Any]:
     """Paired delta of per-item scores: estimate, BCa item-level CI, sign-flip p (every report's rows)."""
     d = arm - ref
     ci = delta_interval(d, settings, key)
-    flip = es.sign_flip_test(d, settings.n_perm, es.rng_for(settings.seed, f"perm{key}"))
+    flip = sign_flip_test(d, settings.n_perm, rng_for(settings.seed, f"perm{key}"))
     return {
         "n_items": int(d.size),
         "mean_ref": float(ref.mean()),
@@ -99,7 +106,7 @@ def mean_contrast(ref: np.ndarray, arm: np.ndarray, settings: Settings, key: str
 
 def decide_bh(rows: list[dict[str, Any]], settings: Settings, delta_key: str = "delta") -> None:
     """Benjamini-Hochberg over the rows' p, then the one rule: sets q_value, significant, negligible."""
-    for row, q in zip(rows, es.bh_qvalues([r["p_value"] for r in rows]), strict=True):
+    for row, q in zip(rows, bh_qvalues([r["p_value"] for r in rows]), strict=True):
         row["q_value"] = float(q)
         row["significant"] = significant(q, row["ci95"], settings.fdr)
         row["negligible"] = bool(row["significant"] and abs(row[delta_key]) < settings.min_effect)
@@ -129,7 +136,7 @@ def too_few_items(n_items: int, settings: Settings, n_tests: int = 1) -> str | N
 
     n_tests: the size of the Holm family the claim combines; its first step tests at alpha / n_tests.
     """
-    floor = es.sign_flip_min_p(n_items, settings.n_perm)
+    floor = sign_flip_min_p(n_items, settings.n_perm)
     if floor * n_tests <= settings.alpha:
         return None
     family = "" if n_tests == 1 else f" (Holm over {n_tests} tests: {n_tests} x {floor:.3g})"
@@ -144,7 +151,7 @@ class Primary:
     """The primary contrast (trained vs base) and the claim's family of tests, decided once."""
 
     mean: dict[str, Any]  # mean_contrast's fields, plus q_value (Holm), significant, negligible
-    passk: es.PassAtK  # pass@k of both arms at every k of the grid, with cluster-bootstrap intervals
+    passk: PassAtK  # pass@k of both arms at every k of the grid, with cluster-bootstrap intervals
     mean_draws: np.ndarray  # the item bootstrap of the mean delta (the headline's BCa draw)
     bca_method: str
     percentile: list[float]
@@ -153,7 +160,7 @@ class Primary:
     top_p_holm: float
     top_significant: bool
     n_tests: int  # 1 when K = 1 (pass@1 is the only test), else 2
-    all_k: es.PassAtK  # pass@k at every k of crossover_ks, from the same draw
+    all_k: PassAtK  # pass@k at every k of crossover_ks, from the same draw
 
 
 def crossover_ks(n: int) -> list[int]:
@@ -176,46 +183,46 @@ def primary_contrast(ref_scores: np.ndarray, arm_scores: np.ndarray, settings: S
     ref_scores, arm_scores = np.asarray(ref_scores, np.float64), np.asarray(arm_scores, np.float64)
     seed, alpha = settings.seed, settings.alpha
     d = arm_scores.mean(axis=1) - ref_scores.mean(axis=1)
-    theta_b = es.bootstrap_distribution(d, es.weighted_means, settings.n_boot, es.rng_for(seed, "item"))
+    theta_b = bootstrap_distribution(d, weighted_means, settings.n_boot, rng_for(seed, "item"))
     small = d.size < BCA_MIN_ITEMS
     if small:
-        inv = es.sign_flip_interval(d, settings.n_perm, es.rng_for(seed, "perm-ci"), alpha)
+        inv = sign_flip_interval(d, settings.n_perm, rng_for(seed, "perm-ci"), alpha)
         lo, hi, methods = np.array([inv.lo]), np.array([inv.hi]), [inv.method]
     else:
-        lo, hi, methods = es.bca_interval_means(d, theta_b, alpha)
-    pct_lo, pct_hi = es.percentile_interval(theta_b, alpha)
-    flip = es.sign_flip_test(d, settings.n_perm, es.rng_for(seed, "perm"))
-    ks, every = es.k_grid(ref_scores.shape[1]), crossover_ks(ref_scores.shape[1])
+        lo, hi, methods = bca_interval_means(d, theta_b, alpha)
+    pct_lo, pct_hi = percentile_interval(theta_b, alpha)
+    flip = sign_flip_test(d, settings.n_perm, rng_for(seed, "perm"))
+    ks, every = k_grid(ref_scores.shape[1]), crossover_ks(ref_scores.shape[1])
     # One draw for every k of the crossover search: items group by their two correct counts whatever the
     # columns, so the grid's columns are the draws they would be on their own.
-    passk = es.pass_at_k_bootstrap(
-        ref_scores, arm_scores, settings.n_boot, es.rng_for(seed, "cluster"), alpha=alpha, ks=every,
+    passk = pass_at_k_bootstrap(
+        ref_scores, arm_scores, settings.n_boot, rng_for(seed, "cluster"), alpha=alpha, ks=every,
         mean_draws=theta_b,
     )  # fmt: skip
     if small:
         # Every pass@k delta is a mean over items of per-item differences, each tested by sign flips:
         # its interval inverts that test, items taken whole with their k samples; where the per-item
-        # values are 0/1 (pass@K at K = k), Newcombe's paired interval (es.small_suite_interval).
-        ref_items, arm_items = es.pass_at_k_items(ref_scores, every), es.pass_at_k_items(arm_scores, every)
+        # values are 0/1 (pass@K at K = k), Newcombe's paired interval (small_suite_interval).
+        ref_items, arm_items = pass_at_k_items(ref_scores, every), pass_at_k_items(arm_scores, every)
         cis = [
-            es.small_suite_interval(
+            small_suite_interval(
                 ref_items[:, j],
                 arm_items[:, j],
                 settings.n_perm,
-                es.rng_for(seed, f"perm-ci/pass@{k}"),
+                rng_for(seed, f"perm-ci/pass@{k}"),
                 alpha,
             )  # fmt: skip
             for j, k in enumerate(every)
         ]
-        mean_ci = es.Interval(float(lo[0]), float(hi[0]), f"{methods[0]} (item-level, the headline's)")
+        mean_ci = Interval(float(lo[0]), float(hi[0]), f"{methods[0]} (item-level, the headline's)")
         passk = dataclasses.replace(passk, delta_ci=cis, mean_delta_ci=mean_ci)
-    headline = es.Interval(float(lo[0]), float(hi[0]), methods[0])
+    headline = Interval(float(lo[0]), float(hi[0]), methods[0])
     all_k = passk
     if np.isin(ref_scores, (0.0, 1.0)).all() and np.isin(arm_scores, (0.0, 1.0)).all():
         # With 0/1 scores pass@1 of an item is its mean score: one number, so it carries one interval,
         # the headline's, and the claim quotes that same interval.
         all_k = dataclasses.replace(all_k, delta_ci=[headline, *all_k.delta_ci[1:]])
-    passk = es.subset_pass_at_k(all_k, ks)
+    passk = subset_pass_at_k(all_k, ks)
     mean = {
         "n_items": int(d.size),
         "mean_ref": float(ref_scores.mean()),
@@ -231,9 +238,9 @@ def primary_contrast(ref_scores: np.ndarray, arm_scores: np.ndarray, settings: S
     if top_k == 1:
         n_tests, top_p, holm = 1, mean["p_value"], [mean["p_value"]]
     else:
-        top_d = es.pass_at_k_items(arm_scores, [top_k])[:, 0] - es.pass_at_k_items(ref_scores, [top_k])[:, 0]
-        top_p = float(es.sign_flip_test(top_d, settings.n_perm, es.rng_for(seed, "perm-top-k")).p[0])
-        n_tests, holm = 2, list(es.holm_adjusted([mean["p_value"], top_p]))
+        top_d = pass_at_k_items(arm_scores, [top_k])[:, 0] - pass_at_k_items(ref_scores, [top_k])[:, 0]
+        top_p = float(sign_flip_test(top_d, settings.n_perm, rng_for(seed, "perm-top-k")).p[0])
+        n_tests, holm = 2, list(holm_adjusted([mean["p_value"], top_p]))
     mean["q_value"] = float(holm[0])
     mean["significant"] = (
         significant(holm[0], mean["ci95"], alpha)

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from analysis import evalstats as es
+from analysis.passk import PassAtK, beta_binomial_moments, beta_binomial_pass_at_k, correct_counts
 
 K_SEARCH = 1 << 20  # the largest k the extrapolation looks at
 
@@ -25,14 +25,14 @@ K_SEARCH = 1 << 20  # the largest k the extrapolation looks at
 def needed_k(pre_scores: np.ndarray, post_scores: np.ndarray, half_width: float) -> dict[str, Any]:
     """The smallest k at which the Beta-binomial fits of both arms put the delta within half_width."""
     n = pre_scores.shape[1]
-    fits = [es.beta_binomial_moments(es.correct_counts(s), n) for s in (pre_scores, post_scores)]
+    fits = [beta_binomial_moments(correct_counts(s), n) for s in (pre_scores, post_scores)]
     if n < 2:
         return {"k": None, "reason": "with one sample per item the spread of the rates cannot be fitted"}
     if fits[0] is None or fits[1] is None:
         return {"k": None, "reason": "a rate distribution cannot be fitted (no spread of correct counts)"}
     (a0, b0), (a1, b1) = fits
     ks = np.unique(np.round(np.logspace(0, np.log2(K_SEARCH), 400, base=2)).astype(int))
-    delta = es.beta_binomial_pass_at_k(a1, b1, ks) - es.beta_binomial_pass_at_k(a0, b0, ks)
+    delta = beta_binomial_pass_at_k(a1, b1, ks) - beta_binomial_pass_at_k(a0, b0, ks)
     hit = np.flatnonzero((delta <= half_width) & (ks > n))
     fit = {"pre_beta": [a0, b0], "post_beta": [a1, b1]}
     if hit.size == 0:
@@ -45,7 +45,7 @@ def _ci(row: dict[str, Any]) -> str:
     return f"delta {row['delta']:+.4f}, CI [{row['ci95'][0]:+.4f}, {row['ci95'][1]:+.4f}]"
 
 
-def crossover(all_k: es.PassAtK, pre_scores: np.ndarray, post_scores: np.ndarray) -> dict[str, Any]:
+def crossover(all_k: PassAtK, pre_scores: np.ndarray, post_scores: np.ndarray) -> dict[str, Any]:
     """The crossover section: the first k whose delta interval reaches 0, or none up to k and the k needed."""
     rows = [
         {

@@ -5,7 +5,8 @@
 
 writes delta_report.json (the numbers), delta_report.md and passk_curve.png (renderings of it). The two
 logs must share the matched protocol and item set, or the command prints one line and exits 2 without
-writing. Every statistic comes from analysis.evalstats; this module aligns, calls and assembles.
+writing. Every statistic comes from analysis.contrasts and the estimator modules it shares with the other
+reports; this module aligns, calls and assembles.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from typing import Any
 import numpy as np
 
 from analysis import calibration, contrasts, crossover, render, truncation
-from analysis import evalstats as es
 from analysis.align import (
     EXIT_REFUSED,
     Refusal,
@@ -35,9 +35,15 @@ from analysis.align import (
     settings_dict,
     write_outputs,
 )
+from analysis.budget import budget_curve, budget_grid
 from analysis.drawing import Drawing, draw_here
+from analysis.effect_size import cohens_dz
+from analysis.mcnemar import majority_verdicts, mcnemar_from_verdicts
 from analysis.mdtext import p_text
+from analysis.noise_floor import aa_noise_floor
+from analysis.power_planning import mde_paired
 from analysis.prompting import prompt_line
+from analysis.resampling import Interval, rng_for
 from contract.evallog import EvalLog, collector_paused
 
 
@@ -76,11 +82,11 @@ def build(
     primary = contrasts.primary_contrast(a.scores, b.scores, settings)
     head = primary.mean
     passk = primary.passk
-    dz = es.cohens_dz(d, alpha)
-    mde = es.mde_paired(a.scores, b.scores, alpha)
-    flips = es.mcnemar_from_verdicts(es.majority_verdicts(a.item_mean), es.majority_verdicts(b.item_mean))
+    dz = cohens_dz(d, alpha)
+    mde = mde_paired(a.scores, b.scores, alpha)
+    flips = mcnemar_from_verdicts(majority_verdicts(a.item_mean), majority_verdicts(b.item_mean))
     ks = passk.ks
-    headline = es.Interval(head["ci95"][0], head["ci95"][1], head["ci95_method"])
+    headline = Interval(head["ci95"][0], head["ci95"][1], head["ci95_method"])
     delta_methods = ["percentile (cluster)"] * len(ks)
     if passk.delta_ci[0].method != "percentile (cluster)":
         delta_methods[0] = f"{headline.method}, item-level (the headline interval)"
@@ -109,15 +115,13 @@ def build(
             }
         )
     method = contrasts.interval_method(len(order))
-    noise = es.aa_noise_floor(
-        a.scores, settings.n_boot, es.rng_for(seed, "noise"), alpha=alpha, method=method
-    )
+    noise = aa_noise_floor(a.scores, settings.n_boot, rng_for(seed, "noise"), alpha=alpha, method=method)
     tokens_a, tokens_b = sample_tokens(pre, order), sample_tokens(post, order)
     curve = []
     if tokens_a is not None and tokens_b is not None:
-        points = es.budget_curve(
-            a.scores, b.scores, tokens_a, tokens_b, es.budget_grid(pre.max_tokens), settings.n_boot,
-            es.rng_for(seed, "budget-curve"), alpha=alpha, method=contrasts.budget_method(len(order)),
+        points = budget_curve(
+            a.scores, b.scores, tokens_a, tokens_b, budget_grid(pre.max_tokens), settings.n_boot,
+            rng_for(seed, "budget-curve"), alpha=alpha, method=contrasts.budget_method(len(order)),
         )  # fmt: skip
         longest = max(tokens_a.max(), tokens_b.max())
         # Once every sample finishes within B the row is the headline delta: it carries the headline interval.

@@ -6,7 +6,7 @@ writes reports/items.html (with the report stage's other files) from the EvalLog
 comparison found. One static page that opens offline from the file system: inline CSS and JavaScript, no
 server, no network, its data one JSON block inside the page. Two arms are chosen on the page (or by the
 address: items.html#a=base&b=trained&family=lookup, as the reports' contrast rows link to it); it lists the
-items whose majority verdict (evalstats.majority_verdicts, the verdict of both reports' McNemar flips)
+items whose majority verdict (mcnemar.majority_verdicts, the verdict of both reports' McNemar flips)
 differs between them, wrong -> right and right -> wrong, filterable by family. Each item shows its question
 and reference answer and, for both arms side by side, the prompt as the model saw it, the retrieved
 passages with their text, and every sample: score, answer read, path verdict, and its transcript
@@ -26,8 +26,8 @@ from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
-from analysis import evalstats as es
 from analysis.align import Refusal, arm_arrays, check_matched, item_order, load_log
+from analysis.mcnemar import majority_verdicts
 from contract.evallog import EvalLog, ItemResult, SampleRecord, collector_paused
 from contract.textformat import transcript
 
@@ -141,7 +141,7 @@ def page_data(logs: dict[str, EvalLog], default_pair: tuple[str, str] | None = N
     first = logs[arms[0]]
     order = item_order(first)
     means = {a: arm_arrays(log, order).item_mean for a, log in logs.items()}
-    verdicts = {a: es.majority_verdicts(m) for a, m in means.items()}
+    verdicts = {a: majority_verdicts(m) for a, m in means.items()}
     by_id = {a: {it.item_id: it for it in log.items} for a, log in logs.items()}
     families = sorted({it.family or "" for it in first.items})
     strings = _Strings()

@@ -15,11 +15,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from analysis import evalstats as es
 from analysis.align import EXIT_REFUSED, Refusal, arm_arrays, check_matched, item_order, load_log
+from analysis.power_planning import PowerPlan, power_plan
 
 
-def plan_lines(plan: es.PowerPlan, pilot_k: int | None) -> list[str]:
+def plan_lines(plan: PowerPlan, pilot_k: int | None) -> list[str]:
     """The plan as printed lines: inputs, assumptions, then items needed per k."""
     rho = "n/a (an arm has no spread)" if plan.rho is None else f"{plan.rho:.3f}"
     lines = [
@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
                 post_log = load_log(args.post, samples=False)
                 check_matched(args.pilot, pilot_log, args.post, post_log)
                 post = arm_arrays(post_log, order).scores
-        plan = es.power_plan(pilot, post, args.mde, alpha=args.alpha, power=args.power)
+        plan = power_plan(pilot, post, args.mde, alpha=args.alpha, power=args.power)
     except Refusal as e:
         print(f"refused: {e}", file=sys.stderr)
         return EXIT_REFUSED

@@ -120,7 +120,7 @@ def reward_claim(row: dict[str, Any] | None, settings: Settings) -> str:
         )
     if row["significant"] and hi < 0:
         return f"the placebo scores higher than the rewarded run ({gap} below 0): the reward did not help."
-    if lo > 0 or hi < 0:
+    if contrasts.excludes_zero(row["ci95"]):
         return (
             f"{gap} excludes 0, but q = {row['q_value']:.3g} > fdr {settings.fdr} among the report's "
             "contrasts: not significant, no claim about the reward."

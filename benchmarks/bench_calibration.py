@@ -7,7 +7,8 @@ middling: Beta(2, 2), mean 0.5), then k Bernoulli samples per item for base and 
 (trained draws from the base's own rates) or a planted effect (trained's rates shifted by +0.8 on the
 logit scale). Generated tokens are drawn independently of correctness, uniform on 1..64, for the budget
 curve. Every rep calls the estimators the reports call (analysis.contrasts.primary_contrast and claim,
-mean_contrast for a secondary arm row, evalstats.aa_noise_floor and budget_curve), not the command line.
+mean_contrast for a secondary arm row, noise_floor.aa_noise_floor and budget.budget_curve), not the command
+line.
 
 Printed per design: the false-claim rate of the claim (any of EXPANSION, SHARPENING, REGRESSION,
 UNDETERMINED under the null), of the delta report's verdict (the same verdict the arm comparison's trained
@@ -33,8 +34,11 @@ import numpy as np
 from scipy.special import expit, logit
 
 from analysis import contrasts
-from analysis import evalstats as es
 from analysis.align import Settings
+from analysis.budget import budget_curve, budget_grid
+from analysis.noise_floor import aa_noise_floor
+from analysis.passk import k_grid
+from analysis.resampling import Interval
 
 REGIMES = {"sparse": (0.5, 2.5), "middling": (2.0, 2.0)}
 PLANTED_LOGIT = 0.8
@@ -61,7 +65,7 @@ def population(design: Design, rng: np.random.Generator) -> dict[str, float]:
         "delta": float((q - p).mean()),
         "top": float(((1 - p) ** design.k - (1 - q) ** design.k).mean()),
         # The pass@K deltas between K = 1 (the headline) and K = k (pass@K), each printed with its interval.
-        **{f"pass@{j}": float(((1 - p) ** j - (1 - q) ** j).mean()) for j in es.k_grid(design.k)[1:-1]},
+        **{f"pass@{j}": float(((1 - p) ** j - (1 - q) ** j).mean()) for j in k_grid(design.k)[1:-1]},
     }
 
 
@@ -82,8 +86,8 @@ def one_rep(design: Design, settings: Settings, rng: np.random.Generator, truth:
     row = contrasts.mean_contrast(base.mean(axis=1), other.mean(axis=1), settings, key="/secondary")
     contrasts.decide_bh([row], settings)
 
-    def covers(ci: list[float] | es.Interval, value: float) -> bool:
-        lo, hi = ci.as_list() if isinstance(ci, es.Interval) else ci
+    def covers(ci: list[float] | Interval, value: float) -> bool:
+        lo, hi = ci.as_list() if isinstance(ci, Interval) else ci
         return lo <= value <= hi
 
     out = {
@@ -99,15 +103,15 @@ def one_rep(design: Design, settings: Settings, rng: np.random.Generator, truth:
         out["cov_passk"] = covers(primary.passk.delta_ci[-1], truth["top"])
         middle = list(zip(primary.passk.ks[1:-1], primary.passk.delta_ci[1:-1], strict=True))
         out["cov_passk_mid"] = float(np.mean([covers(ci, truth[f"pass@{j}"]) for j, ci in middle]))
-        noise = es.aa_noise_floor(
+        noise = aa_noise_floor(
             base, settings.n_boot, rng, alpha=settings.alpha, n_splits=1, fpr_boot=10, method=method
         )
         out["cov_aa"] = covers(noise.ci, 0.0)
     tokens_a = rng.integers(1, MAX_TOKENS + 1, base.shape)
     tokens_b = rng.integers(1, MAX_TOKENS + 1, base.shape)
-    budgets = es.budget_grid(MAX_TOKENS, 4)
+    budgets = budget_grid(MAX_TOKENS, 4)
     budget = contrasts.budget_method(design.n)
-    points = es.budget_curve(base, trained, tokens_a, tokens_b, budgets, settings.n_boot, rng, method=budget)
+    points = budget_curve(base, trained, tokens_a, tokens_b, budgets, settings.n_boot, rng, method=budget)
     hits = [covers(pt.ci, truth["delta"] * pt.budget / MAX_TOKENS) for pt in points]
     out["cov_budget"] = float(np.mean(hits))
     return out

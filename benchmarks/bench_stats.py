@@ -32,7 +32,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from analysis import evalstats as es  # noqa: E402  (needs the repository root on sys.path)
+from analysis.bootstrap_ci import bootstrap_mean_ci  # noqa: E402  (needs the repository root on sys.path)
+from analysis.resampling import rng_for  # noqa: E402  (needs the repository root on sys.path)
 
 ARMS = {  # arm -> (logit lift, mean generated tokens, attribution)
     "base": (0.0, 40, "reference"),
@@ -166,14 +167,14 @@ def main() -> None:
     timings = {}
     for label, compress in (("grouped", True), ("item by item", False)):
         t0 = time.perf_counter()
-        es.bootstrap_mean_ci(d, args.n_boot, es.rng_for(1234, "item"), compress=compress)
+        bootstrap_mean_ci(d, args.n_boot, rng_for(1234, "item"), compress=compress)
         timings[label] = time.perf_counter() - t0
     print(
         f"\nbootstrap of the mean delta, {args.n_boot} resamples of {args.items} items:\n"
         f"  per-resample loop (random.Random.choices + fmean): {loop_each * 1e3:.2f} ms a resample over "
         f"{args.loop_resamples} timed, extrapolated {loop_total:.1f} s\n"
         + "".join(
-            f"  evalstats, {label}: {t:.3f} s (BCa included), {loop_total / t:.0f}x faster\n"
+            f"  bootstrap_mean_ci, {label}: {t:.3f} s (BCa included), {loop_total / t:.0f}x faster\n"
             for label, t in timings.items()
         )
     )

@@ -11,8 +11,12 @@ import pytest
 from scipy import stats
 
 from analysis import arms, calibration, compare, crossover, drift, report, trajectory
-from analysis import evalstats as es
 from analysis.align import Settings
+from analysis.bootstrap_ci import bootstrap_mean_ci
+from analysis.ece import ece_difference_test, ece_interval, expected_calibration_error
+from analysis.multiplicity import holm_adjusted
+from analysis.passk import beta_binomial_moments, beta_binomial_pass_at_k
+from analysis.signflip import sign_flip_interval, sign_flip_test
 from contract.evallog import EvalLog
 from tests.test_delta import build, write_log
 
@@ -24,17 +28,17 @@ FAST = Settings(n_boot=400, n_perm=400, seed=7)
 
 def test_holm_matches_the_step_down_by_hand():
     # Sorted 0.005, 0.01, 0.03, 0.04 times 4, 3, 2, 1, made non-decreasing: 0.02, 0.03, 0.06, 0.06.
-    got = es.holm_adjusted([0.01, 0.04, 0.03, 0.005])
+    got = holm_adjusted([0.01, 0.04, 0.03, 0.005])
     assert got == pytest.approx([0.03, 0.06, 0.06, 0.02])
-    assert es.holm_adjusted([0.5, 0.9]) == pytest.approx([1.0, 1.0])
+    assert holm_adjusted([0.5, 0.9]) == pytest.approx([1.0, 1.0])
 
 
 def test_sign_flip_interval_is_the_inversion_of_the_exact_test():
     rng = np.random.default_rng(3)
     d = np.round(rng.normal(0.3, 1.0, 11), 2)  # 2^11 sign vectors: enumerated exactly
-    ci = es.sign_flip_interval(d, 4096, rng)
+    ci = sign_flip_interval(d, 4096, rng)
     for mu in np.linspace(d.min(), d.max(), 301):
-        p = es.sign_flip_test(d - mu, 4096, rng).p[0]
+        p = sign_flip_test(d - mu, 4096, rng).p[0]
         inside = ci.lo <= mu <= ci.hi
         # Inside, the exact test keeps mu; well outside, it rejects (the edges are found to 1e-6).
         if min(abs(mu - ci.lo), abs(mu - ci.hi)) > 1e-4:
@@ -45,15 +49,15 @@ def test_sign_flip_interval_excludes_zero_exactly_where_the_test_rejects():
     rng = np.random.default_rng(0)
     for _ in range(30):
         d = rng.choice([-1.0, 0.0, 0.0, 1.0, 0.5], size=12) + rng.choice([0.0, 0.25], size=12)
-        ci = es.sign_flip_interval(d, 1 << 12, rng)
-        rejects = es.sign_flip_test(d, 1 << 12, rng).p[0] <= 0.05
+        ci = sign_flip_interval(d, 1 << 12, rng)
+        rejects = sign_flip_test(d, 1 << 12, rng).p[0] <= 0.05
         assert (ci.lo > 0 or ci.hi < 0) == rejects, (d, ci)
 
 
 def test_studentized_interval_agrees_with_the_t_interval_on_normal_data():
     rng = np.random.default_rng(1)
     x = rng.normal(0.2, 1.0, 400)
-    ci = es.bootstrap_mean_ci(x, 4000, np.random.default_rng(2), method="studentized")[0]
+    ci = bootstrap_mean_ci(x, 4000, np.random.default_rng(2), method="studentized")[0]
     half = stats.t.ppf(0.975, x.size - 1) * x.std(ddof=1) / math.sqrt(x.size)
     assert ci.method == "studentized"
     assert ci.lo == pytest.approx(x.mean() - half, abs=0.02) and ci.hi == pytest.approx(
@@ -64,25 +68,25 @@ def test_studentized_interval_agrees_with_the_t_interval_on_normal_data():
 def test_beta_binomial_pass_at_k_matches_scipy_and_the_fit_recovers_the_rates():
     a, b = 0.7, 2.3
     for k in (1, 4, 64):
-        assert es.beta_binomial_pass_at_k(a, b, k) == pytest.approx(1 - stats.betabinom.pmf(0, k, a, b))
+        assert beta_binomial_pass_at_k(a, b, k) == pytest.approx(1 - stats.betabinom.pmf(0, k, a, b))
     counts = stats.betabinom.rvs(16, a, b, size=200_000, random_state=4)
-    fa, fb = es.beta_binomial_moments(counts, 16)
+    fa, fb = beta_binomial_moments(counts, 16)
     assert fa == pytest.approx(a, rel=0.05) and fb == pytest.approx(b, rel=0.05)
-    assert es.beta_binomial_moments(np.zeros(10), 16) is None
+    assert beta_binomial_moments(np.zeros(10), 16) is None
 
 
 def test_ece_by_hand_and_its_interval_and_paired_test():
     conf, right = np.array([0.9, 0.9, 0.6, 0.6]), np.array([1.0, 0.0, 1.0, 1.0])
     # Bin 0.9: accuracy 0.5, confidence 0.9; bin 0.6: accuracy 1, confidence 0.6; each half the items.
-    est, ci = es.ece_interval(conf, right, 500, np.random.default_rng(0))
-    assert est == pytest.approx(0.5 * 0.4 + 0.5 * 0.4) == es.expected_calibration_error(conf, right)
+    est, ci = ece_interval(conf, right, 500, np.random.default_rng(0))
+    assert est == pytest.approx(0.5 * 0.4 + 0.5 * 0.4) == expected_calibration_error(conf, right)
     assert ci.lo <= est <= ci.hi
     rng = np.random.default_rng(5)
     c = rng.uniform(0.5, 1.0, 400)
     honest, overconfident = (rng.random(400) < c).astype(float), (rng.random(400) < c - 0.3).astype(float)
-    delta, dci, p = es.ece_difference_test(c, honest, c, overconfident, 1000, rng)
+    delta, dci, p = ece_difference_test(c, honest, c, overconfident, 1000, rng)
     assert delta > 0.2 and dci.lo > 0 and p < 0.01
-    assert es.ece_difference_test(c, honest, c, honest, 1000, rng)[2] == 1.0
+    assert ece_difference_test(c, honest, c, honest, 1000, rng)[2] == 1.0
 
 
 def test_majority_confidence_is_the_share_of_the_majority_answer():
@@ -208,7 +212,7 @@ def test_needed_k_from_beta_binomial_fits():
     (a0, b0), (a1, b1) = need["pre_beta"], need["post_beta"]
     k = need["k"]
     assert k > 8
-    gap = es.beta_binomial_pass_at_k(a1, b1, k) - es.beta_binomial_pass_at_k(a0, b0, k)
+    gap = beta_binomial_pass_at_k(a1, b1, k) - beta_binomial_pass_at_k(a0, b0, k)
     assert gap <= 0.02 and need["delta_at_k"] == pytest.approx(gap)
 
 
@@ -220,7 +224,7 @@ def test_calibration_section_in_both_reports(tmp_path):
     base = EvalLog.model_validate_json((folder / "base.json").read_text())
     order = sorted(it.item_id for it in base.items)
     conf, right = calibration.item_confidence(base, order)
-    assert d["calibration"]["arms"][0]["ece"] == pytest.approx(es.expected_calibration_error(conf, right))
+    assert d["calibration"]["arms"][0]["ece"] == pytest.approx(expected_calibration_error(conf, right))
     bare = write_log(tmp_path / "bare.json", np.zeros((8, 2)))
     assert build(bare, write_log(tmp_path / "bare2.json", np.ones((8, 2))))["calibration"] is None
 
@@ -310,7 +314,7 @@ def test_token_logprobs_weigh_the_confidence_when_every_arm_records_them(tmp_pat
     by_hand = [
         calibration.weighted_confidence(answers[i], scores[i].tolist(), lp[i].tolist()) for i in range(n)
     ]
-    ece = es.expected_calibration_error(np.array([c for c, _ in by_hand]), np.array([r for _, r in by_hand]))
+    ece = expected_calibration_error(np.array([c for c, _ in by_hand]), np.array([r for _, r in by_hand]))
     assert d["calibration"]["arms"][1]["ece"] == pytest.approx(ece)
     # One arm without log-probabilities: both arms fall back to the vote share.
     plain = [[{"index": j, "score": logs["base"][2][i, j], "answer": logs["base"][1][i][j]} for j in range(k)]

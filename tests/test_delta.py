@@ -664,7 +664,7 @@ def test_identical_logs_print_no_zero_mde(tmp_path):
 
 
 def test_power_cli_plans_from_a_pilot_pair_and_refuses_identical_logs(tmp_path):
-    from analysis import evalstats as es
+    from analysis.power_planning import power_plan
 
     rng = np.random.default_rng(5)
     pre, logit = synthetic_scores(rng, 60, 4)
@@ -673,7 +673,7 @@ def test_power_cli_plans_from_a_pilot_pair_and_refuses_identical_logs(tmp_path):
     b = write_log(tmp_path / "b.json", post)
     out = run_cli("analysis.power", "--pilot", str(a), "--post", str(b), "--mde", "0.02")
     assert out.returncode == 0, out.stderr
-    plan = es.power_plan(pre, post, 0.02)
+    plan = power_plan(pre, post, 0.02)
     row = next(line for line in out.stdout.splitlines() if line.endswith("<- the pilot's k"))
     assert f"| {plan.items_by_k[4]:>12,} |" in row and "assumed" not in out.stdout
     same = run_cli("analysis.power", "--pilot", str(a), "--post", str(a), "--mde", "0.02")

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from scipy.stats import binomtest
 
-from analysis import evalstats as es
 from analysis.proportions import is_binary, newcombe_paired_interval, wilson_interval
+from analysis.signflip import sign_flip_interval, small_suite_interval
 
 
 def _paired(both: int, arm_only: int, ref_only: int, neither: int) -> tuple[np.ndarray, np.ndarray]:
@@ -38,7 +38,7 @@ def test_all_ties_give_a_real_interval_around_zero() -> None:
     for ref, arm in (_paired(24, 0, 0, 0), _paired(0, 0, 0, 24)):
         lo, hi = newcombe_paired_interval(ref, arm)
         assert lo == pytest.approx(-hi) and 0.13 < hi < 0.15
-        assert es.sign_flip_interval(arm - ref, 1000, np.random.default_rng(0)).as_list() == [0.0, 0.0]
+        assert sign_flip_interval(arm - ref, 1000, np.random.default_rng(0)).as_list() == [0.0, 0.0]
 
 
 def test_the_interval_widens_at_lower_confidence_and_stays_in_range() -> None:
@@ -57,8 +57,8 @@ def test_refuses_what_is_not_paired_zero_one_data() -> None:
 
 def test_small_suite_interval_picks_the_method_by_the_values() -> None:
     ref, arm = _paired(3, 5, 1, 15)
-    binary = es.small_suite_interval(ref, arm, 1000, np.random.default_rng(0))
+    binary = small_suite_interval(ref, arm, 1000, np.random.default_rng(0))
     assert binary.method == "Newcombe paired score"
     assert binary.as_list() == list(newcombe_paired_interval(ref, arm))
-    fractional = es.small_suite_interval(ref * 0.5, arm, 1000, np.random.default_rng(0))
+    fractional = small_suite_interval(ref * 0.5, arm, 1000, np.random.default_rng(0))
     assert fractional.method == "sign-flip inversion" and is_binary(ref, arm) and not is_binary(ref * 0.5)
