@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from analysis import evalstats as es
+from analysis.numbers import interval, signed
 
 K_SEARCH = 1 << 20  # the largest k the extrapolation looks at
 
@@ -42,7 +43,7 @@ def needed_k(pre_scores: np.ndarray, post_scores: np.ndarray, half_width: float)
 
 
 def _ci(row: dict[str, Any]) -> str:
-    return f"delta {row['delta']:+.4f}, CI [{row['ci95'][0]:+.4f}, {row['ci95'][1]:+.4f}]"
+    return f"delta {signed(row['delta'])}, CI {interval(row['ci95'])}"
 
 
 def crossover(all_k: es.PassAtK, pre_scores: np.ndarray, post_scores: np.ndarray) -> dict[str, Any]:

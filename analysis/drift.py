@@ -44,6 +44,7 @@ from analysis.align import (
     write_outputs,
 )
 from analysis.mdtext import md, p_text, significance_text
+from analysis.numbers import interval, pvalue, signed
 from contract.evallog import EvalLog, collector_paused
 from contract.files import PathCheckError, input_dir, output_dir
 
@@ -199,12 +200,11 @@ def markdown(r: dict[str, Any]) -> str:
     lines += ["| arm | scorer before | scorer after | samples rescored | score change (after - before) | "
               "95% CI | p | q | significant | verdicts changed |", "|" + " --- |" * 10]  # fmt: skip
     for a in r["arms"]:
-        lo, hi = a["ci95"]
         lines.append(
             f"| {md(a['arm'])} | {md(_scorer_text(a['scorer_before']))} | "
-            f"{md(_scorer_text(a['scorer_after']))} | {a['samples_rescored']} | {a['delta']:+.4f} | "
-            f"[{lo:+.4f}, {hi:+.4f}] | "
-            f"{p_text(a['p_value'], a['perm_n'], a['perm_exact'])} | {a['q_value']:.3g} | "
+            f"{md(_scorer_text(a['scorer_after']))} | {a['samples_rescored']} | {signed(a['delta'])} | "
+            f"{interval(a['ci95'])} | "
+            f"{p_text(a['p_value'], a['perm_n'], a['perm_exact'])} | {pvalue(a['q_value'], 3)} | "
             f"{significance_text(a, fdr)} | {len(a['verdict_changes'])} |"
         )
     lines += [

@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from urllib.parse import quote
 
+from analysis.numbers import pvalue
+
 # Backslash-escaped: CommonMark reads any escaped ASCII punctuation as the character itself. These open
 # code, emphasis, links, HTML and entities, table cells, headings, strikethrough and (GitHub) math.
 _SPECIAL = re.compile(r"([\\`*\[\]<>|$~&#])")
@@ -53,7 +55,7 @@ def p_text(p: float | None, n_perm: int | None = None, exact: bool = True) -> st
         return "n/a"
     if not exact and n_perm and p <= 2.0 / (n_perm + 1) * (1 + 1e-9):
         return f"<= {2.0 / (n_perm + 1):.2g} (floor of {n_perm:,} permutations)"
-    return f"{p:.4g}"
+    return pvalue(p)
 
 
 def significance_text(row: dict, fdr: float) -> str:

@@ -9,19 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from analysis.mdtext import SIGNIFICANT, ci_percent, items_href, md, p_text, significance_text
+from analysis.numbers import interval, num, pvalue
 from contract.protocol import MATCHED_LOG_FIELDS
-
-
-def _num(x: float | None, spec: str = ".4f") -> str:
-    return "n/a" if x is None else format(x, spec)
-
-
-def _ci(ci: list[float] | None, spec: str = "+.4f") -> str:
-    return "n/a" if ci is None else f"[{_num(ci[0], spec)}, {_num(ci[1], spec)}]"
-
-
-def _p(p: float | None) -> str:
-    return "n/a" if p is None else f"{p:.4g}"
 
 
 def _items_link(ref: str, arm: str, family: str | None = None) -> str:
@@ -46,12 +35,12 @@ def _noise_rows(nf: dict[str, Any] | None, pct: str) -> list[list[str]]:
         [
             f"noise floor: pre against itself, {nf['half']} vs {nf['half']} of its samples per item "
             f"(A/A delta, {pct} CI)",
-            f"{_num(nf['delta'], '+.4f')} {_ci(nf['ci95'])}",
+            f"{num(nf['delta'], '+.4f')} {interval(nf['ci95'])}",
         ],
         [
             f"A/A: items whose verdict flips between halves; false-positive rate of the {pct} CI over "
             f"{nf['n_splits']} random splits{_fpr_resamples(nf)} (expected near alpha)",
-            f"{_num(nf['flip_share'], '.3f')}; {_num(nf['false_positive_rate'], '.3f')}",
+            f"{num(nf['flip_share'], '.3f')}; {num(nf['false_positive_rate'], '.3f')}",
         ],
     ]
 
@@ -70,7 +59,7 @@ def truncation_lines(t: dict[str, Any] | None, curve: str) -> list[str]:
         ["arm", "samples", f"ended at the budget (finish reason {t['finish_reason']})", "share"],
         [
             [md(a["arm"]), str(a["samples"] if a["samples"] is not None else "-"),
-             str(a["at_budget"] if a["at_budget"] is not None else "not recorded"), _num(a["share"], ".1%")]
+             str(a["at_budget"] if a["at_budget"] is not None else "not recorded"), num(a["share"], ".1%")]
             for a in t["arms"]
         ],
     )  # fmt: skip
@@ -104,7 +93,7 @@ def _verdict_rows(r: dict[str, Any], pct: str) -> list[list[str]]:
         [
             f"**verdict** (Holm-adjusted p <= alpha and the {pct} CI excludes 0; {md(v['decided_by'])})",
             f"**{significance_text({**v, 'ci95': r['delta_ci95'], 'q_value': v['p_holm']}, 0.0)}**, "
-            f"Holm p {_p(v['p_holm'])}",
+            f"Holm p {pvalue(v['p_holm'])}",
         ]
     ]
     if v["n_tests"] == 2:
@@ -113,9 +102,9 @@ def _verdict_rows(r: dict[str, Any], pct: str) -> list[list[str]]:
             [
                 f"pass@{v['top_k']}: sign-flip p of the per-item pass@{v['top_k']} differences, Holm p, "
                 "significant",
-                f"{_p(v['top_k_perm_p'])}, {_p(v['top_k_p_holm'])}, "
+                f"{pvalue(v['top_k_perm_p'])}, {pvalue(v['top_k_p_holm'])}, "
                 + ("yes" if v["top_k_significant"] else "no")
-                + f" (CI {_ci(top['delta_ci95'])})",
+                + f" (CI {interval(top['delta_ci95'])})",
             ]
         )
     rows.append(
@@ -151,10 +140,10 @@ def calibration_lines(c: dict[str, Any] | None, pct: str, figure: str) -> list[s
             [
                 [
                     md(a["arm"]),
-                    _num(a["ece"]),
-                    _ci(a["ci95"], ".4f"),
-                    _num(a["mean_confidence"]),
-                    _num(a["accuracy"]),
+                    num(a["ece"]),
+                    interval(a["ci95"], ".4f"),
+                    num(a["mean_confidence"]),
+                    num(a["accuracy"]),
                 ]
                 for a in c["arms"]
             ],
@@ -167,9 +156,9 @@ def calibration_lines(c: dict[str, Any] | None, pct: str, figure: str) -> list[s
             [
                 [
                     f"{md(d['arm'])} vs {md(d['reference'])}",
-                    _num(d["delta"], "+.4f"),
-                    _ci(d["ci95"]),
-                    _p(d["p_value"]),
+                    num(d["delta"], "+.4f"),
+                    interval(d["ci95"]),
+                    pvalue(d["p_value"]),
                     ("yes (negligible)" if d["negligible"] else "yes") if d["significant"] else "no",
                 ]
                 for d in c["deltas"]
@@ -199,10 +188,10 @@ def delta_markdown(r: dict[str, Any]) -> str:
     s = r["settings"]
     pct = ci_percent(s["alpha"])
     sensitivity = (
-        f"**Minimum detectable effect: {_num(mde['mde'])}** ({mde['power']:.0%} power, two-sided alpha "
+        f"**Minimum detectable effect: {num(mde['mde'])}** ({mde['power']:.0%} power, two-sided alpha "
         f"{mde['alpha']}, {mde['n_items']} items x {mde['k']} samples; between-item variance of the "
-        f"differences {_num(mde['between_item_var'], '.3g')}, within-item variance "
-        f"{_num(within, '.3g')} / k). A smaller true delta is not reliably visible at this suite size."
+        f"differences {num(mde['between_item_var'], '.3g')}, within-item variance "
+        f"{num(within, '.3g')} / k). A smaller true delta is not reliably visible at this suite size."
         if mde["mde"] is not None
         else f"**Minimum detectable effect: not estimable**: {md(mde.get('reason'))}."
     )
@@ -237,12 +226,12 @@ def delta_markdown(r: dict[str, Any]) -> str:
         *_table(
             ["quantity", "value"],
             [
-                ["mean pre", _num(r["mean_pre"])],
-                ["mean post", _num(r["mean_post"])],
-                ["**delta (paired)**", f"**{_num(r['delta_mean'], '+.4f')}**"],
+                ["mean pre", num(r["mean_pre"])],
+                ["mean post", num(r["mean_post"])],
+                ["**delta (paired)**", f"**{num(r['delta_mean'], '+.4f')}**"],
                 [
                     f"{pct} CI of the delta (item-level paired bootstrap, {md(r['delta_ci95_method'])})",
-                    _ci(r["delta_ci95"]),
+                    interval(r["delta_ci95"]),
                 ],
                 *_noise_rows(r.get("noise_floor"), pct),
                 [
@@ -253,9 +242,9 @@ def delta_markdown(r: dict[str, Any]) -> str:
                 *_verdict_rows(r, pct),
                 [
                     f"Cohen's d_z [noncentral-t {pct} CI]",
-                    f"{_num(r['cohens_dz'], '+.3f')} {_ci(r['cohens_dz_ci95'], '+.3f')}",
+                    f"{num(r['cohens_dz'], '+.3f')} {interval(r['cohens_dz_ci95'], '+.3f')}",
                 ],
-                ["pair correlation rho", _num(r["pair_correlation_rho"], ".3f")],
+                ["pair correlation rho", num(r["pair_correlation_rho"], ".3f")],
             ],
         ),
         "",
@@ -268,8 +257,8 @@ def delta_markdown(r: dict[str, Any]) -> str:
         "",
         f"- wrong -> right (b): {r['flips_wrong_to_right']}",
         f"- right -> wrong (c): {r['flips_right_to_wrong']}",
-        f"- McNemar exact p = {_p(r['mcnemar_p'])}; continuity-corrected chi2 = "
-        f"{_num(r['mcnemar_chi2'], '.3f')}, p = {_p(r['mcnemar_chi2_p'])}",
+        f"- McNemar exact p = {pvalue(r['mcnemar_p'])}; continuity-corrected chi2 = "
+        f"{num(r['mcnemar_chi2'], '.3f')}, p = {pvalue(r['mcnemar_chi2_p'])}",
         f"- {_items_link(r['pre_arm'], r['post_arm'])}: each with its question, prompts, samples and "
         "transcripts",
         "",
@@ -280,10 +269,10 @@ def delta_markdown(r: dict[str, Any]) -> str:
             [
                 [
                     str(row["k"]),
-                    f"{_num(row['pre'])} {_ci(row['pre_ci95'], '.4f')}",
-                    f"{_num(row['post'])} {_ci(row['post_ci95'], '.4f')}",
-                    _num(row["delta"], "+.4f"),
-                    _ci(row["delta_ci95"]),
+                    f"{num(row['pre'])} {interval(row['pre_ci95'], '.4f')}",
+                    f"{num(row['post'])} {interval(row['post_ci95'], '.4f')}",
+                    num(row["delta"], "+.4f"),
+                    interval(row["delta_ci95"]),
                     md(row.get("delta_ci95_method", "percentile (cluster)")),
                 ]
                 for row in r["pass_at_k"]
@@ -307,10 +296,10 @@ def delta_markdown(r: dict[str, Any]) -> str:
                 [
                     [
                         str(p["budget"]),
-                        _num(p["pre"]),
-                        _num(p["post"]),
-                        _num(p["delta"], "+.4f"),
-                        _ci(p["ci95"]),
+                        num(p["pre"]),
+                        num(p["post"]),
+                        num(p["delta"], "+.4f"),
+                        interval(p["ci95"]),
                     ]
                     for p in r["budget_curve"]
                 ],
@@ -325,12 +314,12 @@ def delta_markdown(r: dict[str, Any]) -> str:
                 [
                     md(f["family"]),
                     str(f["n_items"]),
-                    _num(f["mean_pre"]),
-                    _num(f["mean_post"]),
-                    _num(f["delta"], "+.4f"),
-                    _ci(f["ci95"]),
+                    num(f["mean_pre"]),
+                    num(f["mean_post"]),
+                    num(f["delta"], "+.4f"),
+                    interval(f["ci95"]),
                     p_text(f["p_value"], f.get("perm_n"), f["perm_exact"]),
-                    _p(f["q_value"]),
+                    pvalue(f["q_value"]),
                     significance_text(f, s["fdr"]),
                     _items_link(r["pre_arm"], r["post_arm"], f["family"]),
                 ]
@@ -364,16 +353,16 @@ def _contrast_row(c: dict[str, Any], fdr: float) -> list[str]:
     return [
         f"{md(c['arm'])} vs {md(c['reference'])}",
         md(c["attribution"]),
-        _num(c["naive_delta"], "+.4f"),
-        _ci(c["ci95"]),
-        _num(c["adjusted_delta"], "+.4f"),
-        _num(c["budget_confound"], "+.4f"),
-        _num(c["cohens_dz"], "+.3f"),
-        _num(c["mean_gen_tokens"], ".1f"),
+        num(c["naive_delta"], "+.4f"),
+        interval(c["ci95"]),
+        num(c["adjusted_delta"], "+.4f"),
+        num(c["budget_confound"], "+.4f"),
+        num(c["cohens_dz"], "+.3f"),
+        num(c["mean_gen_tokens"], ".1f"),
         f"{c['flips_fixed_b']}/{c['flips_broke_c']}",
-        _p(c["mcnemar_p"]),
+        pvalue(c["mcnemar_p"]),
         p_text(c["p_value"], c.get("perm_n"), c["perm_exact"]),
-        _p(c["q_value"]),
+        pvalue(c["q_value"]),
         significance_text(c, fdr),
         md(c["claim"]),
         _items_link(c["reference"], c["arm"]),
@@ -405,8 +394,8 @@ def arms_markdown(r: dict[str, Any]) -> str:
         ),
         "",
         f"{'Base' if r['base']['arm'] == 'base' else md(r['base']['arm'])} mean score "
-        f"{_num(r['base']['mean'])}, "
-        f"mean generated tokens {_num(r['base']['mean_gen_tokens'], '.1f')}.",
+        f"{num(r['base']['mean'])}, "
+        f"mean generated tokens {num(r['base']['mean_gen_tokens'], '.1f')}.",
         "",
         *_prompting_lines(r.get("prompting")),
         f"## Every arm against {md(r['base']['arm'])}",
@@ -414,7 +403,7 @@ def arms_markdown(r: dict[str, Any]) -> str:
         *(
             [
                 "Minimum detectable effect (80% power): "
-                + ", ".join(f"{md(c['arm'])} {_num(c['mde'])}" for c in r["contrasts"])
+                + ", ".join(f"{md(c['arm'])} {num(c['mde'])}" for c in r["contrasts"])
             ]
             if r["contrasts"]
             else ["Only base is present: there is no contrast to report."]
@@ -449,10 +438,10 @@ def arms_markdown(r: dict[str, Any]) -> str:
                     f"{md(f['arm'])} vs {md(f['reference'])}",
                     md(f["family"]),
                     str(f["n_items"]),
-                    _num(f["delta"], "+.4f"),
-                    _ci(f["ci95"]),
+                    num(f["delta"], "+.4f"),
+                    interval(f["ci95"]),
                     p_text(f["p_value"], f.get("perm_n"), f["perm_exact"]),
-                    _p(f["q_value"]),
+                    pvalue(f["q_value"]),
                     significance_text(f, s["fdr"]),
                     _items_link(f["reference"], f["arm"], f["family"]),
                 ]
@@ -475,7 +464,7 @@ def arms_markdown(r: dict[str, Any]) -> str:
             lines += _table(
                 ["path", "samples", "share", "accuracy"],
                 [
-                    [md(v["path"]), str(v["count"]), _num(v["share"], ".3f"), _num(v["accuracy"], ".3f")]
+                    [md(v["path"]), str(v["count"]), num(v["share"], ".3f"), num(v["accuracy"], ".3f")]
                     for v in arm["verdicts"]
                 ],
             )
@@ -530,7 +519,7 @@ def _factorial_lines(f: dict[str, Any], pct: str) -> list[str]:
         if e["estimate"] is None:
             value, ci = "not estimable", f"needs {', '.join(md(a) for a in e['missing_arms'])}"
         else:
-            value, ci = _num(e["estimate"], "+.4f"), _ci(e["ci95"])
+            value, ci = num(e["estimate"], "+.4f"), interval(e["ci95"])
         rows.append([md(e["effect"]), _signed_cells(e["cells"]), value, ci, md(e["reading"] or "")])
     return [
         "## Factorial read-out: training x retrieval x tools",
@@ -563,15 +552,15 @@ def _factorial_lines(f: dict[str, Any], pct: str) -> list[str]:
 
 def _trajectory_row(row: dict[str, Any], fdr: float) -> list[str]:
     if row["ci95"] is None:
-        return [md(row["arm"]), md(row["model_name"]), _num(row["mean_arm"]), "reference", "", "", "", ""]
+        return [md(row["arm"]), md(row["model_name"]), num(row["mean_arm"]), "reference", "", "", "", ""]
     return [
         md(row["arm"]),
         md(row["model_name"]),
-        _num(row["mean_arm"]),
-        _num(row["delta"], "+.4f"),
-        _ci(row["ci95"]),
+        num(row["mean_arm"]),
+        num(row["delta"], "+.4f"),
+        interval(row["ci95"]),
         p_text(row["p_value"], row.get("perm_n"), row["perm_exact"]),
-        _p(row["q_value"]),
+        pvalue(row["q_value"]),
         significance_text(row, fdr),
     ]
 
@@ -611,10 +600,10 @@ def trajectory_markdown(r: dict[str, Any]) -> str:
                 [
                     [
                         f"{md(rc['arm'])} vs {md(rc['reference'])}",
-                        _num(rc["delta"], "+.4f"),
-                        _ci(rc["ci95"]),
+                        num(rc["delta"], "+.4f"),
+                        interval(rc["ci95"]),
                         p_text(rc["p_value"], rc.get("perm_n"), rc["perm_exact"]),
-                        _p(rc["q_value"]),
+                        pvalue(rc["q_value"]),
                         significance_text(rc, s["fdr"]),
                     ]
                 ],

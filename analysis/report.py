@@ -27,6 +27,7 @@ from markdown_it import MarkdownIt
 from analysis.align import Refusal, out_folder
 from analysis.items import items_page
 from analysis.mdtext import ITEMS_PAGE, SIGNIFICANT, ci_percent, items_href, md, p_text, significance_text
+from analysis.numbers import num, pvalue, signed
 from contract.atomic import atomic_write
 from contract.files import PathCheckError, input_file
 from contract.protocol import MATCHED_LOG_FIELDS
@@ -34,18 +35,6 @@ from contract.protocol import MATCHED_LOG_FIELDS
 TEMPLATES = Path(__file__).parent / "templates"
 # The two reports' markdown, rendered to HTML beside it.
 RENDERED = {"delta": "delta_report", "arms": "arm_comparison_report"}
-
-
-def _fmt(x: float | None, digits: int = 4) -> str:
-    return "n/a" if x is None else f"{x:.{digits}f}"
-
-
-def _sfmt(x: float | None, digits: int = 4) -> str:
-    return "n/a" if x is None else f"{x:+.{digits}f}"
-
-
-def _pfmt(x: float | None) -> str:
-    return "n/a" if x is None else f"{x:.3g}"
 
 
 def read_report(path: Path) -> dict[str, Any]:
@@ -82,9 +71,9 @@ def context(delta: dict[str, Any], arms: dict[str, Any]) -> dict[str, Any]:
         "contrasts": arms.get("contrasts", []),
         "marginal": arms.get("marginal", []),
         "unusable": arms.get("arms_unusable", []),
-        "fmt": _fmt,
-        "sfmt": _sfmt,
-        "pfmt": _pfmt,
+        "num": num,
+        "signed": signed,
+        "pvalue": pvalue,
         "items_href": items_href,
         "items_page": ITEMS_PAGE,
     }
