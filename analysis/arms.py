@@ -36,7 +36,6 @@ from analysis.align import (
     Settings,
     arm_arrays,
     check_matched,
-    dump_json,
     generated_by,
     item_order,
     load_logs,
@@ -49,6 +48,7 @@ from analysis.align import (
 from analysis.contrasts import family_rows, mean_contrast, too_few_items
 from analysis.drawing import Drawing, draw_here
 from analysis.prompting import prompt_line
+from analysis.report_models import ArmComparison, report_json
 from contract.evallog import EvalLog, collector_paused
 
 CANONICAL_ARMS = ["base", "trained", "+rag", "+tools", "trained+rag", "trained+tools", "trained+rag+tools"]
@@ -497,9 +497,10 @@ def outputs(
     """
     figure = figure or (lambda: draw_here("forest_figure", report))
     diagram = reliability or (lambda: draw_here("reliability_figure", report))
+    typed = ArmComparison.model_validate(report)
     return {
-        "arm_comparison_report.json": dump_json(report),
-        "arm_comparison_report.md": render.arms_markdown(report).encode(),
+        "arm_comparison_report.json": report_json(typed),
+        "arm_comparison_report.md": render.arms_markdown(typed).encode(),
         "arm_deltas.png": figure(),
         "arm_reliability.png": diagram(),
     }

@@ -11,6 +11,8 @@ Jinja).
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from typing import Any
 from urllib.parse import quote
 
 from analysis.numbers import pvalue
@@ -58,16 +60,22 @@ def p_text(p: float | None, n_perm: int | None = None, exact: bool = True) -> st
     return pvalue(p)
 
 
-def significance_text(row: dict, fdr: float) -> str:
+def _field(row: Mapping[str, Any] | object, name: str) -> Any:
+    """A contrast's field, from a report dict or a typed report row alike (None when it has none)."""
+    return row.get(name) if isinstance(row, Mapping) else getattr(row, name, None)
+
+
+def significance_text(row: Mapping[str, Any] | object, fdr: float) -> str:
     """'yes', 'yes (negligible)', or 'no' with the reason when the interval alone would suggest yes."""
-    if row.get("significant"):
-        return "yes (negligible)" if row.get("negligible") else "yes"
-    lo, hi = row["ci95"]
+    if _field(row, "significant"):
+        return "yes (negligible)" if _field(row, "negligible") else "yes"
+    lo, hi = _field(row, "ci95")
     if lo > 0 or hi < 0:
-        if str(row.get("decided_by", "")).startswith(("Holm", "sign-flip")):
+        decided_by = _field(row, "decided_by")
+        if str(decided_by or "").startswith(("Holm", "sign-flip")):
             # The primary contrast: its q is the Holm-adjusted p of the claim's family, tested at alpha.
-            return f"no (Holm p {row['q_value']:.3g} > alpha; {row['decided_by']})"
-        return f"no (q {row['q_value']:.3g} > fdr {fdr})"
+            return f"no (Holm p {_field(row, 'q_value'):.3g} > alpha; {decided_by})"
+        return f"no (q {_field(row, 'q_value'):.3g} > fdr {fdr})"
     return "no"
 
 

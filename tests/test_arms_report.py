@@ -14,6 +14,7 @@ from scipy import stats
 from analysis import arms, delta, render
 from analysis.align import Settings
 from analysis.mdtext import items_href
+from analysis.report_models import ArmComparison
 from contract.evallog import EvalLog
 from tests.test_delta import (
     FAMILIES,
@@ -379,13 +380,13 @@ def test_a_row_whose_ci_excludes_zero_but_is_not_significant_says_why(world):
     # A secondary contrast (trained vs base is decided by the claim's family at alpha, not at fdr).
     row = next(c for c in report["contrasts"] if c["ci95"][0] > 0 and c["arm"] != "trained")
     assert not row["significant"]
-    text = render.arms_markdown(report)
+    text = render.arms_markdown(ArmComparison.model_validate(report))
     assert f"no (q {row['q_value']:.3g} > fdr 0.001)" in text
     assert "significant means q <= fdr and the" in text
 
 
 def test_the_budget_adjustment_is_labelled_descriptive(world):
-    text = render.arms_markdown(arms.build(str(world), FAST))
+    text = render.arms_markdown(ArmComparison.model_validate(arms.build(str(world), FAST)))
     assert "descriptive only (it conditions on generated tokens" in text
 
 
@@ -424,7 +425,7 @@ def test_factorial_readout_recovers_a_planted_interaction(tmp_path, planted):
     # Without +rag+tools neither retrieval x tools nor the three-way term exists; the page says which arm.
     assert effects["retrieval x tools"]["estimate"] is None
     assert effects["training x retrieval x tools"]["missing_arms"] == ["+rag+tools"]
-    text = render.arms_markdown(report)
+    text = render.arms_markdown(ArmComparison.model_validate(report))
     assert "## Factorial read-out: training x retrieval x tools" in text
     assert "never decomposed into shares" in text
     tables, _ = markdown_view(text)
@@ -439,7 +440,7 @@ def test_factorial_section_only_when_an_interaction_can_be_estimated(tmp_path):
     (folder / "trained+tools.json").unlink()
     report = arms.build(str(folder), FAST)
     assert report["factorial"] is None
-    assert "Factorial read-out" not in render.arms_markdown(report)
+    assert "Factorial read-out" not in render.arms_markdown(ArmComparison.model_validate(report))
 
 
 def test_a_placebo_arm_is_compared_and_never_credited_to_the_reward(tmp_path):

@@ -13,6 +13,7 @@ from scipy import stats
 from analysis import arms, calibration, compare, crossover, drift, report, trajectory
 from analysis import evalstats as es
 from analysis.align import Settings
+from analysis.report_models import ArmComparison, DeltaReport
 from contract.evallog import EvalLog
 from tests.test_delta import build, write_log
 
@@ -131,7 +132,7 @@ def test_the_delta_report_the_arm_row_and_the_trajectory_print_one_verdict(tmp_p
         assert row["significant"] and "parametric" in row["claim"] and "no parametric" not in row["claim"]
     if not row["significant"]:
         assert d["claim"] in ("no material shift", "EXPANSION", "REGRESSION", "TOO FEW ITEMS")
-    page = report.metrics(d, a)
+    page = report.metrics(DeltaReport.model_validate(d), ArmComparison.model_validate(a))
     assert page["delta"]["significant"] == page["significant"]["trained"] == row["significant"]
 
 
