@@ -27,8 +27,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from analysis import arms as arm_report
-from analysis import contrasts
+from analysis import arm_comparison, contrasts
 from analysis import delta as delta_report
 from analysis.align import (
     EXIT_REFUSED,
@@ -140,7 +139,7 @@ def report_verdicts(found: dict[str, tuple[Path, EvalLog]], settings: Settings) 
         (bp, b), (tp, t) = found["base"], found["trained"]
         out.update(_verdicts_delta(delta_report.build(str(bp), b, str(tp), t, settings)))
     if "base" in found and len(found) > 1:
-        out.update(_verdicts_arms(arm_report.build_found(found, settings, "drift", expected=False)))
+        out.update(_verdicts_arms(arm_comparison.build_found(found, settings, "drift", expected=False)))
     return out
 
 

@@ -32,7 +32,7 @@ def md(text: object) -> str:
     return _UNDERSCORE.sub(r"\\_", _SPECIAL.sub(r"\\\1", s))
 
 
-# The item browser (analysis.items) that the report stage writes beside the delta/ and arms/ folders.
+# The item browser (analysis.item_browser) that the report stage writes beside the delta/ and arms/ folders.
 ITEMS_PAGE = "items.html"
 
 

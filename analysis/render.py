@@ -2,8 +2,8 @@
 
 The figures are drawn by analysis.figures.
 
-Every contrast row links to the item browser (analysis.items, written by the report stage one folder up),
-opened on the items that flipped between the row's two arms.
+Every contrast row links to the item browser (analysis.item_browser, written by the report stage one folder
+up), opened on the items that flipped between the row's two arms.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ reads delta_report.json and arm_comparison_report.json and writes reports/index.
 only) and the DVC plot data reports/plots/passk.csv and reports/plots/arm_deltas.csv; beside each report's
 markdown its HTML rendering (delta_report.html, arm_comparison_report.html, through markdown-it-py), which
 the HTML page links to; and, from the EvalLogs of the arms the arm comparison found, the item browser
-reports/items.html (analysis.items). A pure rendering of the reports and the logs: no statistic is
+reports/items.html (analysis.item_browser). A pure rendering of the reports and the logs: no statistic is
 computed here.
 """
 
@@ -26,7 +26,7 @@ from markdown_it import MarkdownIt
 from pydantic import ValidationError
 
 from analysis.align import Refusal, out_folder
-from analysis.items import items_page
+from analysis.item_browser import items_page
 from analysis.mdtext import ITEMS_PAGE, SIGNIFICANT, ci_percent, items_href, md, p_text, significance_text
 from analysis.numbers import num, pvalue, signed
 from analysis.report_models import ArmComparison, DeltaReport, ReportPart

@@ -1,6 +1,6 @@
 """The typed reports: the delta report, the arm comparison and the trajectory report as pydantic models.
 
-Each report is assembled as a dict where its numbers are computed (analysis.delta, analysis.arms,
+Each report is assembled as a dict where its numbers are computed (analysis.delta, analysis.arm_comparison,
 analysis.trajectory) and validated into its model before it is rendered and written: the markdown, the
 one-page report and its templates read the model by attribute, and a renamed or unknown key fails
 validation (extra="forbid").

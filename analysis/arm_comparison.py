@@ -1,6 +1,6 @@
 """The arm comparison: how much of a headline gain is training, retrieval or tool access?
 
-    python -m analysis.arms --logs evallogs --out reports/arms [--params params.yaml]
+    python -m analysis.arm_comparison --logs evallogs --out reports/arms [--params params.yaml]
 
 reads one EvalLog per arm from the folder (arm name from the log's `arm` field or the file stem; base is
 required, any other arm may be missing), pairs every arm with base and the combination arms with their
@@ -510,7 +510,9 @@ def outputs(
 @collector_paused()
 def main(argv: list[str] | None = None) -> int:
     """Command line entry: build, render and write the arm comparison."""
-    ap = argparse.ArgumentParser(prog="python -m analysis.arms", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(
+        prog="python -m analysis.arm_comparison", description=__doc__.split("\n\n")[0]
+    )
     ap.add_argument("--logs", required=True, help="folder with one EvalLog JSON per arm (base.json required)")
     ap.add_argument(
         "--out", required=True, help="folder for arm_comparison_report.{json,md} and arm_deltas.png"
