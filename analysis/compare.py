@@ -3,7 +3,7 @@
     python -m analysis.compare LOG_A LOG_B [LOG_C ...] --out DIR [--alpha A --n-boot N --n-perm N --seed S]
 
 writes DIR/delta/ (the delta report of LOG_B against LOG_A, as python -m analysis.delta writes it) and
-DIR/arms/ (the arm comparison of every log against LOG_A, as python -m analysis.arms writes it) and
+DIR/arms/ (the arm comparison of every log against LOG_A, as python -m analysis.arm_comparison writes it) and
 DIR/items.html (the item browser of these logs, which every contrast row links to). Every log keeps its
 own arm (its `arm` field, else its file stem): LOG_A is the reference whatever its arm is, and LOG_B
 against LOG_A is decided once, by the delta report's claim family, in both reports whatever the two are
@@ -29,7 +29,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from analysis import arms, delta, items
+from analysis import arm_comparison, delta, item_browser
 from analysis.align import (
     EXIT_REFUSED,
     Refusal,
@@ -180,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
         reference = next(iter(named))
         # The delta report's contrast (the second log against the first) is decided by the claim's family
         # whatever the two arms are named; its arm row carries that one verdict.
-        comparison = arms.build_found(
+        comparison = arm_comparison.build_found(
             named, settings, "the command line", expected=False, reference=reference, allow=allow,
             primary=(reference, list(named)[1]),
         )  # fmt: skip
@@ -188,10 +188,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"refused: {e}", file=sys.stderr)
         return EXIT_REFUSED
     write_outputs(out / "delta", delta.outputs(report))
-    write_outputs(out / "arms", arms.outputs(comparison))
+    write_outputs(out / "arms", arm_comparison.outputs(comparison))
     # The reports' contrast rows link to ../items.html: the item browser of exactly these logs.
-    page = items.render_page(
-        items.page_data({a: log for a, (_, log) in named.items()}, (next(iter(named)), list(named)[1]))
+    page = item_browser.render_page(
+        item_browser.page_data({a: log for a, (_, log) in named.items()}, (next(iter(named)), list(named)[1]))
     )
     write_outputs(out, {"items.html": page.encode()})
     print(

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from analysis.numbers import interval, signed
 from analysis.passk import PassAtK, beta_binomial_moments, beta_binomial_pass_at_k, correct_counts
 
 K_SEARCH = 1 << 20  # the largest k the extrapolation looks at
@@ -42,7 +43,7 @@ def needed_k(pre_scores: np.ndarray, post_scores: np.ndarray, half_width: float)
 
 
 def _ci(row: dict[str, Any]) -> str:
-    return f"delta {row['delta']:+.4f}, CI [{row['ci95'][0]:+.4f}, {row['ci95'][1]:+.4f}]"
+    return f"delta {signed(row['delta'])}, CI {interval(row['ci95'])}"
 
 
 def crossover(all_k: PassAtK, pre_scores: np.ndarray, post_scores: np.ndarray) -> dict[str, Any]:

@@ -26,7 +26,6 @@ from analysis.align import (
     Settings,
     arm_arrays,
     check_matched,
-    dump_json,
     item_order,
     load_logs,
     measured_line,
@@ -43,6 +42,7 @@ from analysis.mdtext import p_text
 from analysis.noise_floor import aa_noise_floor
 from analysis.power_planning import mde_paired
 from analysis.prompting import prompt_line
+from analysis.report_models import DeltaReport, report_json
 from analysis.resampling import Interval, rng_for
 from contract.evallog import EvalLog, collector_paused
 
@@ -253,9 +253,10 @@ def outputs(
     """
     figure = figure or (lambda: draw_here("passk_figure", report))
     diagram = reliability or (lambda: draw_here("reliability_figure", report))
+    typed = DeltaReport.model_validate(report)
     return {
-        "delta_report.json": dump_json(report),
-        "delta_report.md": render.delta_markdown(report).encode(),
+        "delta_report.json": report_json(typed),
+        "delta_report.md": render.delta_markdown(typed).encode(),
         "passk_curve.png": figure(),
         "reliability.png": diagram(),
     }

@@ -27,8 +27,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from analysis import arms as arm_report
-from analysis import contrasts
+from analysis import arm_comparison, contrasts
 from analysis import delta as delta_report
 from analysis.align import (
     EXIT_REFUSED,
@@ -44,6 +43,7 @@ from analysis.align import (
     write_outputs,
 )
 from analysis.mdtext import md, p_text, significance_text
+from analysis.numbers import interval, pvalue, signed
 from contract.evallog import EvalLog, collector_paused
 from contract.files import PathCheckError, input_dir, output_dir
 
@@ -139,7 +139,7 @@ def report_verdicts(found: dict[str, tuple[Path, EvalLog]], settings: Settings) 
         (bp, b), (tp, t) = found["base"], found["trained"]
         out.update(_verdicts_delta(delta_report.build(str(bp), b, str(tp), t, settings)))
     if "base" in found and len(found) > 1:
-        out.update(_verdicts_arms(arm_report.build_found(found, settings, "drift", expected=False)))
+        out.update(_verdicts_arms(arm_comparison.build_found(found, settings, "drift", expected=False)))
     return out
 
 
@@ -199,12 +199,11 @@ def markdown(r: dict[str, Any]) -> str:
     lines += ["| arm | scorer before | scorer after | samples rescored | score change (after - before) | "
               "95% CI | p | q | significant | verdicts changed |", "|" + " --- |" * 10]  # fmt: skip
     for a in r["arms"]:
-        lo, hi = a["ci95"]
         lines.append(
             f"| {md(a['arm'])} | {md(_scorer_text(a['scorer_before']))} | "
-            f"{md(_scorer_text(a['scorer_after']))} | {a['samples_rescored']} | {a['delta']:+.4f} | "
-            f"[{lo:+.4f}, {hi:+.4f}] | "
-            f"{p_text(a['p_value'], a['perm_n'], a['perm_exact'])} | {a['q_value']:.3g} | "
+            f"{md(_scorer_text(a['scorer_after']))} | {a['samples_rescored']} | {signed(a['delta'])} | "
+            f"{interval(a['ci95'])} | "
+            f"{p_text(a['p_value'], a['perm_n'], a['perm_exact'])} | {pvalue(a['q_value'], 3)} | "
             f"{significance_text(a, fdr)} | {len(a['verdict_changes'])} |"
         )
     lines += [

@@ -11,7 +11,11 @@ Jinja).
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from typing import Any
 from urllib.parse import quote
+
+from analysis.numbers import pvalue
 
 # Backslash-escaped: CommonMark reads any escaped ASCII punctuation as the character itself. These open
 # code, emphasis, links, HTML and entities, table cells, headings, strikethrough and (GitHub) math.
@@ -28,7 +32,7 @@ def md(text: object) -> str:
     return _UNDERSCORE.sub(r"\\_", _SPECIAL.sub(r"\\\1", s))
 
 
-# The item browser (analysis.items) that the report stage writes beside the delta/ and arms/ folders.
+# The item browser (analysis.item_browser) that the report stage writes beside the delta/ and arms/ folders.
 ITEMS_PAGE = "items.html"
 
 
@@ -53,19 +57,25 @@ def p_text(p: float | None, n_perm: int | None = None, exact: bool = True) -> st
         return "n/a"
     if not exact and n_perm and p <= 2.0 / (n_perm + 1) * (1 + 1e-9):
         return f"<= {2.0 / (n_perm + 1):.2g} (floor of {n_perm:,} permutations)"
-    return f"{p:.4g}"
+    return pvalue(p)
 
 
-def significance_text(row: dict, fdr: float) -> str:
+def _field(row: Mapping[str, Any] | object, name: str) -> Any:
+    """A contrast's field, from a report dict or a typed report row alike (None when it has none)."""
+    return row.get(name) if isinstance(row, Mapping) else getattr(row, name, None)
+
+
+def significance_text(row: Mapping[str, Any] | object, fdr: float) -> str:
     """'yes', 'yes (negligible)', or 'no' with the reason when the interval alone would suggest yes."""
-    if row.get("significant"):
-        return "yes (negligible)" if row.get("negligible") else "yes"
-    lo, hi = row["ci95"]
+    if _field(row, "significant"):
+        return "yes (negligible)" if _field(row, "negligible") else "yes"
+    lo, hi = _field(row, "ci95")
     if lo > 0 or hi < 0:
-        if str(row.get("decided_by", "")).startswith(("Holm", "sign-flip")):
+        decided_by = _field(row, "decided_by")
+        if str(decided_by or "").startswith(("Holm", "sign-flip")):
             # The primary contrast: its q is the Holm-adjusted p of the claim's family, tested at alpha.
-            return f"no (Holm p {row['q_value']:.3g} > alpha; {row['decided_by']})"
-        return f"no (q {row['q_value']:.3g} > fdr {fdr})"
+            return f"no (Holm p {_field(row, 'q_value'):.3g} > alpha; {decided_by})"
+        return f"no (q {_field(row, 'q_value'):.3g} > fdr {fdr})"
     return "no"
 
 

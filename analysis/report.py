@@ -7,7 +7,7 @@ reads delta_report.json and arm_comparison_report.json and writes reports/index.
 only) and the DVC plot data reports/plots/passk.csv and reports/plots/arm_deltas.csv; beside each report's
 markdown its HTML rendering (delta_report.html, arm_comparison_report.html, through markdown-it-py), which
 the HTML page links to; and, from the EvalLogs of the arms the arm comparison found, the item browser
-reports/items.html (analysis.items). A pure rendering of the reports and the logs: no statistic is
+reports/items.html (analysis.item_browser). A pure rendering of the reports and the logs: no statistic is
 computed here.
 """
 
@@ -19,14 +19,17 @@ import io
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markdown_it import MarkdownIt
+from pydantic import ValidationError
 
 from analysis.align import Refusal, out_folder
-from analysis.items import items_page
+from analysis.item_browser import items_page
 from analysis.mdtext import ITEMS_PAGE, SIGNIFICANT, ci_percent, items_href, md, p_text, significance_text
+from analysis.numbers import num, pvalue, signed
+from analysis.report_models import ArmComparison, DeltaReport, ReportPart
 from contract.atomic import atomic_write
 from contract.files import PathCheckError, input_file
 from contract.protocol import MATCHED_LOG_FIELDS
@@ -34,57 +37,54 @@ from contract.protocol import MATCHED_LOG_FIELDS
 TEMPLATES = Path(__file__).parent / "templates"
 # The two reports' markdown, rendered to HTML beside it.
 RENDERED = {"delta": "delta_report", "arms": "arm_comparison_report"}
+R = TypeVar("R", bound=ReportPart)
 
 
-def _fmt(x: float | None, digits: int = 4) -> str:
-    return "n/a" if x is None else f"{x:.{digits}f}"
-
-
-def _sfmt(x: float | None, digits: int = 4) -> str:
-    return "n/a" if x is None else f"{x:+.{digits}f}"
-
-
-def _pfmt(x: float | None) -> str:
-    return "n/a" if x is None else f"{x:.3g}"
-
-
-def read_report(path: Path) -> dict[str, Any]:
-    """Load one report JSON; a Refusal naming the file and what to run first."""
+def read_report(path: Path, model: type[R]) -> R:
+    """Load one report JSON as its typed model; a Refusal naming the file and what to run first."""
     if not path.exists() and not path.is_symlink():
         raise Refusal(f"{path}: not found; run the stage that writes it first (dvc repro)")
     try:
-        return json.loads(input_file(path, "report").read_text())
+        raw = json.loads(input_file(path, "report").read_text())
     except PathCheckError as e:
         raise Refusal(str(e)) from None
     except json.JSONDecodeError as e:
         raise Refusal(f"{path}: not valid JSON (line {e.lineno}): {e.msg}") from None
+    try:
+        return model.model_validate(raw)
+    except ValidationError as e:
+        first = e.errors()[0]
+        where = ".".join(str(x) for x in first["loc"]) or "(top)"
+        raise Refusal(
+            f"{path}: not a {model.__name__} report ({where}: {first['msg']}); rerun the stage that writes it"
+        ) from None
 
 
-def context(delta: dict[str, Any], arms: dict[str, Any]) -> dict[str, Any]:
+def context(delta: DeltaReport, arms: ArmComparison) -> dict[str, Any]:
     """Everything the templates need, taken from the two reports."""
-    proto = delta.get("matched_protocol") or {}
+    proto = delta.matched_protocol
     proto_line = ", ".join(f"{k}={proto[k]}" for k in MATCHED_LOG_FIELDS if proto.get(k) is not None)
-    kmax = max(int(k) for k in delta["pass_at_k_pre"])
-    alpha = (delta.get("settings") or {}).get("alpha", 0.05)
+    kmax = max(int(k) for k in delta.pass_at_k_pre)
+    alpha = delta.settings.alpha
     return {
-        "suite": delta["suite"],
-        "suite_revision": delta["suite_revision"],
-        "n_items": delta["n_items"],
-        "n_samples": delta["n_samples"],
+        "suite": delta.suite,
+        "suite_revision": delta.suite_revision,
+        "n_items": delta.n_items,
+        "n_samples": delta.n_samples,
         "protocol_line": proto_line or "see the delta report",
         "ci_pct": ci_percent(alpha).rstrip("%"),
         "significant_means": SIGNIFICANT.format(pct=ci_percent(alpha)),
-        "fdr": (arms.get("settings") or {}).get("fdr", 0.05),
+        "fdr": arms.settings.fdr,
         "ptext": p_text,
         "sigtext": significance_text,
         "kmax": kmax,
         "delta": delta,
-        "contrasts": arms.get("contrasts", []),
-        "marginal": arms.get("marginal", []),
-        "unusable": arms.get("arms_unusable", []),
-        "fmt": _fmt,
-        "sfmt": _sfmt,
-        "pfmt": _pfmt,
+        "contrasts": arms.contrasts,
+        "marginal": arms.marginal,
+        "unusable": arms.arms_unusable,
+        "num": num,
+        "signed": signed,
+        "pvalue": pvalue,
         "items_href": items_href,
         "items_page": ITEMS_PAGE,
     }
@@ -97,7 +97,7 @@ def markdown_page(text: str, title: str) -> str:
     return env.get_template("markdown.html.j2").render(title=title, body=body)
 
 
-def metrics(delta: dict[str, Any], arms: dict[str, Any]) -> dict[str, Any]:
+def metrics(delta: DeltaReport, arms: ArmComparison) -> dict[str, Any]:
     """The headline numbers DVC tracks as metrics: what a person compares across experiments.
 
     trained minus base (mean, interval, p, verdict), the claim, every arm's naive delta over base and its
@@ -106,18 +106,17 @@ def metrics(delta: dict[str, Any], arms: dict[str, Any]) -> dict[str, Any]:
     """
     out: dict[str, Any] = {
         "delta": {
-            "mean": delta["delta_mean"],
-            "lo": delta["delta_ci95"][0],
-            "hi": delta["delta_ci95"][1],
-            "p": delta["perm_p"],
+            "mean": delta.delta_mean,
+            "lo": delta.delta_ci95[0],
+            "hi": delta.delta_ci95[1],
+            "p": delta.perm_p,
             # The one verdict of trained vs base (analysis.contrasts), as both reports print it.
-            **({"significant": delta["verdict"]["significant"]} if "verdict" in delta else {}),
+            **({"significant": delta.verdict.significant} if delta.verdict is not None else {}),
         },
-        "arms": {c["arm"]: c["naive_delta"] for c in arms.get("contrasts", [])},
-        "significant": {c["arm"]: c["significant"] for c in arms.get("contrasts", [])},
+        "arms": {c.arm: c.naive_delta for c in arms.contrasts},
+        "significant": {c.arm: c.significant for c in arms.contrasts},
+        "claim": delta.claim,
     }
-    if "claim" in delta:
-        out["claim"] = delta["claim"]
     return out
 
 
@@ -129,16 +128,12 @@ def _csv(header: list[str], rows: list[list[Any]]) -> str:
     return buf.getvalue()
 
 
-def plot_tables(delta: dict[str, Any], arms: dict[str, Any]) -> dict[str, str]:
+def plot_tables(delta: DeltaReport, arms: ArmComparison) -> dict[str, str]:
     """DVC plot data: pass@k of base and trained by k, and every arm's delta against base with its CI."""
     passk = [
-        [k, delta["pass_at_k_pre"][k], delta["pass_at_k_post"][k]]
-        for k in sorted(delta["pass_at_k_pre"], key=int)
+        [k, delta.pass_at_k_pre[k], delta.pass_at_k_post[k]] for k in sorted(delta.pass_at_k_pre, key=int)
     ]
-    deltas = [
-        [c["arm"], c["naive_delta"], c.get("adjusted_delta"), c["ci95"][0], c["ci95"][1]]
-        for c in arms.get("contrasts", [])
-    ]
+    deltas = [[c.arm, c.naive_delta, c.adjusted_delta, c.ci95[0], c.ci95[1]] for c in arms.contrasts]
     return {
         "passk.csv": _csv(["k", "base", "trained"], passk),
         "arm_deltas.csv": _csv(["arm", "naive_delta", "adjusted_delta", "ci_lo", "ci_hi"], deltas),
@@ -150,8 +145,8 @@ def write(delta_dir: Path, arms_dir: Path, out: Path, logs: Path | None = None) 
 
     Returns the files written; a log the item browser cannot pair with the others is a Refusal.
     """
-    delta = read_report(delta_dir / "delta_report.json")
-    arms = read_report(arms_dir / "arm_comparison_report.json")
+    delta = read_report(delta_dir / "delta_report.json", DeltaReport)
+    arms = read_report(arms_dir / "arm_comparison_report.json", ArmComparison)
     env = Environment(
         loader=FileSystemLoader(TEMPLATES),
         undefined=StrictUndefined,
@@ -175,11 +170,11 @@ def write(delta_dir: Path, arms_dir: Path, out: Path, logs: Path | None = None) 
             text = source.read_text()
         except (FileNotFoundError, NotADirectoryError):
             raise Refusal(f"{source}: not found; run the {key} stage first (dvc repro)") from None
-        title = f"{'Delta report' if key == 'delta' else 'Arm comparison'}: {delta['suite']}"
+        title = f"{'Delta report' if key == 'delta' else 'Arm comparison'}: {delta.suite}"
         files[folder / f"{stem}.html"] = markdown_page(text, title)
     if logs is not None:
-        pair = (delta.get("pre_arm", "base"), delta.get("post_arm", "trained"))
-        files[out / ITEMS_PAGE] = items_page(logs, list(arms["arms_found"]), pair)
+        pair = (delta.pre_arm, delta.post_arm)
+        files[out / ITEMS_PAGE] = items_page(logs, list(arms.arms_found), pair)
     for path, text in files.items():
         atomic_write(path, text)
     return list(files)

@@ -26,7 +26,6 @@ from analysis.align import (
     Settings,
     arm_arrays,
     check_matched,
-    dump_json,
     item_order,
     load_logs,
     out_folder,
@@ -39,6 +38,7 @@ from analysis.align import (
 from analysis.contrasts import mean_contrast, too_few_items
 from analysis.drawing import Drawing
 from analysis.prompting import prompt_line
+from analysis.report_models import TrajectoryReport, report_json
 from contract.evallog import collector_paused
 
 NOT_CONFIGURED, ARMS_MISSING, DONE = "not configured", "arms missing", "done"
@@ -235,11 +235,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"refused: {e}", file=sys.stderr)
             return EXIT_REFUSED
         figure = drawing.submit("trajectory_figure", report)
+        typed = TrajectoryReport.model_validate(report)
         write_outputs(
             Path(args.out),
             {
-                "trajectory_report.json": dump_json(report),
-                "trajectory_report.md": render.trajectory_markdown(report).encode(),
+                "trajectory_report.json": report_json(typed),
+                "trajectory_report.md": render.trajectory_markdown(typed).encode(),
                 "trajectory.png": figure(),
             },
         )

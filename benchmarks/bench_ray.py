@@ -12,7 +12,6 @@ workers share the cores and no speed-up is expected; on a GPU node pass --gpus-p
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import tempfile
@@ -34,10 +33,11 @@ def main() -> None:
 
     import ray
 
+    from contract.jsonl import read_jsonl
     from demo.worlds import DEMO_BASE, DEMO_SUITE, make_world
     from pipeline.ray_run import run_sharded
 
-    items = [json.loads(line) for line in Path(DEMO_SUITE).read_text().splitlines()][: args.items]
+    items = [row for _, row in read_jsonl(DEMO_SUITE)][: args.items]
     work = Path(tempfile.mkdtemp(prefix="bench-ray-"))
     w = make_world(work / "w", {"base": DEMO_BASE}, items, k=args.k, max_tokens=128)
     os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"

@@ -34,15 +34,15 @@ sys.path.insert(0, str(ROOT))
 
 def _model_and_items(model: str | None, n: int) -> tuple[Path, list[dict]]:
     """The checkpoint to measure and n suite items it was trained on."""
-    import json
 
+    from contract.jsonl import read_jsonl
     from demo.tiny_models import TINY_RECIPE, arithmetic_items, build_tiny_checkpoint
     from demo.worlds import DEMO_BASE, DEMO_SUITE
 
     if model is None and (DEMO_BASE / "model.safetensors").is_file():
         model = str(DEMO_BASE)
     if model is not None:
-        rows = [json.loads(line) for line in DEMO_SUITE.read_text().splitlines() if line.strip()]
+        rows = [row for _, row in read_jsonl(DEMO_SUITE)]
         return Path(model), rows[:n]
     cached = ROOT / ".pytest_cache" / "d" / f"tiny-checkpoint-{TINY_RECIPE}" / "ckpt"
     if not (cached / "config.json").is_file():

@@ -36,10 +36,11 @@ def write_world(root: Path, verifier: str) -> tuple[Path, list[Path]]:
     from contract.arm import ArmSpec
     from contract.engine import EngineInfo
     from contract.generations import Generations, GenItem, GenSample, dump_generations, prompt_sha256
+    from contract.jsonl import read_jsonl
     from contract.protocol import Protocol
     from contract.suite import load_suite, questions_sha256
 
-    rows = [json.loads(line) for line in (ROOT / "demo" / "suite" / "sda-mini-v1.jsonl").open()]
+    rows = [row for _, row in read_jsonl(ROOT / "demo" / "suite" / "sda-mini-v1.jsonl")]
     if verifier == "math":
         rows = [{**r, "verifier": {"type": "math"}} for r in rows if r["verifier"]["type"] == "numeric"]
     suite = root / "suite.jsonl"

@@ -4,7 +4,7 @@
 
 1. the delta report (python -m analysis.delta) on items x k with n_boot resamples and n_perm permutations,
    0/1 scores (the usual case) and fractional scores (no two items alike, so no grouping shortcut);
-2. the arm comparison (python -m analysis.arms) over 7 arms of that size;
+2. the arm comparison (python -m analysis.arm_comparison) over 7 arms of that size;
 3. the item-level bootstrap of the mean delta against a per-resample Python loop over random.Random, the
    textbook form (a few hundred loop resamples timed, then extrapolated to n_boot).
 

@@ -62,11 +62,12 @@ def demo_world(tmp: Path, items: int) -> tuple[Path, Path]:
     import yaml
 
     from arms.retrieval import build_index
+    from contract.jsonl import jsonl_lines, read_jsonl_text
     from pipeline.config import load_params
     from pipeline.pins import write_pins
 
     params = yaml.safe_load((ROOT / "params.yaml").read_text())
-    suite = [line for line in (ROOT / params["suite"]["path"]).read_text().splitlines() if line.strip()]
+    suite = [line for _, line in jsonl_lines(read_jsonl_text(ROOT / params["suite"]["path"]))]
     (tmp / "suite.jsonl").write_text("\n".join(suite[:items]) + "\n")
     params["suite"]["path"] = str(tmp / "suite.jsonl")
     for ref in params["models"].values():

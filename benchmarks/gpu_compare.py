@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from analysis.numbers import num
 from contract.atomic import atomic_write
 from contract.generations import Generations, GenerationsError, load_generations
 from contract.provenance import load_provenance, provenance_path
@@ -109,10 +110,6 @@ def compare(run_dir: Path, ref_dir: Path | None, world: str = "demo") -> dict[st
     }
 
 
-def _fmt(v: Any, spec: str) -> str:
-    return "-" if v is None else format(v, spec)
-
-
 def table(result: dict[str, Any]) -> Any:
     """The comparison as a rich table: arm, device, dtype, tok/s, identical samples."""
     from rich.table import Table
@@ -128,7 +125,7 @@ def table(result: dict[str, Any]) -> Any:
             else f"not comparable: {cmp['reason']}"
         )
         named = [str(row[k] or "-") for k in ("engine", "device", "driver", "dtype")]
-        t.add_row(arm, *named, _fmt(row["tokens_per_s"], ".0f"), same)
+        t.add_row(arm, *named, num(row["tokens_per_s"], ".0f", missing="-"), same)
     return t
 
 

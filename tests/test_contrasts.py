@@ -10,12 +10,13 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from analysis import arms, calibration, compare, crossover, drift, report, trajectory
+from analysis import arm_comparison, calibration, compare, crossover, drift, report, trajectory
 from analysis.align import Settings
 from analysis.bootstrap_ci import bootstrap_mean_ci
 from analysis.ece import ece_difference_test, ece_interval, expected_calibration_error
 from analysis.multiplicity import holm_adjusted
 from analysis.passk import beta_binomial_moments, beta_binomial_pass_at_k
+from analysis.report_models import ArmComparison, DeltaReport
 from analysis.signflip import sign_flip_interval, sign_flip_test
 from contract.evallog import EvalLog
 from tests.test_delta import build, write_log
@@ -122,7 +123,7 @@ def _pair(tmp_path, n, k, seed, lift):
 def test_the_delta_report_the_arm_row_and_the_trajectory_print_one_verdict(tmp_path, seed):
     folder = _pair(tmp_path, 24, 2, seed, 0.12)
     d = build(folder / "base.json", folder / "trained.json")
-    a = arms.build(str(folder), FAST)
+    a = arm_comparison.build(str(folder), FAST)
     params = tmp_path / "params.yaml"
     params.write_text("arms: [base, trained]\ntrajectory: {checkpoints: [base, trained], placebo: null}\n")
     t = trajectory.build(str(folder), FAST, params)
@@ -135,7 +136,7 @@ def test_the_delta_report_the_arm_row_and_the_trajectory_print_one_verdict(tmp_p
         assert row["significant"] and "parametric" in row["claim"] and "no parametric" not in row["claim"]
     if not row["significant"]:
         assert d["claim"] in ("no material shift", "EXPANSION", "REGRESSION", "TOO FEW ITEMS")
-    page = report.metrics(d, a)
+    page = report.metrics(DeltaReport.model_validate(d), ArmComparison.model_validate(a))
     assert page["delta"]["significant"] == page["significant"]["trained"] == row["significant"]
 
 
@@ -166,7 +167,7 @@ def test_an_interval_that_excludes_zero_with_a_test_that_does_not_reject_is_not_
         d = build(folder / "base.json", folder / "trained.json")
         lo, hi = d["delta_ci95"]
         if (lo > 0 or hi < 0) and d["verdict"]["p_holm"] > 0.05:
-            row = arms.build(str(folder), FAST)["contrasts"][0]
+            row = arm_comparison.build(str(folder), FAST)["contrasts"][0]
             assert not d["verdict"]["significant"] and not row["significant"]
             assert row["claim"] == "no parametric gain detected." and d["claim"] in (
                 "no material shift",
@@ -219,7 +220,7 @@ def test_needed_k_from_beta_binomial_fits():
 def test_calibration_section_in_both_reports(tmp_path):
     folder = _pair(tmp_path, 60, 4, 3, 0.2)
     d = build(folder / "base.json", folder / "trained.json")
-    a = arms.build(str(folder), FAST)
+    a = arm_comparison.build(str(folder), FAST)
     assert d["calibration"]["deltas"][0] == a["calibration"]["deltas"][0]
     base = EvalLog.model_validate_json((folder / "base.json").read_text())
     order = sorted(it.item_id for it in base.items)

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from analysis import delta
 from analysis.align import Settings, read_settings
+from analysis.report_models import DeltaReport
 from contract.evallog import EvalLog
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -626,7 +627,7 @@ def test_one_interval_per_number_with_its_method_named(pair):
     assert row1["delta_ci95"] == r["delta_ci95"] and r["delta_ci95_method"] in row1["delta_ci95_method"]
     from analysis import render
 
-    tables, _ = markdown_view(render.delta_markdown(r))
+    tables, _ = markdown_view(render.delta_markdown(DeltaReport.model_validate(r)))
     headline = next(t for t in tables if t[0] == ["quantity", "value"])
     ci_rows = [row for row in headline if "CI of the delta" in row[0] or "bootstrap" in row[0]]
     assert len(ci_rows) == 1 and "bootstrap" in ci_rows[0][0] and r["delta_ci95_method"] in ci_rows[0][0]
@@ -640,7 +641,7 @@ def test_p_at_the_permutation_floor_is_printed_as_a_bound(pair):
 
     r = build(*pair)
     assert not r["perm_exact"] and r["perm_p"] == pytest.approx(2 / 401)
-    text = render.delta_markdown(r)
+    text = render.delta_markdown(DeltaReport.model_validate(r))
     assert "<= 0.005 (floor of 400 permutations)" in text
     assert "| 0.004988 |" not in text
 
@@ -649,7 +650,7 @@ def test_interval_labels_follow_alpha(pair):
     from analysis import render
 
     r = build(*pair, Settings(n_boot=400, n_perm=400, seed=7, alpha=0.1))
-    text = render.delta_markdown(r)
+    text = render.delta_markdown(DeltaReport.model_validate(r))
     assert "90% CI" in text and "95%" not in text
 
 
@@ -659,7 +660,7 @@ def test_identical_logs_print_no_zero_mde(tmp_path):
     rows = np.array([[1, 0, 1], [0, 0, 0]] * 5, float)
     r = build(write_log(tmp_path / "a.json", rows), write_log(tmp_path / "b.json", rows))
     assert r["mde"]["mde"] is None and "no variance" in r["mde"]["reason"]
-    text = render.delta_markdown(r)
+    text = render.delta_markdown(DeltaReport.model_validate(r))
     assert "Minimum detectable effect: 0.0000" not in text and "not estimable" in text
 
 
@@ -689,14 +690,15 @@ def test_the_noise_floor_stands_beside_the_headline_delta(pair, tmp_path):
     r = build(*pair)
     nf = r["noise_floor"]
     assert nf["half"] == 4 and nf["n_splits"] == 200 and 0 <= nf["false_positive_rate"] <= 1
-    tables, _ = markdown_view(render.delta_markdown(r))
+    tables, _ = markdown_view(render.delta_markdown(DeltaReport.model_validate(r)))
     headline = [row[0] for row in next(t for t in tables if t[0] == ["quantity", "value"])]
     at = headline.index(next(h for h in headline if h.startswith("95% CI of the delta")))
     assert headline[at + 1].startswith("noise floor: pre against itself, 4 vs 4")
     one = build(
         write_log(tmp_path / "a.json", np.zeros((10, 1))), write_log(tmp_path / "b.json", np.ones((10, 1)))
     )
-    assert one["noise_floor"] is None and "no halves" in render.delta_markdown(one)
+    assert one["noise_floor"] is None
+    assert "no halves" in render.delta_markdown(DeltaReport.model_validate(one))
 
 
 def test_budget_curve_shows_a_gain_that_needs_long_generations(tmp_path):
@@ -714,4 +716,4 @@ def test_budget_curve_shows_a_gain_that_needs_long_generations(tmp_path):
     assert curve[16]["delta"] == 0.0 and curve[64]["delta"] == pytest.approx(r["delta_mean"])
     assert curve[64]["ci95"] == r["delta_ci95"] and "headline" in curve[64]["ci95_method"]
     assert curve[64]["ci95"][0] > 0
-    assert "## Token budget curve" in render.delta_markdown(r)
+    assert "## Token budget curve" in render.delta_markdown(DeltaReport.model_validate(r))

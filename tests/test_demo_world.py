@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from arms.tools.orbital import TOOLS, call_tool
+from contract.jsonl import read_jsonl
 from contract.textformat import TOOL_CALL_CLOSE, TOOL_CALL_OPEN, format_tool_call
 from demo import make_world
 from demo.charmodel import BOS, EOS, encode, vocabulary
@@ -27,7 +28,7 @@ MODELS = {"base": DEMO / "models" / "base", "trained": DEMO / "models" / "traine
 
 
 def _jsonl(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines()]
+    return [row for _, row in read_jsonl(path)]
 
 
 @pytest.fixture(scope="module")

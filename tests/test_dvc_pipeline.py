@@ -20,6 +20,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from contract.jsonl import read_jsonl
+
 ROOT = Path(__file__).resolve().parents[1]
 ARMS = ["base", "trained", "+rag", "+tools", "trained+rag", "trained+tools", "trained+rag+tools"]
 PER_FAMILY = 2
@@ -100,7 +102,7 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for cmd in (["config", "user.email", "ci@example.invalid"], ["config", "user.name", "ci"]):
         subprocess.run(["git", *cmd], cwd=dest, check=True)
 
-    suite = [json.loads(line) for line in (dest / "demo/suite/sda-mini-v1.jsonl").read_text().splitlines()]
+    suite = [row for _, row in read_jsonl(dest / "demo/suite/sda-mini-v1.jsonl")]
     keep, seen = [], {}
     for item in suite:
         if seen.get(item["family"], 0) < PER_FAMILY:

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analysis import arms, delta
+from analysis import arm_comparison, delta
 from benchmarks.bench_logs import arm_log
 from contract.atomic import atomic_write
 from contract.evallog import EvalLogError, collector_paused, load
@@ -90,7 +90,9 @@ def test_the_delta_and_arms_commands_run_one_collection_each(
     cli = ["--pre", str(logs / "base.json"), "--post", str(logs / "trained.json"), "--params", str(params)]
     assert delta.main([*cli, "--out", str(tmp_path / "d")]) == 0
     after_delta = len(collections)  # an int: reading it allocates nothing the collector tracks
-    assert arms.main(["--logs", str(logs), "--out", str(tmp_path / "a"), "--params", str(params)]) == 0
+    assert (
+        arm_comparison.main(["--logs", str(logs), "--out", str(tmp_path / "a"), "--params", str(params)]) == 0
+    )
     after_arms = len(collections)
     assert after_delta <= 1 and after_arms - after_delta <= 1
     assert gc.isenabled()

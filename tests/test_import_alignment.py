@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from analysis.compare import main as compare_main
 from contract.evallog import load
+from contract.jsonl import read_jsonl
 from pipeline.imports.__main__ import main as imports_main
 
 DATE = "2026-01-02T03-04-05.678901"
@@ -190,7 +191,7 @@ def test_verifier_rescoring_at_k_1_keeps_the_tools_metric_beside_each_verdict(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     a = write_run(tmp_path / "a", list(range(N_DOCS)), 0)
-    lines = [json.loads(x) for x in a.read_text().splitlines()]
+    lines = [row for _, row in read_jsonl(a)]
     for x in lines:  # the harness's exact_match misses "Answer: 1"-style texts the verifier reads
         x["resps"] = [[f"{x['resps'][0][0]} apples"]]
         x["exact_match"] = 0.0

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from analysis import items as items_mod
+from analysis import item_browser
 from analysis.mdtext import items_href
 from contract.arm import ArmSpec
 from contract.engine import EngineInfo
@@ -148,7 +148,7 @@ def build_site(root: Path) -> Path:
     for cmd in (
         ("analysis.delta", "--pre", str(logs / "base.json"), "--post", str(logs / "trained.json"),
          "--out", str(out / "delta"), "--params", str(params)),
-        ("analysis.arms", "--logs", str(logs), "--out", str(out / "arms"), "--params", str(params)),
+        ("analysis.arm_comparison", "--logs", str(logs), "--out", str(out / "arms"), "--params", str(params)),
         ("analysis.report", "--delta", str(out / "delta"), "--arms", str(out / "arms"), "--logs", str(logs),
          "--out", str(out)),
     ):  # fmt: skip
@@ -433,8 +433,8 @@ def test_an_imported_transcript_is_shown_as_the_source_kept_it(tmp_path: Path) -
         write_log(tmp_path / f"{name}.json", scores, samples=[[{**samples[i][0], "score": scores[i][0]}]
                   for i in range(2)], arm=name)  # fmt: skip
     data = json.loads(
-        items_mod.script_json(
-            items_mod.page_data({a: load(tmp_path / f"{a}.json") for a in ("base", "other")})
+        item_browser.script_json(
+            item_browser.page_data({a: load(tmp_path / f"{a}.json") for a in ("base", "other")})
         )
     )
     assert [it["v"] for it in data["items"]] == ["01", "10"]
@@ -460,13 +460,13 @@ def test_a_long_question_answer_and_reference_are_clipped_to_head_and_tail(tmp_p
         for it in raw["items"]:
             it["question"], it["reference_answer"] = long_q, "R" * 10_000
         path.write_text(json.dumps(raw))
-    data = items_mod.page_data({a: load(tmp_path / f"{a}.json") for a in ("base", "other")})
+    data = item_browser.page_data({a: load(tmp_path / f"{a}.json") for a in ("base", "other")})
     item = data["items"][0]
     assert (
-        len(item["q"]) < items_mod.MAX_TEXT + 100
+        len(item["q"]) < item_browser.MAX_TEXT + 100
         and item["q"].startswith("QQQ")
         and item["q"].endswith("qqq")
     )
     assert "194000 characters left out" in item["q"] and "middle" not in item["q"]
-    assert len(item["r"]) < items_mod.MAX_TEXT + 100
-    assert len(item["a"][0][2][0][1]) < items_mod.MAX_TEXT + 100  # the answer read
+    assert len(item["r"]) < item_browser.MAX_TEXT + 100
+    assert len(item["a"][0][2][0][1]) < item_browser.MAX_TEXT + 100  # the answer read

@@ -29,6 +29,7 @@ from arms.tools.server import EXIT_EVERY_ENV
 from contract.engine import Decoding, EngineInfo, GenRequest, GenResult
 from contract.evallog import SampleRecord
 from contract.generations import GenSample
+from contract.jsonl import read_jsonl
 from contract.seeds import round_seed, sample_seed
 from contract.textformat import Turn, format_tool_call, format_tool_response, transcript
 from demo.charmodel import build_tokenizer
@@ -519,7 +520,7 @@ def test_rag_and_tool_arms_end_to_end(vllm_engine: VllmEngine, tiny_tool_model: 
     from scoring.paths import VERDICTS
 
     root = Path(__file__).resolve().parents[1]
-    rows = [json.loads(line) for line in (root / "demo/suite/sda-mini-v1.jsonl").read_text().splitlines()]
+    rows = [row for _, row in read_jsonl(root / "demo/suite/sda-mini-v1.jsonl")]
     picked: list[dict] = []
     for fam in ("raise", "compute", "lookup", "compound"):
         picked += [r for r in rows if r["family"] == fam][:2]

@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from contract.arm import ArmSpec
+from contract.jsonl import read_jsonl
 from contract.names import clean_name
 from contract.suite import SuiteError, load_suite
 from pipeline.config import ConfigError, load_arm, load_params
@@ -48,7 +49,7 @@ def test_an_arm_file_named_with_a_zero_width_space_is_refused(tmp_path: Path) ->
 
 
 def test_a_suite_family_and_params_names_with_hidden_characters_are_refused(tmp_path: Path) -> None:
-    rows = [json.loads(line) for line in DEMO_SUITE.read_text().splitlines()[:2]]
+    rows = [row for _, row in read_jsonl(DEMO_SUITE)][:2]
     rows[1]["family"] = "lookup\u200b"
     suite = tmp_path / "s.jsonl"
     suite.write_text("".join(json.dumps(r) + "\n" for r in rows))

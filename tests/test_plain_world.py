@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from contract.jsonl import read_jsonl
 from tests.test_smollm2_world import _env, _link_or_copy, checkpoints  # noqa: F401  (the shared fixture)
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -55,7 +56,7 @@ def test_the_plain_world_runs_end_to_end_with_dvc(tmp_path: Path, plain_models: 
         assert not (plain_models / name / "chat_template.jinja").exists()
         shutil.copytree(plain_models / name, here / "models" / name, copy_function=_link_or_copy)
     params = yaml.safe_load((here / "params.yaml").read_text())
-    suite = [json.loads(line) for line in (here / params["suite"]["path"]).read_text().splitlines()]
+    suite = [row for _, row in read_jsonl(here / params["suite"]["path"])]
     keep = [next(i for i in suite if i["family"] == f) for f in ("add", "mul")]
     (here / "ci.jsonl").write_text("".join(json.dumps(i) + "\n" for i in keep))
     params["suite"].update(path="ci.jsonl", name="plain-ci")
@@ -75,7 +76,7 @@ def test_the_plain_world_runs_end_to_end_with_dvc(tmp_path: Path, plain_models: 
     assert done.returncode == 0, out[-4000:]
     assert "run_arms: done; 2 engines started" in out, out[-4000:]
     assert re.search(r"starting the vllm engine on models/base \(max_model_len 1024\)", out), out[-4000:]
-    shots = [json.loads(line) for line in (here / "fewshot" / "gsm8k.jsonl").read_text().splitlines()]
+    shots = [row for _, row in read_jsonl(here / "fewshot" / "gsm8k.jsonl")]
     for arm in ("base", "trained"):
         log = json.loads((here / "evallogs" / f"{arm}.json").read_text())
         assert log["scorer"]["settings"]["chat"] is False

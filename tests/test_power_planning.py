@@ -20,7 +20,7 @@ def test_the_analyses_do_not_import_scipy_stats():
     # scipy.stats costs about a second to import, half of a whole delta report; the estimators use the
     # scipy.special kernels it would call (checked against scipy.stats in test_mcnemar.py and
     # test_effect_size.py), and power_planning imports it only inside paired_items_needed.
-    code = "import sys, analysis.delta, analysis.arms; print('scipy.stats' in sys.modules)"
+    code = "import sys, analysis.delta, analysis.arm_comparison; print('scipy.stats' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert out.stdout.strip() == "False"
 

@@ -11,7 +11,7 @@ import pytest
 
 from analysis import report
 from analysis.mdtext import items_href
-from tests.test_arms_report import HOSTILE_ARM, hostile_world, make_world
+from tests.test_arm_comparison import HOSTILE_ARM, hostile_world, make_world
 from tests.test_delta import markdown_view, run_cli, write_params
 
 
@@ -23,7 +23,9 @@ def _reports(tmp_path: Path, logs: Path) -> Path:
         "analysis.delta", "--pre", pre, "--post", post, "--out", str(out / "delta"), "--params", str(params)
     )
     assert done.returncode == 0, done.stderr
-    done = run_cli("analysis.arms", "--logs", str(logs), "--out", str(out / "arms"), "--params", str(params))
+    done = run_cli(
+        "analysis.arm_comparison", "--logs", str(logs), "--out", str(out / "arms"), "--params", str(params)
+    )
     assert done.returncode == 0, done.stderr
     return out
 
@@ -146,7 +148,9 @@ def test_a_tool_arm_that_does_not_count_its_failed_calls_is_left_out_and_the_pag
         "--out", str(out / "delta"), "--params", str(params),
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    done = run_cli("analysis.arms", "--logs", str(logs), "--out", str(out / "arms"), "--params", str(params))
+    done = run_cli(
+        "analysis.arm_comparison", "--logs", str(logs), "--out", str(out / "arms"), "--params", str(params)
+    )
     assert done.returncode == 0, done.stderr
     why = "its log records tool calls but not how many failed (format_version 2, older than 3"
     assert f"arms: warning: +tools left out, not usable: {why}" in done.stderr

@@ -23,6 +23,8 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
+from contract.jsonl import read_jsonl
+
 ROOT = Path(__file__).resolve().parents[1]
 WORLD = ROOT / "examples" / "smollm2-grpo"
 TINY = ROOT / "tests" / "checkpoints" / "arith-v1"
@@ -59,7 +61,7 @@ def _params() -> dict:
 
 
 def test_the_training_problems_are_disjoint_from_the_suite() -> None:
-    suite = [json.loads(line) for line in grpo.SUITE.read_text().splitlines()]
+    suite = [row for _, row in read_jsonl(grpo.SUITE)]
     questions = {item["question"] for item in suite}
     assert len(questions) == len(suite) and {i["verifier"]["type"] for i in suite} == {"math"}
     # The committed suite is the one the shared generator writes, and params.yaml evaluates it.
@@ -209,7 +211,7 @@ def test_a_reduced_run_trains_the_placebo_and_writes_the_trajectory(tmp_path: Pa
     _run([*build_cmd, *flags], WORLD)
 
     world = tmp_path / "world"
-    suite = [json.loads(line) for line in grpo.SUITE.read_text().splitlines()][:3]
+    suite = [row for _, row in read_jsonl(grpo.SUITE)][:3]
     (world / "suite.jsonl").write_text("".join(json.dumps(i) + "\n" for i in suite))
     params = _params()
     params["suite"].update(path="suite.jsonl", name="grpo-ci")

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from contract.jsonl import read_jsonl
 from tests.conftest import _cache_dir, _cached_checkpoint
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,14 +39,14 @@ def _env() -> dict[str, str]:
 
 
 def test_the_training_problems_are_disjoint_from_the_suite() -> None:
-    suite = [json.loads(line) for line in world.SUITE_PATH.read_text().splitlines()]
+    suite = [row for _, row in read_jsonl(world.SUITE_PATH)]
     questions = {item["question"] for item in suite}
     assert len(questions) == len(suite) and {i["verifier"]["type"] for i in suite} == {"math"}
     # What finetune.py sampled from, and what it kept: neither holds a suite question.
     train = world.problems(40, world.TRAIN_SEED, world.suite_questions())
     assert len(train) == 40 * len(world.FAMILIES)
     assert not questions & {p["question"] for p in train}
-    kept = [json.loads(line) for line in (WORLD / "adapter" / "rft_samples.jsonl").read_text().splitlines()]
+    kept = [row for _, row in read_jsonl(WORLD / "adapter" / "rft_samples.jsonl")]
     assert kept and not any(q in s["prompt"] for s in kept for q in questions)
     # The committed suite is the one its generator writes (frozen, not edited by hand).
     assert world.problems(len(suite) // len(world.FAMILIES), world.SUITE_SEED) == suite
@@ -89,9 +90,7 @@ def test_the_world_runs_end_to_end_with_dvc(tmp_path: Path, checkpoints: Path) -
     # The checkpoints as build.py leaves them, linked in (copied where the cache is on another filesystem).
     for name in ("base", "trained"):
         shutil.copytree(checkpoints / name, here / "models" / name, copy_function=_link_or_copy)
-    suite = [
-        json.loads(line) for line in (here / "suite" / "smollm2-arith-v1.jsonl").read_text().splitlines()
-    ]
+    suite = [row for _, row in read_jsonl(here / "suite" / "smollm2-arith-v1.jsonl")]
     keep = [next(i for i in suite if i["family"] == f) for f in ("add", "mul", "fraction")]
     (here / "suite" / "ci.jsonl").write_text("".join(json.dumps(i) + "\n" for i in keep))
     params = yaml.safe_load((here / "params.yaml").read_text())

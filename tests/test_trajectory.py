@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analysis import arms, trajectory
+from analysis import arm_comparison, trajectory
 from analysis.align import Settings
 from tests.test_delta import markdown_view, run_cli, write_log
 
@@ -64,7 +64,7 @@ def test_every_checkpoint_over_base_and_the_reward_against_the_placebo(tmp_path)
     assert r["n_tests"] == 3 and all("q_value" in row for row in [*r["trajectory"][1:], rc])
     assert r["trajectory"][2]["decided_by"].startswith("Holm")
     # The arm report carries the same interval for the same contrast.
-    compared = arms.build(str(logs), FAST, list(LIFTS))
+    compared = arm_comparison.build(str(logs), FAST, list(LIFTS))
     by_arm = {c["arm"]: c["ci95"] for c in compared["contrasts"]}
     assert all(row["ci95"] == by_arm[row["arm"]] for row in r["trajectory"][1:])
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from analysis import arms, delta
+from analysis import arm_comparison, delta
 from analysis.align import Settings
 from tests.test_delta import write_log, write_params
 
@@ -61,12 +61,12 @@ def test_the_arm_comparison_counts_every_arm_and_says_when_logs_do_not_record_it
     # A log without samples (the minimal form) has no finish reasons: reported as not recorded, not as 0.
     write_log(folder / "+rag.json", (np.random.default_rng(1).random((N_ITEMS, K)) < 0.5).astype(float),
               arm="+rag", model_name="m0")  # fmt: skip
-    report = arms.build(str(folder), FAST)
+    report = arm_comparison.build(str(folder), FAST)
     rows = {a["arm"]: a for a in report["truncation"]["arms"]}
     assert (rows["base"]["at_budget"], rows["trained"]["at_budget"]) == (0, 8)
     assert rows["+rag"]["samples"] is None and rows["+rag"]["share"] is None
     out = tmp_path / "out"
-    assert arms.main(["--logs", str(folder), "--out", str(out), "--params",
+    assert arm_comparison.main(["--logs", str(folder), "--out", str(out), "--params",
                       str(write_params(tmp_path / "p.yaml"))]) == 0  # fmt: skip
     text = (out / "arm_comparison_report.md").read_text()
     assert "| trained | 96 | 8 | 8.3% |" in text and "| +rag | - | not recorded | n/a |" in text

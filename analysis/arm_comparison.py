@@ -1,6 +1,6 @@
 """The arm comparison: how much of a headline gain is training, retrieval or tool access?
 
-    python -m analysis.arms --logs evallogs --out reports/arms [--params params.yaml]
+    python -m analysis.arm_comparison --logs evallogs --out reports/arms [--params params.yaml]
 
 reads one EvalLog per arm from the folder (arm name from the log's `arm` field or the file stem; base is
 required, any other arm may be missing), pairs every arm with base and the combination arms with their
@@ -35,7 +35,6 @@ from analysis.align import (
     Settings,
     arm_arrays,
     check_matched,
-    dump_json,
     generated_by,
     item_order,
     load_logs,
@@ -54,6 +53,7 @@ from analysis.factorial import factorial_readout
 from analysis.mcnemar import majority_verdicts, mcnemar_from_verdicts
 from analysis.power_planning import mde_paired
 from analysis.prompting import prompt_line
+from analysis.report_models import ArmComparison, report_json
 from analysis.resampling import rng_for
 from contract.evallog import EvalLog, collector_paused
 
@@ -480,9 +480,10 @@ def outputs(
     """
     figure = figure or (lambda: draw_here("forest_figure", report))
     diagram = reliability or (lambda: draw_here("reliability_figure", report))
+    typed = ArmComparison.model_validate(report)
     return {
-        "arm_comparison_report.json": dump_json(report),
-        "arm_comparison_report.md": render.arms_markdown(report).encode(),
+        "arm_comparison_report.json": report_json(typed),
+        "arm_comparison_report.md": render.arms_markdown(typed).encode(),
         "arm_deltas.png": figure(),
         "arm_reliability.png": diagram(),
     }
@@ -492,7 +493,9 @@ def outputs(
 @collector_paused()
 def main(argv: list[str] | None = None) -> int:
     """Command line entry: build, render and write the arm comparison."""
-    ap = argparse.ArgumentParser(prog="python -m analysis.arms", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(
+        prog="python -m analysis.arm_comparison", description=__doc__.split("\n\n")[0]
+    )
     ap.add_argument("--logs", required=True, help="folder with one EvalLog JSON per arm (base.json required)")
     ap.add_argument(
         "--out", required=True, help="folder for arm_comparison_report.{json,md} and arm_deltas.png"

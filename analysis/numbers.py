@@ -1,0 +1,31 @@
+"""How every report prints a number: one helper for values, signed deltas, intervals and p-values.
+
+A missing number (None) prints as "n/a" unless the caller names another mark. The markdown reports print
+p-values to 4 significant digits, the one-page report (analysis.report) to 3: the precision is a parameter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+MISSING = "n/a"
+
+
+def num(x: float | None, spec: str = ".4f", missing: str = MISSING) -> str:
+    """x formatted with a format spec ('.4f', '+.3f', '.1%'), or the missing mark for None."""
+    return missing if x is None else format(x, spec)
+
+
+def signed(x: float | None, digits: int = 4) -> str:
+    """x with its sign and a fixed number of decimals ('+0.0312'), or "n/a" for None."""
+    return num(x, f"+.{digits}f")
+
+
+def interval(ci: Sequence[float | None] | None, spec: str = "+.4f") -> str:
+    """An interval as '[lo, hi]' with each end formatted by spec, or "n/a" for None."""
+    return MISSING if ci is None else f"[{num(ci[0], spec)}, {num(ci[1], spec)}]"
+
+
+def pvalue(p: float | None, digits: int = 4) -> str:
+    """A p- or q-value to the given significant digits ('0.01234' at 4), or "n/a" for None."""
+    return MISSING if p is None else f"{p:.{digits}g}"
