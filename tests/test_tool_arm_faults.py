@@ -25,7 +25,8 @@ from contract.generations import load_generations
 from contract.textformat import TOOL_RESPONSE_CLOSE, TOOL_RESPONSE_OPEN, format_tool_call
 from demo.charmodel import build_tokenizer
 from pipeline.config import engine_config
-from pipeline.generate import RunnerError, run
+from pipeline.generate import run
+from pipeline.settings import RunnerError
 from tests.conftest import World, arithmetic_items, make_world
 
 N_ITEMS, K, CHUNK = 6, 2, 4  # 12 samples, one call each, in 3 chunks
