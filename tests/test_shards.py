@@ -27,7 +27,7 @@ from pipeline.engines import engines_started, release_engine
 from pipeline.generate import run
 from pipeline.plan import Plan
 from pipeline.samples import sample_validator
-from pipeline.shards import RunLock, Shard, ShardError, fingerprint_sha256, line_check
+from pipeline.shards import RunLock, Shard, ShardError, fingerprint_sha256, line_check, recorded_meta
 from tests.conftest import ROOT, arithmetic_items, make_world
 
 FP = {"arm": {"name": "base"}, "protocol": {"k": 2}, "requests_sha256": "r" * 64}
@@ -283,3 +283,14 @@ def test_a_corrupted_shard_is_refused_by_line_or_keeps_exactly_what_was_written(
     assert all(original[k] == v for k, v in shard.records.items()), how
     if how in ("duplicate", "foreign", "retype", "edit"):
         pytest.fail(f"a {how} line was accepted")
+
+
+def test_recorded_meta_reads_the_meta_lines_checked_against_the_shards_own_header(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    shard = Shard(path, FP)
+    shard.set_meta("tool_specs", [{"name": "t"}])
+    shard.close()
+    assert recorded_meta(path) == {"tool_specs": [{"name": "t"}]}
+    path.write_text(path.read_text().replace('"t"', '"u"'))  # edited by hand: its check no longer matches
+    assert recorded_meta(path) == {}
+    assert recorded_meta(tmp_path / "none.jsonl") == {}

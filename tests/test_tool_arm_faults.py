@@ -118,6 +118,29 @@ def test_an_undisturbed_run_counts_every_call_answered(world: World) -> None:
     assert len(records) == N_ITEMS * K and all(c.failed is None and c.result for c in records)
 
 
+def test_a_tool_arms_parts_merge_into_the_whole_arm_without_starting_a_tool_server(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import arms.tools.session
+    from pipeline.parts import merge_parts
+
+    whole = generate(world, "whole")
+    budget = {"max_restarts": 3, "restart_window": 100, "tool_timeout_s": 10}
+    engine = engine_config("vllm", chunk_size=CHUNK)
+    out = world.root / "parts"
+    for s in (1, 0):
+        settings = world.settings("+tools", engine=engine, out_dir=out, tool_server=budget, part=f"{s}/2")
+        run(settings, engine=CallingEngine())
+
+    def no_server(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("the merge started a tool server")
+
+    # The parts recorded the tool specs their prompts showed: the merge plans the arm with those.
+    monkeypatch.setattr(arms.tools.session, "open_tools", no_server)
+    merged = merge_parts(world.settings("+tools", engine=engine, out_dir=out, tool_server=budget), 2)
+    assert merged.read_bytes() == whole.read_bytes()
+
+
 def test_a_server_killed_at_every_chunk_is_restarted_and_the_run_is_an_undisturbed_one(world: World) -> None:
     """Killed three times mid-run (before each chunk): each call that finds it dead restarts it and is
     answered, so the arm's samples are byte for byte those of a run whose server never died."""
