@@ -183,7 +183,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from pipeline.config import engine_config, load_arm
     from pipeline.engines import make_engine
-    from pipeline.generate import RunSettings, run
+    from pipeline.generate import run
+    from pipeline.settings import RunSettings
 
     spec = load_arm(args.arm)
     if not spec.tools:

@@ -55,7 +55,7 @@ class World:
     def settings(self, arm: str = "base", **kw: Any) -> Any:
         """RunSettings for this world (engine settings from conf/engine/vllm.yaml unless given)."""
         from pipeline.config import engine_config
-        from pipeline.generate import RunSettings
+        from pipeline.settings import RunSettings
 
         kw.setdefault("engine", engine_config("vllm"))
         kw.setdefault("progress", False)

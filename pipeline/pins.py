@@ -34,6 +34,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from contract.arm import ArmSpec
 from contract.atomic import atomic_write
 from contract.digest import file_sha256
 from contract.files import PathCheckError, input_dir, input_file, output_dir
@@ -371,12 +372,22 @@ def _read_json(path: Path, what: str) -> dict[str, Any]:
 
 
 def check_pins(
-    params: Params, pins_dir: str | Path, arm_name: str, conf_dir: Path = CONF_DIR
+    params: Params, pins_dir: str | Path, arm: str | ArmSpec, conf_dir: Path = CONF_DIR
 ) -> dict[str, str]:
-    """Verify that what arm_name's generation reads still matches its pin; return the pins a log records."""
+    """Verify that what an arm's generation reads still matches its pin; return the pins a log records.
+
+    arm: the arm as the run composed it, or its name (read from conf/arm/<name>.yaml).
+    """
+    if isinstance(arm, str):
+        arm = load_arm(arm, conf_dir)
+    arm_name = arm.name
+    if arm.model not in params.models:
+        raise ConfigError(
+            f"{conf_dir / 'arm' / (arm_name + '.yaml')}: model: {arm.model!r} is not in "
+            f"{params.source} models ({', '.join(params.models)})"
+        )
     path = Path(pins_dir) / "arms" / f"{arm_name}.json"
     pinned = _read_json(path, f"arm {arm_name!r}")
-    arm = load_arm(arm_name, conf_dir)
     if pinned.get("arm") != arm.model_dump(exclude_none=True):
         raise PinError(
             f"{path}: arm: pinned as {pinned.get('arm')}, conf/arm/{arm_name}.yaml now says "
@@ -387,10 +398,6 @@ def check_pins(
     if pinned.get("questions") != questions:
         raise PinError(
             f"{path}: questions: the questions of {params.suite.path} changed since pinning; {_REPIN}"
-        )
-    if arm.model not in params.models:
-        raise PinError(
-            f"{params.source}: models.{arm.model}: missing; known models: {', '.join(params.models)}"
         )
     ref = params.models[arm.model]
     _model_drift(arm.model, pinned.get("model", {}), ref, path, params.source)

@@ -7,24 +7,68 @@ made it, the provenance record beside it (contract.provenance: times, host, thro
 reruns stay byte-identical). "this machine" compares the engine version, device and driver the generations
 record with what this machine has; a record whose generations sha256 does not match the file is reported
 as stale, never silently used.
+
+`record` builds the provenance record of a generations file, for a whole-arm run and for a merge of parts
+alike (pipeline.generate, pipeline.parts).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.metadata
+import statistics
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
-from contract.digest import file_sha256
+from contract.digest import file_sha256, text_sha256
+from contract.engine import EngineInfo
 from contract.generations import GenerationsError, load_generations
-from contract.provenance import load_provenance, provenance_path
+from contract.provenance import Provenance, load_provenance, provenance_path
 from pipeline.config import ConfigError, arms_of, load_params
+from pipeline.engines.hardware import distribution, platform_info
+
+
+def record(
+    arm: str,
+    text: str,
+    engine: EngineInfo,
+    *,
+    host: str,
+    started_at: str,
+    finished_at: str,
+    generate_s: float,
+    samples: int,
+    gen_tokens: int,
+    engine_start_s: float | None = None,
+    samples_resumed: int = 0,
+    latencies: Sequence[float] = (),
+    parts: int = 1,
+) -> Provenance:
+    """The provenance record of the generations file whose text is `text`: when, where and how fast it was
+    made, with the wall-clock latencies of its tool calls (kept out of the generations)."""
+    return Provenance(
+        arm=arm,
+        generations_sha256=text_sha256(text),
+        host=host,
+        started_at=started_at,
+        finished_at=finished_at,
+        engine=engine,
+        engine_start_s=engine_start_s,
+        generate_s=generate_s,
+        samples=samples,
+        samples_resumed=samples_resumed,
+        gen_tokens=gen_tokens,
+        tokens_per_s=gen_tokens / max(generate_s, 1e-9),
+        tool_calls=len(latencies),
+        tool_latency_median_s=statistics.median(latencies) if latencies else None,
+        tool_latency_p95_s=statistics.quantiles(latencies, n=20)[-1] if len(latencies) > 1 else None,
+        parts=parts,
+    )
 
 
 def this_machine() -> tuple[str, str, str]:
     """(engine version, device, driver) the vllm engine would record here."""
-    from pipeline.engines.vllm_engine import distribution, platform_info
 
     device, driver = platform_info()
     return distribution("vllm"), device, driver

@@ -27,8 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.config import known_arms, unknown_arm
-from pipeline.generate import KNOWN_ERRORS, merge_parts, run
-from pipeline.run_arm import compose_settings
+from pipeline.generate import KNOWN_ERRORS, run
+from pipeline.parts import merge_parts
+from pipeline.settings import compose_settings
 
 EPILOG = """\
 examples:

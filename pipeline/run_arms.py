@@ -17,9 +17,10 @@ from pathlib import Path
 
 from pipeline.config import CONF_DIR, ConfigError, arms_of, known_arms, load_arm, load_params, unknown_arm
 from pipeline.engines import engines_started, release_engine
-from pipeline.generate import KNOWN_ERRORS, run, staleness
+from pipeline.generate import KNOWN_ERRORS, run
 from pipeline.plan import check_matched_prompting
-from pipeline.run_arm import compose_settings, os_error_line
+from pipeline.settings import compose_settings, os_error_line
+from pipeline.staleness import staleness
 
 EPILOG = """\
 examples:
@@ -91,7 +92,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             for arm in names:
                 settings = compose_settings(arm, args.overrides)
                 if args.status:
-                    why = staleness(settings)[-1]
+                    why = staleness(settings).stale
                     print(f"  {arm:<20} {'up to date' if why is None else 'to generate: ' + why}")
                 else:
                     run(settings)

@@ -233,6 +233,32 @@ class Shard:
         self.path.unlink(missing_ok=True)
 
 
+def recorded_meta(path: str | Path) -> dict[str, Any]:
+    """What a shard's meta lines record, read before the run's fingerprint is known: each line checked
+    against the shard's own header only ({} for a file that is not a shard). Opening the shard (Shard)
+    checks it against the run."""
+    try:
+        lines = Path(path).read_text(encoding="utf-8").split("\n")
+        sha = str(json.loads(lines[0]).get("fingerprint_sha256"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, AttributeError):
+        return {}
+    meta: dict[str, Any] = {}
+    for line in lines[1:]:
+        if '"meta"' not in line:
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if (
+            isinstance(rec, dict)
+            and isinstance(rec.get("meta"), dict)
+            and rec.get("check") == line_check(sha, rec)
+        ):
+            meta.update(rec["meta"])
+    return meta
+
+
 class RunLock:
     """An exclusive lock on one arm's run in one folder, so two runs never write one shard or file.
 

@@ -20,7 +20,7 @@ PACKAGES = ("contract", "pipeline", "arms", "scoring", "analysis", "demo")
 # is started as a subprocess (python -m arms.tools.server), so no import reaches it: it is named here.
 GENERATION_ENTRY = "pipeline.run_arm"
 RETRIEVAL_ENTRIES = ("arms.retrieval",)
-TOOL_ENTRIES = ("arms.loop", "arms.tools.client", "arms.tools.server")
+TOOL_ENTRIES = ("arms.loop", "arms.tools.client", "arms.tools.server", "arms.tools.session")
 SCORING_ENTRY = "pipeline.score"
 
 

@@ -514,9 +514,10 @@ def test_rag_and_tool_arms_end_to_end(vllm_engine: VllmEngine, tiny_tool_model: 
     retrieval and tool records, and tool-arm samples carry path verdicts against the expected tools."""
     from arms.retrieval import build_index
     from pipeline.config import load_params
-    from pipeline.generate import RunSettings, run
+    from pipeline.generate import run
     from pipeline.pins import write_pins
     from pipeline.score import score_file
+    from pipeline.settings import RunSettings
     from scoring.paths import VERDICTS
 
     root = Path(__file__).resolve().parents[1]
@@ -604,8 +605,9 @@ def test_a_tool_arm_whose_server_keeps_dying_with_the_real_engine(
 
     from contract.generations import load_generations
     from pipeline.config import load_params
-    from pipeline.generate import RunnerError, RunSettings, run
+    from pipeline.generate import run
     from pipeline.pins import write_pins
+    from pipeline.settings import RunnerError, RunSettings
 
     root = Path(__file__).resolve().parents[1]
     rows = []

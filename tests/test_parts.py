@@ -12,7 +12,10 @@ import pytest
 
 from pipeline.config import engine_config
 from pipeline.engines import release_engine
-from pipeline.generate import RunnerError, merge_parts, part_of, plan_run, run
+from pipeline.generate import run
+from pipeline.parts import merge_parts, part_of
+from pipeline.plan import plan_run
+from pipeline.settings import RunnerError
 from tests.conftest import arithmetic_items, make_world
 
 

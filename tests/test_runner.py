@@ -14,10 +14,11 @@ import yaml
 
 from contract.seeds import sample_seed
 from pipeline.config import ConfigError, known_arms, load_arm
-from pipeline.generate import RunSettings, run
+from pipeline.generate import run
 from pipeline.pins import PinError
 from pipeline.plan import plan_run
 from pipeline.prompts import CHAT_INSTRUCTION, PLAIN_STOP
+from pipeline.settings import RunSettings
 from pipeline.shards import Shard, ShardError
 from tests.conftest import ROOT, arithmetic_items, make_world, with_chat_template
 

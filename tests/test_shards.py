@@ -24,8 +24,10 @@ from contract.engine import GenRequest
 from contract.seeds import sample_seed
 from pipeline.config import engine_config
 from pipeline.engines import engines_started, release_engine
-from pipeline.generate import Plan, run, sample_validator
-from pipeline.shards import RunLock, Shard, ShardError, fingerprint_sha256, line_check
+from pipeline.generate import run
+from pipeline.plan import Plan
+from pipeline.samples import sample_validator
+from pipeline.shards import RunLock, Shard, ShardError, fingerprint_sha256, line_check, recorded_meta
 from tests.conftest import ROOT, arithmetic_items, make_world
 
 FP = {"arm": {"name": "base"}, "protocol": {"k": 2}, "requests_sha256": "r" * 64}
@@ -132,12 +134,15 @@ def test_a_wrong_typed_shard_record_stops_a_run_before_any_engine_starts(
 def _shard_with_bad_line(w, settings, shard_path: Path) -> None:
     """Write the shard this run would open, with the run's fingerprint and one retyped sample."""
     from pipeline.config import load_params
-    from pipeline.generate import run_fingerprint, staleness
     from pipeline.plan import plan_run
+    from pipeline.samples import run_fingerprint
+    from pipeline.staleness import staleness
 
-    arm, params, pins, _, _ = staleness(settings)
-    plan = plan_run(load_params(w.params), arm, [])
-    shard = Shard(shard_path, run_fingerprint(arm, params, pins, settings.engine, plan, None))
+    state = staleness(settings)
+    plan = plan_run(load_params(w.params), state.arm, [])
+    shard = Shard(
+        shard_path, run_fingerprint(state.arm, state.params, state.pins, settings.engine, plan, None)
+    )
     shard.set_meta("engine", {"name": "hf"})
     first = plan.requests[0]
     shard.append([{**_sample(first.key[0], 0), "seed": first.seed, "gen_tokens": "many"}])
@@ -278,3 +283,14 @@ def test_a_corrupted_shard_is_refused_by_line_or_keeps_exactly_what_was_written(
     assert all(original[k] == v for k, v in shard.records.items()), how
     if how in ("duplicate", "foreign", "retype", "edit"):
         pytest.fail(f"a {how} line was accepted")
+
+
+def test_recorded_meta_reads_the_meta_lines_checked_against_the_shards_own_header(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    shard = Shard(path, FP)
+    shard.set_meta("tool_specs", [{"name": "t"}])
+    shard.close()
+    assert recorded_meta(path) == {"tool_specs": [{"name": "t"}]}
+    path.write_text(path.read_text().replace('"t"', '"u"'))  # edited by hand: its check no longer matches
+    assert recorded_meta(path) == {}
+    assert recorded_meta(tmp_path / "none.jsonl") == {}

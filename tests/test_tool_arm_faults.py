@@ -25,7 +25,8 @@ from contract.generations import load_generations
 from contract.textformat import TOOL_RESPONSE_CLOSE, TOOL_RESPONSE_OPEN, format_tool_call
 from demo.charmodel import build_tokenizer
 from pipeline.config import engine_config
-from pipeline.generate import RunnerError, run
+from pipeline.generate import run
+from pipeline.settings import RunnerError
 from tests.conftest import World, arithmetic_items, make_world
 
 N_ITEMS, K, CHUNK = 6, 2, 4  # 12 samples, one call each, in 3 chunks
@@ -115,6 +116,29 @@ def test_an_undisturbed_run_counts_every_call_answered(world: World) -> None:
     assert all(t.endswith(("Answer: 92.56\n", "Answer: 94.62\n")) for t in texts), texts
     records = [c for it in gens.items for s in it.samples for c in s.tool_calls or []]
     assert len(records) == N_ITEMS * K and all(c.failed is None and c.result for c in records)
+
+
+def test_a_tool_arms_parts_merge_into_the_whole_arm_without_starting_a_tool_server(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import arms.tools.session
+    from pipeline.parts import merge_parts
+
+    whole = generate(world, "whole")
+    budget = {"max_restarts": 3, "restart_window": 100, "tool_timeout_s": 10}
+    engine = engine_config("vllm", chunk_size=CHUNK)
+    out = world.root / "parts"
+    for s in (1, 0):
+        settings = world.settings("+tools", engine=engine, out_dir=out, tool_server=budget, part=f"{s}/2")
+        run(settings, engine=CallingEngine())
+
+    def no_server(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("the merge started a tool server")
+
+    # The parts recorded the tool specs their prompts showed: the merge plans the arm with those.
+    monkeypatch.setattr(arms.tools.session, "open_tools", no_server)
+    merged = merge_parts(world.settings("+tools", engine=engine, out_dir=out, tool_server=budget), 2)
+    assert merged.read_bytes() == whole.read_bytes()
 
 
 def test_a_server_killed_at_every_chunk_is_restarted_and_the_run_is_an_undisturbed_one(world: World) -> None:

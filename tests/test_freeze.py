@@ -1,4 +1,4 @@
-"""`python -m pipeline.suite freeze`: MATH-style and GSM8K-style sources into the project's suite format."""
+"""`python -m pipeline.freeze`: MATH-style and GSM8K-style sources into the project's suite format."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ GSM8K = [
 def freeze(*args: str) -> subprocess.CompletedProcess:
     """Run the freeze command (as a user does) from the repository root."""
     return subprocess.run(
-        [sys.executable, "-m", "pipeline.suite", "freeze", *args],
+        [sys.executable, "-m", "pipeline.freeze", *args],
         cwd=ROOT, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
 

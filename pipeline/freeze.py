@@ -1,7 +1,7 @@
 """Freeze a suite from the formats people have into the project's suite JSONL (contract/suite.py).
 
-    python -m pipeline.suite freeze SRC --out FILE [--field question=problem ...] [--answer-from solution]
-                                  [--verifier math] [--family F] [--name N] [--revision R]
+    python -m pipeline.freeze SRC --out FILE [--field question=problem ...] [--answer-from solution]
+                            [--verifier math] [--family F] [--name N] [--revision R]
 
 SRC is JSONL (one object a line) or JSON (a list of objects). `--field TARGET=SOURCE` maps a suite field
 (item_id, family, question, answer, tool) to the source's field; a field not mapped is read under its own
@@ -277,15 +277,10 @@ def sha256_path(out: Path) -> Path:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line: freeze SRC into the suite FILE; exit 2 with one line on a refusal."""
-    ap = argparse.ArgumentParser(
-        prog="python -m pipeline.suite",
-        description="Freeze a JSONL or JSON suite into the project's suite format with its sha256.",
-    )
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    fr = sub.add_parser(
-        "freeze",
-        help="write SRC as a frozen suite FILE and FILE's .sha256",
-        description=__doc__.split("\n\n", 2)[2],
+    fr = argparse.ArgumentParser(
+        prog="python -m pipeline.freeze",
+        description="Freeze a JSONL or JSON suite into the project's suite format (suite freeze): write SRC\n"
+        "as a frozen suite FILE and FILE's .sha256.\n\n" + __doc__.split("\n\n", 2)[2],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     fr.add_argument("src", type=Path, help="JSONL (one object a line) or JSON (a list of objects)")
@@ -317,7 +312,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--revision",
         help="suite revision for params.yaml suite.revision (default: sha256: and 12 hex digits)",
     )
-    args = ap.parse_args(argv)
+    args = fr.parse_args(argv)
     name = args.name or args.out.stem
     try:
         input_file(args.src, "SRC")
