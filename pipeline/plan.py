@@ -26,6 +26,7 @@ from pipeline.hub import model_dir
 from pipeline.prompts import (
     RESERVED_TEMPLATE_KWARGS,
     compile_template,
+    is_chat_model,
     make_prompt,
     stops_for,
     tools_not_rendered,
@@ -56,6 +57,30 @@ def load_tokenizer(ref: ModelRef, key: str = "model", source: Path | str = "para
         return AutoTokenizer.from_pretrained(where)
     except OSError as e:
         raise ConfigError(f"{where}: cannot load the tokenizer: {e}") from None
+
+
+def ships_chat_template(where: str | Path) -> bool:
+    """Whether the tokenizer in a checkpoint directory has a chat template, read from its files alone.
+
+    The rule of transformers' tokenizer loading (tokenization_utils_base.from_pretrained): a
+    chat_template.jinja file, templates under additional_chat_templates/, or a non-empty "chat_template" in
+    tokenizer_config.json. Reading the files spares the check of every model before a run the import of
+    transformers (about 8 s of CPU here); tests hold it equal to AutoTokenizer's chat_template.
+    """
+    folder = Path(where)
+    if (folder / "chat_template.jinja").is_file():
+        return True
+    if any((folder / "additional_chat_templates").glob("*.jinja")):
+        return True
+    config = folder / "tokenizer_config.json"
+    if not config.is_file():
+        return False
+    try:
+        return bool(json.loads(config.read_text(encoding="utf-8")).get("chat_template"))
+    except (OSError, ValueError) as e:
+        raise ConfigError(
+            f"{config}: cannot read the tokenizer config ({e}); restore the checkpoint's files"
+        ) from None
 
 
 def chat_settings(params: Params, chat: bool, model: str) -> str | None:
@@ -123,8 +148,8 @@ def prompt_formats(params: Params, arms: Sequence[str], conf_dir: Path = CONF_DI
         key = load_arm(name, conf_dir).model
         if key in formats or key not in params.models:
             continue
-        tokenizer = load_tokenizer(params.models[key], key, params.source)
-        formats[key] = use_chat(tokenizer, params.protocol, params.models[key].display_name, params.source)
+        has = ships_chat_template(model_dir(params.models[key], key, params.source))
+        formats[key] = use_chat(has, params.protocol, params.models[key].display_name, params.source)
     return formats
 
 
@@ -193,7 +218,7 @@ def plan_run(params: Params, arm: ArmSpec, tools: Sequence[dict[str, Any]]) -> P
         raise ConfigError(str(e)) from None
     tokenizer = load_tokenizer(params.models[arm.model], arm.model, params.source)
     display = params.models[arm.model].display_name
-    chat = use_chat(tokenizer, params.protocol, display, params.source)
+    chat = use_chat(is_chat_model(tokenizer), params.protocol, display, params.source)
     template = chat_settings(params, chat, display)
     user = prompt_template(params)
     examples = fewshot_examples(params, items)

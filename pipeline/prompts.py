@@ -164,12 +164,11 @@ def stops_for(chat: bool, extra: Sequence[str] | None = None) -> tuple[str, ...]
     return tuple(dict.fromkeys(stops))
 
 
-def use_chat(tokenizer: Any, protocol: Protocol, model: str, source: object) -> bool:
-    """Whether a model is prompted through a chat template: protocol.chat true or false says so; auto (or
-    unset) when it has one. True for a model without one needs protocol.chat_template."""
+def use_chat(has: bool, protocol: Protocol, model: str, source: object) -> bool:
+    """Whether a model is prompted through a chat template (`has`: it ships one): protocol.chat true or
+    false says so; auto (or unset) when it has one. True without one needs protocol.chat_template."""
     if protocol.chat is False:
         return False
-    has = is_chat_model(tokenizer)
     if protocol.chat is True and not has and protocol.chat_template is None:
         raise ConfigError(
             f"{source}: protocol.chat: true, but {model} has no chat template; set protocol.chat_template to "

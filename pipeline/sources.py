@@ -8,6 +8,7 @@ those inside functions) keeps those lists true as the code changes, where a hand
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -46,6 +47,15 @@ def imports_of(module: str, root: Path = ROOT) -> set[str]:
     path = module_file(module, root)
     if path is None:
         return set()
+    stat = path.stat()
+    return set(_imports_in(module, path, stat.st_mtime_ns, stat.st_size, root))
+
+
+# The pin stage follows the imports of seven arms, each closure over the same few dozen modules: parsed once
+# per file version (its mtime and size in the key, so an edited file is read again), not once per arm.
+@functools.lru_cache(maxsize=4096)
+def _imports_in(module: str, path: Path, mtime_ns: int, size: int, root: Path) -> frozenset[str]:
+    """imports_of for one version of module's file."""
     is_package = path.name == "__init__.py"
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     found: set[str] = set()
@@ -66,7 +76,7 @@ def imports_of(module: str, root: Path = ROOT) -> set[str]:
             if module_file(name, root) is not None:
                 found.add(name)
                 found.update(p for p in _parents(name) if module_file(p, root) is not None)
-    return found
+    return frozenset(found)
 
 
 def closure(entries: Iterable[str], stop: Callable[[str], bool] | None = None, root: Path = ROOT) -> set[str]:

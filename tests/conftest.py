@@ -36,16 +36,33 @@ from demo.worlds import write_jsonl as write_jsonl
 # one of them: it checks that a released engine is collected, which another module's engine kept alive in
 # the same process (test_loop holds one for the session) would defeat.
 IN_PROCESS_ENGINE = {"test_demo_world", "test_layers", "test_loop", "test_ray_run", "test_runner_engine"}
+# The modules that use the SmolLM2 world's float32 checkpoints (smollm2_checkpoints): on one worker, one after
+# another, the checkpoints are built once (about 40 s of a CPU), not once on each worker at the same time.
+SMOLLM2_CHECKPOINTS = {"test_smollm2_world", "test_plain_world", "test_smollm2_grpo_world"}
+# The longest groups, longest first (each a few minutes of a CPU; the rest take under a minute each). The
+# test command's pytest-xdist hands groups to its two workers in collection order (--no-loadscope-reorder,
+# in pyproject.toml), each worker taking the next group as it finishes one: longest first, the short ones
+# even the two workers out at the end, where one long group collected last would leave one worker idle.
+LONGEST_GROUPS = (
+    "test_dvc_pipeline",
+    "smollm2-checkpoints",
+    "vllm-in-process",
+    "test_shards",
+    "test_run_arms",
+)
 
 
 # First: pytest-xdist reads the marks in its own hook of the same name, on each worker.
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """xdist groups for --dist loadgroup: the in-process engine modules together, any other by module."""
+    """xdist groups for --dist loadgroup: the in-process engine modules together, the SmolLM2 checkpoint
+    modules together, any other by module."""
     grouping = getattr(config.option, "loadgroup", False)  # set on pytest-xdist's workers under loadgroup
+    groups = {item: _group(item.path.stem) for item in items}
+    # Stable: each group keeps its own order (a module's tests run top to bottom).
+    items.sort(key=lambda item: _rank(groups[item]))
     for item in items:
-        module = item.path.stem
-        group = "vllm-in-process" if module in IN_PROCESS_ENGINE else module
+        group = groups[item]
         item.add_marker(pytest.mark.xdist_group(group))
         if grouping and hasattr(item, "_id"):
             # pytest-xdist 3.8 tells the controller an item's group by suffixing its node id, which it sets
@@ -54,6 +71,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             from _pytest.nodeid import coerce_node_id
 
             item._id = coerce_node_id(f"{item.nodeid}@{group}")
+
+
+def _group(module: str) -> str:
+    """The xdist group of a test module."""
+    if module in IN_PROCESS_ENGINE:
+        return "vllm-in-process"
+    return "smollm2-checkpoints" if module in SMOLLM2_CHECKPOINTS else module
+
+
+def _rank(group: str) -> int:
+    """Where a group goes in the collection: the longest first, every other after them."""
+    return LONGEST_GROUPS.index(group) if group in LONGEST_GROUPS else len(LONGEST_GROUPS)
 
 
 @pytest.fixture(autouse=True)
@@ -158,3 +187,51 @@ def write_generations(path: Path, raw: dict[str, Any]) -> None:
         path.write_text(dump_generations(Generations.model_validate(raw)), encoding="utf-8")
     except ValidationError:
         path.write_text(json.dumps(raw), encoding="utf-8")
+
+
+def smollm2_build_key() -> str:
+    """A key of the SmolLM2 world's build script and adapter: a new one of either is a new build."""
+    import hashlib
+
+    world = ROOT / "examples" / "smollm2"
+    h = hashlib.sha256((world / "build.py").read_bytes())
+    for f in sorted((world / "adapter").iterdir()):
+        if f.name.startswith("adapter_"):
+            h.update(f.read_bytes())
+    return h.hexdigest()[:12]
+
+
+def world_env() -> dict[str, str]:
+    """A world's commands call `python`: this interpreter's, with this checkout's code first (a venv's)."""
+    import sys
+
+    env = dict(os.environ)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    env["PYTHONPATH"] = str(ROOT)
+    env.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+    return env
+
+
+@pytest.fixture(scope="session")
+def smollm2_checkpoints(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """models/ with base/ and trained/ as examples/smollm2/build.py makes them: built once a session (and
+    kept in pytest's cache across sessions, per build script and adapter)."""
+    import subprocess
+    import sys
+
+    def build(out: Path) -> None:
+        done = subprocess.run(
+            [sys.executable, str(ROOT / "examples" / "smollm2" / "build.py"), "--models", str(out)],
+            env=world_env(), capture_output=True, text=True, timeout=900,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr[-3000:]
+
+    return _cached_checkpoint(_cache_dir(request, tmp_path_factory, f"smollm2-{smollm2_build_key()}"), build)
+
+
+def link_or_copy(src: str, dst: str) -> None:
+    """A hard link of src at dst (a checkpoint's weights are not copied), a copy across filesystems."""
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)

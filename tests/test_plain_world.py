@@ -1,7 +1,7 @@
 """The plain-model world (examples/smollm2-plain/): real checkpoints without a chat template, end to end.
 
-The checkpoints are the SmolLM2 world's (built once by its build.py, shared with tests/test_smollm2_world.py
-through pytest's cache) with their chat template removed, as `build.py --plain` does. The slow tests run
+The checkpoints are the SmolLM2 world's (tests/conftest.py smollm2_checkpoints, built once a session by its
+build.py) with their chat template removed, as `build.py --plain` does. The slow tests run
 the world's own dvc.yaml in a fresh clone at a few items, k = 1, few tokens (both arms plain, one few-shot
 template), and a copy of the base checkpoint that declares a 32k context on this CPU: an engine that cannot
 start says so in one line, and the default settings then run it, its empty partial file no obstacle.
@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from contract.jsonl import read_jsonl
-from tests.test_smollm2_world import _env, _link_or_copy, checkpoints  # noqa: F401  (the shared fixture)
+from tests.conftest import link_or_copy, world_env
 
 ROOT = Path(__file__).resolve().parents[1]
 WORLD = ROOT / "examples" / "smollm2-plain"
@@ -33,17 +33,17 @@ def _plain_copy(src: Path, dest: Path) -> Path:
     """src without its chat template (weights linked, the small files copied so the strip edits the copy)."""
     dest.mkdir(parents=True)
     for f in src.iterdir():
-        (_link_or_copy if f.suffix == ".safetensors" else shutil.copy2)(str(f), str(dest / f.name))
+        (link_or_copy if f.suffix == ".safetensors" else shutil.copy2)(str(f), str(dest / f.name))
     strip_chat_template(dest)
     return dest
 
 
 @pytest.fixture(scope="module")
-def plain_models(checkpoints: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:  # noqa: F811
+def plain_models(smollm2_checkpoints: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """models/ with base/ and trained/ as `build.py --plain` leaves them."""
     out = tmp_path_factory.mktemp("plain-models")
     for name in ("base", "trained"):
-        _plain_copy(checkpoints / name, out / name)
+        _plain_copy(smollm2_checkpoints / name, out / name)
     return out
 
 
@@ -54,7 +54,7 @@ def test_the_plain_world_runs_end_to_end_with_dvc(tmp_path: Path, plain_models: 
     here = clone / "examples" / "smollm2-plain"
     for name in ("base", "trained"):
         assert not (plain_models / name / "chat_template.jinja").exists()
-        shutil.copytree(plain_models / name, here / "models" / name, copy_function=_link_or_copy)
+        shutil.copytree(plain_models / name, here / "models" / name, copy_function=link_or_copy)
     params = yaml.safe_load((here / "params.yaml").read_text())
     suite = [row for _, row in read_jsonl(here / params["suite"]["path"])]
     keep = [next(i for i in suite if i["family"] == f) for f in ("add", "mul")]
@@ -67,7 +67,7 @@ def test_the_plain_world_runs_end_to_end_with_dvc(tmp_path: Path, plain_models: 
     done = subprocess.run(
         [sys.executable, "-m", "dvc", "repro"],
         cwd=here,
-        env=_env(),
+        env=world_env(),
         capture_output=True,
         text=True,
         timeout=900,
@@ -121,7 +121,7 @@ def test_a_32k_context_checkpoint_runs_on_this_cpu_with_default_engine_settings(
     def run_arm(*overrides: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             [sys.executable, "-m", "pipeline.run_arm", *common, *overrides],
-            env={k: v for k, v in _env().items() if k != "VLLM_CPU_KVCACHE_SPACE"},
+            env={k: v for k, v in world_env().items() if k != "VLLM_CPU_KVCACHE_SPACE"},
             capture_output=True, text=True, timeout=600,
         )  # fmt: skip
 

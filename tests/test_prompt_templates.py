@@ -15,7 +15,7 @@ from contract.protocol import Protocol
 from contract.suite import SuiteItem
 from pipeline.config import CONF_DIR, ConfigError, known_presets, load_arm, load_params, template_header
 from pipeline.pins import PinError, check_pins
-from pipeline.plan import check_matched_prompting, plan_run
+from pipeline.plan import check_matched_prompting, plan_run, ships_chat_template
 from pipeline.prompts import PLAIN_STOP, build_prompt, compile_template, render_template
 from scoring.verifiers import read_answer, score
 from tests.conftest import arithmetic_items, make_world, with_chat_template
@@ -132,6 +132,38 @@ def test_a_base_models_continuation_past_its_answer_does_not_decide_its_score() 
     minerva = " $1+1=2$.\nFinal Answer: The final answer is $2$. I hope it is correct.\n"
     assert read_answer(minerva, rule="answer_is").answer == "$2$"
     assert read_answer("no box", rule="last_boxed").reason == "no \\boxed{} with an answer"
+
+
+def test_the_chat_template_check_reads_the_files_as_transformers_loads_them(
+    tmp_path, untrained_checkpoint
+) -> None:
+    import shutil
+
+    from transformers import AutoTokenizer
+
+    from pipeline.prompts import is_chat_model
+
+    chat = with_chat_template(untrained_checkpoint, tmp_path / "chat")
+    # Each place a template can live, and a config whose template is empty.
+    in_config = shutil.copytree(chat, tmp_path / "in-config")
+    (in_config / "chat_template.jinja").unlink()
+    config = json.loads((in_config / "tokenizer_config.json").read_text())
+    template = {**config, "chat_template": "{{ messages }}"}
+    (in_config / "tokenizer_config.json").write_text(json.dumps(template))
+    empty = shutil.copytree(in_config, tmp_path / "empty")
+    (empty / "tokenizer_config.json").write_text(json.dumps({**config, "chat_template": ""}))
+    extra = shutil.copytree(untrained_checkpoint, tmp_path / "extra")
+    (extra / "additional_chat_templates").mkdir()
+    (extra / "additional_chat_templates" / "tool_use.jinja").write_text("{{ messages }}")
+    found = {}
+    for folder in (untrained_checkpoint, chat, in_config, empty, extra):
+        loaded = is_chat_model(AutoTokenizer.from_pretrained(folder))
+        assert ships_chat_template(folder) == loaded, folder
+        found[folder.name] = loaded
+    assert found == {"ckpt": False, "chat": True, "in-config": True, "empty": False, "extra": True}
+    (in_config / "tokenizer_config.json").write_text("{not json")
+    with pytest.raises(ConfigError, match="tokenizer_config.json: cannot read the tokenizer config"):
+        ships_chat_template(in_config)
 
 
 def test_mixed_plain_and_chat_arms_are_refused_and_chat_false_prompts_both_plain(

@@ -160,7 +160,7 @@ def _cli(w, out: Path, **popen) -> subprocess.Popen:
 def test_two_runs_of_one_arm_started_together_one_refuses_in_one_line_the_other_finishes(
     tmp_path: Path, untrained_checkpoint: Path
 ) -> None:
-    w = make_world(tmp_path / "w", {"base": untrained_checkpoint}, arithmetic_items(30), k=2, max_tokens=32)
+    w = make_world(tmp_path / "w", {"base": untrained_checkpoint}, arithmetic_items(12), k=2, max_tokens=16)
     out = tmp_path / "out"
     procs = [_cli(w, out), _cli(w, out)]
     results = [(p.wait(timeout=600), *p.communicate()) for p in procs]

@@ -1,16 +1,14 @@
 """The SmolLM2 world (examples/smollm2/): a real instruct model through the whole pipeline with `dvc repro`.
 
-The slow test builds the two checkpoints with the world's build.py (once; cached across sessions under a
-key of the build script and the adapter), then runs the world's own dvc.yaml in a fresh clone on a reduced
-suite (one item of three families, k = 2, a short budget): two vLLM engines, chat prompts through the
+The slow test takes the two checkpoints the world's build.py makes (tests/conftest.py smollm2_checkpoints:
+built once a session, cached across sessions), then runs the world's own dvc.yaml in a fresh clone on a
+reduced suite (one item of three families, k = 2, a short budget): two vLLM engines, chat prompts through the
 model's template, the `math` verifier, the delta and arm reports.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -21,21 +19,12 @@ import pytest
 import yaml
 
 from contract.jsonl import read_jsonl
-from tests.conftest import _cache_dir, _cached_checkpoint
+from tests.conftest import link_or_copy, world_env
 
 ROOT = Path(__file__).resolve().parents[1]
 WORLD = ROOT / "examples" / "smollm2"
 sys.path.insert(0, str(WORLD))
 import problems as world  # noqa: E402  (the world's own module, not a package of the project)
-
-
-def _env() -> dict[str, str]:
-    """The stages call `python`: this interpreter's, with this checkout's code first, as an activated venv."""
-    env = dict(os.environ)
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-    env["PYTHONPATH"] = str(ROOT)
-    env.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
-    return env
 
 
 def test_the_training_problems_are_disjoint_from_the_suite() -> None:
@@ -52,30 +41,9 @@ def test_the_training_problems_are_disjoint_from_the_suite() -> None:
     assert world.problems(len(suite) // len(world.FAMILIES), world.SUITE_SEED) == suite
 
 
-def _build_key() -> str:
-    h = hashlib.sha256((WORLD / "build.py").read_bytes())
-    for f in sorted((WORLD / "adapter").iterdir()):
-        if f.name.startswith("adapter_"):
-            h.update(f.read_bytes())
-    return h.hexdigest()[:12]
-
-
-@pytest.fixture(scope="module")
-def checkpoints(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """models/ with base/ and trained/ as build.py makes them, built once per build script and adapter."""
-
-    def build(out: Path) -> None:
-        done = subprocess.run(
-            [sys.executable, str(WORLD / "build.py"), "--models", str(out)],
-            env=_env(), capture_output=True, text=True, timeout=900,
-        )  # fmt: skip
-        assert done.returncode == 0, done.stderr[-3000:]
-
-    return _cached_checkpoint(_cache_dir(request, tmp_path_factory, f"smollm2-{_build_key()}"), build)
-
-
 @pytest.mark.slow
-def test_the_world_runs_end_to_end_with_dvc(tmp_path: Path, checkpoints: Path) -> None:
+def test_the_world_runs_end_to_end_with_dvc(tmp_path: Path, smollm2_checkpoints: Path) -> None:
+    checkpoints = smollm2_checkpoints
     for name in ("base", "trained"):
         config = json.loads((checkpoints / name / "config.json").read_text())
         assert config["architectures"] == ["LlamaForCausalLM"] and config["dtype"] == "float32"
@@ -89,7 +57,7 @@ def test_the_world_runs_end_to_end_with_dvc(tmp_path: Path, checkpoints: Path) -
     here = clone / "examples" / "smollm2"
     # The checkpoints as build.py leaves them, linked in (copied where the cache is on another filesystem).
     for name in ("base", "trained"):
-        shutil.copytree(checkpoints / name, here / "models" / name, copy_function=_link_or_copy)
+        shutil.copytree(checkpoints / name, here / "models" / name, copy_function=link_or_copy)
     suite = [row for _, row in read_jsonl(here / "suite" / "smollm2-arith-v1.jsonl")]
     keep = [next(i for i in suite if i["family"] == f) for f in ("add", "mul", "fraction")]
     (here / "suite" / "ci.jsonl").write_text("".join(json.dumps(i) + "\n" for i in keep))
@@ -102,7 +70,7 @@ def test_the_world_runs_end_to_end_with_dvc(tmp_path: Path, checkpoints: Path) -
     done = subprocess.run(
         [sys.executable, "-m", "dvc", "repro"],
         cwd=here,
-        env=_env(),
+        env=world_env(),
         capture_output=True,
         text=True,
         timeout=900,
@@ -130,10 +98,3 @@ def test_the_world_runs_end_to_end_with_dvc(tmp_path: Path, checkpoints: Path) -
     assert [s["text"] for s in scores["base"]] != [s["text"] for s in scores["trained"]]
     assert "smollm2-ci" in (here / "reports" / "index.md").read_text()
     assert json.loads((here / "reports" / "metrics.json").read_text())["delta"].keys() >= {"mean", "lo", "hi"}
-
-
-def _link_or_copy(src: str, dst: str) -> None:
-    try:
-        os.link(src, dst)
-    except OSError:
-        shutil.copy2(src, dst)
