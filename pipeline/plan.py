@@ -22,6 +22,7 @@ from contract.seeds import sample_seed
 from contract.suite import SuiteError, SuiteItem, load_suite
 from pipeline.config import CONF_DIR, ConfigError, ModelRef, Params, load_arm, read_template, template_file
 from pipeline.fewshot import Example, check_disjoint, load_examples
+from pipeline.heavy_imports import collector_paused
 from pipeline.hub import model_dir
 from pipeline.prompts import (
     RESERVED_TEMPLATE_KWARGS,
@@ -50,7 +51,8 @@ class Plan:
 
 def load_tokenizer(ref: ModelRef, key: str = "model", source: Path | str = "params.yaml") -> Any:
     """The model's tokenizer (it tells chat models from plain ones, and renders chat prompts)."""
-    from transformers import AutoTokenizer
+    with collector_paused():
+        from transformers import AutoTokenizer
 
     where = model_dir(ref, key, source)
     try:

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from contract.engine import Decoding, EngineInfo, GenRequest, GenResult
+from pipeline.heavy_imports import collector_paused
 from pipeline.prompts import is_chat_model
 
 
@@ -23,8 +24,9 @@ class HfEngine:
     def __init__(
         self, model: str, *, revision: str | None = None, dtype: str = "auto", device: str = "auto"
     ) -> None:
-        import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+        with collector_paused():
+            import torch
+            from transformers import AutoModelForCausalLM, AutoTokenizer
 
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"

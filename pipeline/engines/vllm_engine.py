@@ -27,6 +27,7 @@ from typing import Any
 from contract.engine import Decoding, EngineInfo, GenRequest, GenResult
 from pipeline.config import ConfigError
 from pipeline.engines.hardware import distribution, platform_info
+from pipeline.heavy_imports import collector_paused
 from pipeline.prompts import is_chat_model
 
 
@@ -156,7 +157,7 @@ class VllmEngine:
         os.environ.setdefault("VLLM_LOGGING_LEVEL", level)
         quiet = logging.getLevelName(level) > logging.INFO
         logging.getLogger("vllm").setLevel(level)  # before the import: some modules log while importing
-        with _quiet_warnings(quiet):
+        with _quiet_warnings(quiet), collector_paused():
             from transformers import AutoConfig
             from vllm import LLM, envs
             from vllm.platforms import current_platform
