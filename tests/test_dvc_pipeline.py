@@ -387,13 +387,13 @@ def test_the_trajectory_stage_on_a_mid_training_checkpoint_and_a_placebo(repo: P
     assert (repo / "reports/trajectory/trajectory.png").read_bytes().startswith(b"\x89PNG")
     assert "## The placebo" in (repo / "reports/trajectory/trajectory_report.md").read_text()
     # Back to the state before the experiment for the tests after this one. The fixture's lock is not
-    # committed (a user's is: `git checkout -- . && dvc checkout`), so its files are put back by hand:
-    # nothing to generate or rescore, only what DVC does not cache (pins, reports) to rewrite, which the
-    # next test's experiment does.
+    # committed (a user's is: `git checkout -- . && dvc checkout`), so its files are put back by hand and
+    # the pins rewritten: nothing to generate or rescore, only the reports (not cached by DVC) to rewrite,
+    # which the next test's experiment does.
     (repo / "params.yaml").write_text(before)
     (repo / "dvc.lock").write_text(lock)
     dvc(repo, "checkout", "--force")
-    assert stale_stages(repo) <= ANALYSES
+    assert stale_after_pinning(repo) <= ANALYSES
 
 
 def experiments(repo: Path) -> list[str]:
