@@ -23,7 +23,9 @@ def test_the_clock_counts_a_tests_subprocesses_and_names_its_group(tmp_path: Pat
     )
     out = tmp_path / "clock"
     out.mkdir()
-    env = {**os.environ, "BENCH_TESTS_OUT": str(out), "PYTHONPATH": str(ROOT)}
+    # Under pytest-xdist this test's own worker name is in the environment; the child is no worker.
+    parent = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST_")}
+    env = {**parent, "BENCH_TESTS_OUT": str(out), "PYTHONPATH": str(ROOT)}
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "benchmarks.pytest_cpu_clock", "-p", "no:cacheprovider",
          "-o", "addopts=", str(tmp_path / "test_burn.py")],

@@ -7,6 +7,7 @@ Every case runs `python -m pipeline.score` on real files, as a user runs it.
 from __future__ import annotations
 
 import signal
+import sys
 import time
 from pathlib import Path
 
@@ -79,7 +80,15 @@ def test_the_scorers_time_limit_is_set_on_the_command_line_and_math_verify_is_he
 def test_a_sum_math_verify_reads_only_in_part_scores_0_with_a_reason() -> None:
     item = SuiteItem.model_validate({"item_id": "s", "family": "f", "question": "q", "answer": "500500",
                                      "verifier": {"type": "math"}})  # fmt: skip
-    verdict = score(item, "\\boxed{" + "+".join(str(i) for i in range(1, 1001)) + "}", chat=True)
+    # The verdict depends on the process's recursion limit, which libraries (torch's compiler, hypothesis)
+    # may raise for the rest of a process when an earlier test on the same worker uses them: pin Python's default,
+    # the limit a fresh `python -m pipeline.score` runs with.
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(1000)
+    try:
+        verdict = score(item, "\\boxed{" + "+".join(str(i) for i in range(1, 1001)) + "}", chat=True)
+    finally:
+        sys.setrecursionlimit(limit)
     # math-verify's LaTeX parser gives up on it (too deep for Python's recursion limit) and reads a number.
     assert verdict.score == 0.0 and (verdict.reason or "").startswith("math-verify read the answer as 1,")
     wrong = score(item, "\\boxed{500501}", chat=True)
