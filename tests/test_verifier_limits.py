@@ -81,8 +81,8 @@ def test_a_sum_math_verify_reads_only_in_part_scores_0_with_a_reason() -> None:
     item = SuiteItem.model_validate({"item_id": "s", "family": "f", "question": "q", "answer": "500500",
                                      "verifier": {"type": "math"}})  # fmt: skip
     # The verdict depends on the process's recursion limit, which libraries (torch's compiler, hypothesis)
-    # may raise for the rest of a process when an earlier test on the same worker uses them: pin Python's default,
-    # the limit a fresh `python -m pipeline.score` runs with.
+    # may raise for the rest of a process when an earlier test on the same worker uses them: pin Python's
+    # default, the limit a fresh `python -m pipeline.score` runs with.
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(1000)
     try:
