@@ -6,10 +6,10 @@
 Clones this repository into a temporary folder (at --rev; or at --before, by default the revision just
 before pipeline/run_arms.py was added, when every arm started its own engine, and at --after, by default
 HEAD), links this checkout's .venv into each clone, and times `dvc repro` there from nothing (no
-generations, no logs), one after the other (--runs clones of each). Prints per run the wall time, the
-stages run and the engine starts, with the load average before and after (on a shared machine other jobs
-only add time); then each stage's wall time (from DVC's "Running stage" line to the next one, stamped as
-the lines arrive) and each arm's engine start and generation time (from its
+generations, no logs), one after the other (--runs clones of each). Prints per run the wall time, the stages
+run, the engine starts and whether `git status` is clean afterwards, with the load average before and after
+(on a shared machine other jobs only add time); then each stage's wall time (from DVC's "Running stage" line
+to the next one, stamped as the lines arrive) and each arm's engine start and generation time (from its
 generations/<arm>.provenance.json); with --runs > 1, the median of the runs beside each figure.
 """
 
@@ -94,6 +94,9 @@ def time_repro(rev: str, work: Path, run: int = 0) -> dict[str, Any]:
     if code != 0:
         raise SystemExit(f"bench_repro: dvc repro at {rev} failed:\n{log[-4000:]}")
     starts = len(re.findall(r"engine start [0-9.]+ s", log))
+    dirty = subprocess.run(
+        ["git", "status", "--porcelain"], cwd=dest, check=True, capture_output=True, text=True
+    ).stdout.splitlines()
     return {
         "rev": _git("rev-parse", "--short", rev),
         "wall_s": wall,
@@ -103,6 +106,7 @@ def time_repro(rev: str, work: Path, run: int = 0) -> dict[str, Any]:
         "load": (load0, os.getloadavg()[0]),
         "stage_s": stages,
         "arms": arm_times(dest / "generations"),
+        "dirty": dirty,
     }
 
 
@@ -149,14 +153,15 @@ def main() -> None:
             print(f"clones kept in {work}", file=sys.stderr)
     print(f"dvc repro of the demo world in a fresh clone ({os.cpu_count()} CPUs)")
     head = f"{'revision':<12} {'wall':>8} {'ran':>4} {'restored':>9} {'engine starts':>14}"
-    print(f"{head} {'load before/after':>18}")
+    print(f"{head} {'load before/after':>18}  git status")
     for rev in revs:
         for r in rows[rev]:
             load = r["load"]
             print(
                 f"{r['rev']!s:<12} {r['wall_s']:>7.0f}s {r['stages']!s:>4} {r['restored']!s:>9} "
                 f"{r['engine_starts']!s:>14} "
-                f"{load[0]:>8.2f}/{load[1]:<8.2f}"
+                f"{load[0]:>8.2f}/{load[1]:<8.2f}  "
+                + ("clean" if not r["dirty"] else f"{len(r['dirty'])} changed: {', '.join(r['dirty'][:3])}")
             )
     for rev in revs:
         print_details(rows[rev])
