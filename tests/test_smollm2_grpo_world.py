@@ -13,7 +13,6 @@ import csv
 import importlib.util
 import io
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -26,7 +25,7 @@ import yaml
 
 from contract.digest import file_sha256
 from contract.jsonl import read_jsonl
-from tests.conftest import link_or_copy
+from tests.conftest import link_or_copy, world_env
 
 ROOT = Path(__file__).resolve().parents[1]
 WORLD = ROOT / "examples" / "smollm2-grpo"
@@ -44,15 +43,6 @@ def _module(name: str, path: Path):  # noqa: ANN202  (a module loaded from a fil
 grpo = _module("smollm2_grpo", WORLD / "grpo.py")
 build = _module("smollm2_grpo_build", WORLD / "build.py")
 problems = grpo.world
-
-
-def _env() -> dict[str, str]:
-    """The commands call `python`: this interpreter's, with this checkout's code first."""
-    env = dict(os.environ)
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-    env["PYTHONPATH"] = str(ROOT)
-    env.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
-    return env
 
 
 def _csv(path: Path) -> list[dict[str, str]]:
@@ -165,7 +155,7 @@ def test_every_rebuilt_checkpoint_has_the_readmes_sha256(tmp_path: Path, smollm2
         link_or_copy(str(f), str(tmp_path / "base" / f.name))
     done = subprocess.run(
         [sys.executable, str(WORLD / "build.py"), "--models", str(tmp_path), "--keep-base", "--sha256"],
-        env=_env(), capture_output=True, text=True, timeout=900,
+        env=world_env(), capture_output=True, text=True, timeout=900,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     got = dict(line.split() for line in done.stdout.splitlines() if re.fullmatch(r"\S+  [0-9a-f]{64}", line))
@@ -174,7 +164,7 @@ def test_every_rebuilt_checkpoint_has_the_readmes_sha256(tmp_path: Path, smollm2
 
 
 def _run(args: list[str], cwd: Path) -> str:
-    done = subprocess.run(args, cwd=cwd, env=_env(), capture_output=True, text=True, timeout=600)
+    done = subprocess.run(args, cwd=cwd, env=world_env(), capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
     return done.stdout + done.stderr
 
