@@ -14,8 +14,9 @@ chat=True)`, so the answer reading of chat output and the verifier both count.
   their roles swapped back: the response as the text, the short answer as the reference.
 - CHAMP (tests/data/answer_reading/champ_labels.jsonl): each GPT-4 / GPT-4 Turbo 0-shot response is the text
   and the problem's numeric answer the reference of an item with the `numeric` verifier (rel_tol 0, abs_tol
-  0: the answers are integers or exact decimals, and a response that rounds states another number);
-  agreement is the scorer's verdict equal to the hand label, and per model the accuracy by each.
+  0: every reference is an integer, and a response that rounds states another number), and again with the
+  `math` verifier; agreement is the scorer's verdict equal to the hand label, and per model the accuracy by
+  each. `--champ-verifier math` lists the math verifier's disagreements instead of the numeric one's.
 
 Printed first: the Math-Verify agreement per test file; then CHAMP's agreement and accuracy per model; then
 every disagreement (id, reference, text, expected, what the scorer read and why). The scoring functions
@@ -89,12 +90,16 @@ def score_math_verify_cases(path: Path = MATH_VERIFY_CASES, swap_roles: bool = F
     return results
 
 
-def score_champ(path: Path = CHAMP_LABELS, rel_tol: float = 0.0, abs_tol: float = 0.0) -> list[CaseResult]:
-    """Every labelled CHAMP response scored as a chat sample of an item with a numeric verifier."""
+def score_champ(
+    path: Path = CHAMP_LABELS, verifier_type: str = "numeric", rel_tol: float = 0.0, abs_tol: float = 0.0
+) -> list[CaseResult]:
+    """Every labelled CHAMP response scored as a chat sample of an item with a numeric (or math) verifier."""
+    verifier: dict[str, Any] = {"type": verifier_type}
+    if verifier_type == "numeric":
+        verifier |= {"rel_tol": rel_tol, "abs_tol": abs_tol}
     results = []
     for c in read_cases(path):
         case_id = f"{c['problem_id']}::{c['model']}"
-        verifier = {"type": "numeric", "rel_tol": rel_tol, "abs_tol": abs_tol}
         got, answer, reason = score_text(case_id, c["reference"], c["response"], verifier)
         results.append(CaseResult(case_id, c["model"], str(c["reference"]), c["response"], c["label"], got,
                                   answer, reason))  # fmt: skip
@@ -124,10 +129,10 @@ def math_verify_table(results: list[CaseResult]) -> str:
     return "\n".join(lines)
 
 
-def champ_table(results: list[CaseResult]) -> str:
+def champ_table(results: list[CaseResult], verifier_type: str = "numeric") -> str:
     """Agreement with the hand labels and accuracy by the scorer and by the labels, per model."""
-    lines = [f"{'CHAMP model (0-shot)':<24} {'agree':>7} {'cases':>5} {'rate':>7} {'scorer acc':>11} "
-             f"{'label acc':>10}"]  # fmt: skip
+    head = f"CHAMP 0-shot, {verifier_type}"
+    lines = [f"{head:<24} {'agree':>7} {'cases':>5} {'rate':>7} {'scorer acc':>11} {'label acc':>10}"]
     for name, rs in [*_groups(results).items(), ("all", results)]:
         a, n = agreement(rs)
         by_scorer = sum(r.got == 1 for r in rs)
@@ -163,20 +168,33 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--swap-roles", action="store_true", help="read test_boxed's response as the text")
     ap.add_argument("--only", choices=["mv", "champ"], help="one data set only")
+    ap.add_argument(
+        "--champ-verifier",
+        choices=["numeric", "math"],
+        default="numeric",
+        help="the verifier of CHAMP's items whose disagreements are listed (both are tabled)",
+    )
     args = ap.parse_args(argv)
     mv = [] if args.only == "champ" else score_math_verify_cases(swap_roles=args.swap_roles)
-    champ = [] if args.only == "mv" or not CHAMP_LABELS.exists() else score_champ()
+    with_champ = args.only != "mv" and CHAMP_LABELS.exists()
+    champ = score_champ(verifier_type=args.champ_verifier) if with_champ else []
+    other = "math" if args.champ_verifier == "numeric" else "numeric"
     if mv:
         print(math_verify_table(mv))
     if champ:
         print()
-        print(champ_table(champ))
+        print(champ_table(champ, args.champ_verifier))
+        print(champ_table(score_champ(verifier_type=other), other))
     if mv:
         print(f"\nMath-Verify disagreements ({len(mv) - agreement(mv)[0]}):")
         print(disagreements(mv))
     if champ:
-        print(f"\nCHAMP disagreements with the hand labels ({len(champ) - agreement(champ)[0]}):")
+        n = len(champ) - agreement(champ)[0]
+        print(f"\nCHAMP disagreements with the hand labels, {args.champ_verifier} verifier ({n}):")
         print(disagreements(champ))
+    from scoring import verifiers
+
+    print(f"\nScorer: {verifiers.__file__}, {verifiers.BUILTIN_NAME} {verifiers.BUILTIN_VERSION}")
     return 0
 
 

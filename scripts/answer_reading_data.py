@@ -207,9 +207,95 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+# CHAMP's prompt settings are named in champ_dataset.prompt.PromptGenerator.get_all_prompts; "0-Shot" is the
+# problem alone (problem_only); the model's answer is followed by a turn asking for a one-sentence summary.
+CHAMP_SETTING = "0-Shot"
+CHAMP_MODELS = ("GPT-4", "GPT-4 Turbo")
+HAND_LABELS = "champ_hand_labels.tsv"
+
+
+def is_number(text: str) -> bool:
+    """Whether a CHAMP answer is a plain number (float() reads it: '239', '-9', '0')."""
+    try:
+        return math.isfinite(float(text))
+    except ValueError:
+        return False
+
+
+def read_hand_labels(path: Path) -> dict[tuple[str, str], dict[str, Any]]:
+    """The hand labels by (problem_id, model): stated_answer, label (0/1) and note."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    header, rows = lines[0].split("\t"), [line.split("\t") for line in lines[1:] if line.strip()]
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+    for n, row in enumerate(rows, 2):
+        rec = dict(zip(header, row, strict=True))
+        if rec["label"] not in ("0", "1"):
+            raise SystemExit(f"{path}:{n}: label: {rec['label']!r} is not 0 or 1; fix the line")
+        key = (rec["problem_id"], rec["model"])
+        if key in out:
+            raise SystemExit(f"{path}:{n}: {key} labelled twice; keep one line")
+        out[key] = {
+            "stated_answer": rec["stated_answer"],
+            "label": int(rec["label"]),
+            "note": rec["note"] or None,
+        }
+    return out
+
+
 def champ_labels(out: Path) -> None:
-    """Placeholder until the CHAMP part is written."""
-    raise SystemExit("champ: not written yet")
+    """Write champ_labels.jsonl (CHAMP's responses joined to the hand labels) and champ_source.json."""
+    import champ_dataset  # the champ-dataset package: problems, answers and four models' responses
+
+    data_file = Path(champ_dataset.BASE_FOLDER) / "dataset_files" / "v0.json"
+    dataset = champ_dataset.load(str(data_file))
+    labels = read_hand_labels(out / HAND_LABELS)
+    rows = []
+    for pid, problem in dataset.problems.items():
+        if not is_number(problem.answer):
+            continue
+        for model in CHAMP_MODELS:
+            turns = [m for m in dataset.problems[pid].conversations[f"{model}|{CHAMP_SETTING}"].messages
+                     if m.role.startswith("Model.")]  # fmt: skip
+            key = (pid, model)
+            if key not in labels:
+                raise SystemExit(
+                    f"{out / HAND_LABELS}: no hand label for {key}; read the response and add one"
+                )
+            rows.append(
+                {
+                    "problem_id": pid,
+                    "model": model,
+                    "reference": problem.answer,
+                    "response": turns[0].text,
+                    **labels.pop(key),
+                    "truncated": turns[0].error == "LENGTH_CURRENT",
+                    # The second turn answers "summarize the answer above in one sentence"; not labelled.
+                    "summary": turns[1].text if len(turns) > 1 else None,
+                }
+            )
+    if labels:
+        raise SystemExit(f"{out / HAND_LABELS}: labels for responses not selected: {sorted(labels)[:3]}")
+    with (out / "champ_labels.jsonl").open("w", encoding="utf-8") as f:
+        for r in rows:
+            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+    source = {
+        "package": "champ-dataset",
+        "version": importlib.metadata.version("champ-dataset"),
+        "data_file": "champ_dataset/dataset_files/v0.json",
+        "data_file_sha256": sha256_file(data_file),
+        "prompt_setting": CHAMP_SETTING,
+        "models": list(CHAMP_MODELS),
+        "problems": len(dataset.problems),
+        "numeric_problems": len(rows) // len(CHAMP_MODELS),
+        "responses": len(rows),
+        "hand_labels_sha256": sha256_file(out / HAND_LABELS),
+    }
+    (out / "champ_source.json").write_text(json.dumps(source, indent=2) + "\n", encoding="utf-8")
+    for model in CHAMP_MODELS:
+        mine = [r for r in rows if r["model"] == model]
+        print(
+            f"{model}: {sum(r['label'] for r in mine)} of {len(mine)} responses state the reference (by hand)"
+        )
 
 
 if __name__ == "__main__":
