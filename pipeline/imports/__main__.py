@@ -3,6 +3,8 @@
     python -m pipeline.imports lm-eval   samples_<task>_<date>.jsonl... --out evallogs/base.json
     python -m pipeline.imports inspect   logs/<run>.eval...             --out evallogs/base.json
     python -m pipeline.imports lighteval details_<task>_<date>.parquet... --out evallogs/base.json
+    python -m pipeline.imports jsonl     texts.jsonl... --suite S --temperature T --max-tokens N --out L
+                                         (any tool's texts, one sample a line; its own --help)
 
 Several SRC files make one log of one model on one suite: the same documents in each, aligned by their own
 id or content hash (never by position), their samples appended in the order given (k runs of one sample
@@ -24,7 +26,7 @@ from pathlib import Path
 from contract.atomic import atomic_write
 from contract.files import PathCheckError, input_file, output_file
 from contract.suite import SuiteError, load_suite
-from pipeline.imports import inspect_logs, lighteval_details, lmeval
+from pipeline.imports import inspect_logs, jsonl, lighteval_details, lmeval
 from pipeline.imports.common import VERIFIER_TYPES, ImportRefusal, Source, SuiteFile, assemble
 
 EXIT_REFUSED = 2
@@ -63,13 +65,18 @@ def read_suite(path: str | None) -> SuiteFile | None:
 
 def main(argv: list[str] | None = None) -> int:
     """Command line: read the SRC files, write the EvalLog."""
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["jsonl"]:
+        return jsonl.main(argv[1:])  # its own options (field mapping, reading): see its --help
     ap = argparse.ArgumentParser(
         prog="python -m pipeline.imports",
         description=__doc__.split("\n\n")[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="\n\n".join(__doc__.split("\n\n")[1:]),
     )
-    ap.add_argument("tool", choices=["lm-eval", "inspect", "lighteval"], help="the tool that wrote SRC")
+    ap.add_argument(
+        "tool", choices=["lm-eval", "inspect", "lighteval", "jsonl"], help="the tool that wrote SRC"
+    )
     ap.add_argument("src", nargs="+", help="its per-sample files, of one model on one suite")
     ap.add_argument("--out", required=True, help="the EvalLog JSON to write")
     ap.add_argument(
