@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from analysis import calibration, render, truncation
+from analysis import answering, calibration, render, truncation
 from analysis import contrasts as ct
 from analysis.align import (
     EXIT_REFUSED,
@@ -175,9 +175,11 @@ def _contrast(
 ) -> dict[str, Any]:
     a, r = data[arm], data[ref]
     primary = None
+    whole = None
     if (ref, arm) == primary_pair:
         # The delta report's contrast: the same draws, interval, test and verdict (the claim's family).
-        primary = ct.primary_contrast(r.scores, a.scores, settings).mean
+        whole = ct.primary_contrast(r.scores, a.scores, settings)
+        primary = whole.mean
     base = primary or mean_contrast(r.item_mean, a.item_mean, settings)
     d = a.item_mean - r.item_mean
     dz = cohens_dz(d, settings.alpha)
@@ -207,6 +209,8 @@ def _contrast(
         **(
             {k: primary[k] for k in ("q_value", "significant", "negligible", "decided_by")} if primary else {}
         ),
+        # Popped by build_found: the primary contrast whole, for its FORMAT call (the delta report's).
+        "_primary": whole,
     }
 
 
@@ -424,6 +428,27 @@ def build_found(
         m["parametric_share"] = None
         m["claim"] = _claim("marginal", m, settings, augmentation=m["reference"])
 
+    # The same generations under the lenient reader: each row's change in answered share, its lenient
+    # delta and FORMAT call; trained vs base decided as in the delta report.
+    readers = {arm: answering.reader_arrays(log, order) for arm, (_, log) in found.items()}
+    lenient_missing = answering.missing_lenient(readers)
+    for c in all_rows:
+        whole = c.pop("_primary")
+        ref_r, arm_r = readers[c["reference"]], readers[c["arm"]]
+        if whole is not None:
+            claim = ct.claim(whole, settings)[0]
+            part = answering.primary_part(whole, claim, ref_r, arm_r, settings)
+        else:
+            part = answering.row_part(c, "naive_delta", ref_r, arm_r, settings)
+        if part is None:
+            continue
+        c["format"] = part
+        if part["call"] is not None and not c["ceiling"]:
+            c["claim"] = answering.row_claim(part)
+    if lenient_missing:
+        notes.append(answering.not_recorded(lenient_missing, len(readers)))
+    answering_rows = [answering.arm_row(arm, data[arm].scores, readers[arm], settings) for arm in found]
+
     paths = [t for arm, (_, log) in found.items() if (t := path_table(arm, log)) is not None]
     calib = calibration.section({arm: log for arm, (_, log) in found.items()}, order, reference, settings)
     factorial = factorial_section(data, settings)
@@ -460,6 +485,8 @@ def build_found(
         "factorial": factorial,
         "calibration": calib,
         "truncation": truncation.section({arm: log for arm, (_, log) in found.items()}, base_log.max_tokens),
+        "answering": answering_rows,
+        "lenient_missing": lenient_missing,
         "n_tests": sum(1 for c in all_rows if (c["reference"], c["arm"]) != primary),
         "n_family_tests": len(families),
         "primary_in_report": any((c["reference"], c["arm"]) == primary for c in all_rows),

@@ -79,6 +79,9 @@ def context(delta: DeltaReport, arms: ArmComparison) -> dict[str, Any]:
         "sigtext": significance_text,
         "kmax": kmax,
         "delta": delta,
+        # Trained vs base under the lenient reader, and each arm's answered share (None: not recorded).
+        "lenient": delta.format.contrast if delta.format is not None else None,
+        "answering": delta.format.arms if delta.format is not None else [],
         "contrasts": arms.contrasts,
         "marginal": arms.marginal,
         "unusable": arms.arms_unusable,
@@ -101,7 +104,8 @@ def metrics(delta: DeltaReport, arms: ArmComparison) -> dict[str, Any]:
     """The headline numbers DVC tracks as metrics: what a person compares across experiments.
 
     trained minus base (mean, interval, p, verdict), the claim, every arm's naive delta over base and its
-    verdict (the same rule and, for trained, the same verdict as the delta report); everything else (pass@k,
+    verdict (the same rule and, for trained, the same verdict as the delta report), each delta report arm's
+    answered share and trained minus base under the lenient reader, where recorded; everything else (pass@k,
     adjusted deltas, q-values, per-family rows) is in the reports. Short keys keep `dvc exp show` narrow.
     """
     out: dict[str, Any] = {
@@ -117,6 +121,15 @@ def metrics(delta: DeltaReport, arms: ArmComparison) -> dict[str, Any]:
         "significant": {c.arm: c.significant for c in arms.contrasts},
         "claim": delta.claim,
     }
+    fmt = delta.format
+    shares = {a.arm: a.answered_share for a in fmt.arms if a.answered_share is not None} if fmt else {}
+    if shares:
+        out["answered"] = shares
+    if fmt is not None and fmt.contrast is not None:
+        # Trained minus base under the lenient reader: beside `delta`, it says how much of it is format.
+        lenient = fmt.contrast.lenient
+        out["lenient"] = {"mean": lenient.delta, "lo": lenient.ci95[0], "hi": lenient.ci95[1],
+                          "p": lenient.p_value, "significant": lenient.significant}  # fmt: skip
     return out
 
 
