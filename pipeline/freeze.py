@@ -14,9 +14,11 @@ read from an earlier box. A record's own `verifier` object (an already frozen su
 tolerances included; `--verifier` sets the verifier of records without one (default math) and is refused
 where a record's own differs. Each reference answer must be one its verifier reads: math-verify must parse
 a math answer and find it equal to itself, a numeric answer must be a number (`#### 1,234` reads 1234).
-Real datasets have text answers math-verify cannot read ("376 and 625", "No such values"): with
-`--fallback-verifier exact` those items are judged by the exact verifier instead (whitespace collapsed,
-case folded), with `--skip-unreadable` they are left out; either is counted in the summary.
+Real datasets have answers math-verify cannot read whole: text ("No such values"), or several answers
+of which it reads one ("376 and 625" read as 625, so that "625" alone would score: a reference of which
+one written number alone is judged right is refused as read in part). With `--fallback-verifier exact`
+those items are judged by the exact verifier instead (whitespace collapsed, case folded), with
+`--skip-unreadable` they are left out; either is counted in the summary.
 
 Writes FILE (one item a line, keys sorted, atomically) and FILE with the suffix .sha256 (`sha256sum`
 format, as demo/suite/*.sha256), prints how many items each verifier judges and the params.yaml `suite`
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections import Counter
 from collections.abc import Iterator, Sequence
@@ -49,7 +52,7 @@ from scoring.verifiers import boxed_contents, reference_answer
 TARGETS = ("item_id", "family", "question", "answer", "tool")
 REQUIRED = ("question", "answer")
 VERIFIERS = ("math", "numeric", "exact", "choice")
-# What judges an item whose math reference math-verify cannot read, with --fallback-verifier.
+# What judges an item whose math reference math-verify cannot read whole, with --fallback-verifier.
 FALLBACKS = ("exact",)
 _VERIFIER: TypeAdapter[Any] = TypeAdapter(Verifier)
 
@@ -59,7 +62,7 @@ class FreezeError(ValueError):
 
 
 class UnreadableReference(FreezeError):
-    """A math reference math-verify cannot read (or finds unequal to itself): the fallback's case."""
+    """A math reference math-verify cannot read whole (or finds unequal to itself): the fallback's case."""
 
 
 class FreezeRefusal(FreezeError):
@@ -73,7 +76,9 @@ class FreezeRefusal(FreezeError):
             else ""
         )
         of_them = (
-            f"; {unreadable} of them a reference math-verify cannot read: {self.hint}" if unreadable else ""
+            f"; {unreadable} of them a reference math-verify cannot read whole: {self.hint}"
+            if unreadable
+            else ""
         )
         super().__init__(f"{len(problems)} of {total} records cannot be frozen{of_them}; nothing written")
 
@@ -262,9 +267,9 @@ def _numeric_answer(answer: str) -> str:
 
 
 def check_reference(where: str, item: SuiteItem) -> None:
-    """Refuse a reference answer its verifier cannot read: math-verify must parse it and find it equal to
-    itself (UnreadableReference); a numeric answer must read as a finite number (so it fails at freeze, not
-    at scoring)."""
+    """Refuse a reference answer its verifier cannot read: math-verify must parse it, find it equal to
+    itself and read it whole (UnreadableReference); a numeric answer must read as a finite number (so it
+    fails at freeze, not at scoring)."""
     if item.verifier.type not in ("math", "numeric"):
         return
     if item.verifier.type == "numeric" and not is_finite_number(item.answer):
@@ -283,6 +288,32 @@ def check_reference(where: str, item: SuiteItem) -> None:
             f"{where}: answer: the {item.verifier.type} verifier does not find {item.answer!r} equal to "
             "itself; write it as LaTeX (e.g. \\frac{1}{2}) or use the exact verifier"
         )
+    part = read_in_part(item) if item.verifier.type == "math" else None
+    if part is not None:
+        raise UnreadableReference(
+            f"{where}: answer: math-verify reads only part of the reference {str(item.answer)[:60]!r}: the "
+            f"answer {part!r} alone is judged right; write it as one LaTeX answer or use the exact verifier"
+        )
+
+
+def read_in_part(item: SuiteItem) -> str | None:
+    """A number written in a math reference that the verifier alone judges equal to the whole reference,
+    where the reference writes other numbers too ('376 and 625' read as 625, 'sum_(k=1)^n 1/k' as 1): the
+    rest of the reference then decides nothing, and half an answer scores. None when no such number, or
+    when the reference ends by restating itself as that number ('C(10, 5), or equivalently 252')."""
+    reference = str(item.answer)
+    written = verifiers.written_numbers(reference)
+    if len(written) < 2:
+        return None
+    for number in dict.fromkeys(written):
+        if re.search(rf"\bequivalently\s+{re.escape(number)}\s*\.?\s*$", reference):
+            continue
+        try:
+            if verifiers.check(item, number):
+                return number
+        except AnswerTimeout:
+            continue  # a number that takes math-verify this long is no reading of the reference
+    return None
 
 
 def freeze(
@@ -400,7 +431,7 @@ def summary(frozen: Frozen) -> str:
     """How many items each verifier judges, and how many took the fallback or were skipped, in words."""
     judged = ", ".join(f"{n} by {kind}" for kind, n in frozen.per_verifier.items())
     text = f"{frozen.n_items} items judged {judged}"
-    unread = "a reference math-verify cannot read"
+    unread = "a reference math-verify cannot read whole"
     if frozen.fallen_back:
         text += f" ({len(frozen.fallen_back)} by {frozen.fallback} as the fallback: {unread})"
     if frozen.skipped:
@@ -444,13 +475,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     unreadable.add_argument(
         "--fallback-verifier",
         choices=FALLBACKS,
-        help="judge the items whose math reference math-verify cannot read by this verifier instead (exact: "
-        "whitespace collapsed, case folded); counted in the summary",
+        help="judge the items whose math reference math-verify cannot read whole by this verifier instead "
+        "(exact: whitespace collapsed, case folded); counted in the summary",
     )
     unreadable.add_argument(
         "--skip-unreadable",
         action="store_true",
-        help="leave out the items whose math reference math-verify cannot read; counted in the summary",
+        help="leave out the items whose math reference math-verify cannot read whole; counted in the summary",
     )
     fr.add_argument("--rel-tol", type=float, default=0.0, help="numeric verifier: relative tolerance (0)")
     fr.add_argument("--abs-tol", type=float, default=0.0, help="numeric verifier: absolute tolerance (0)")

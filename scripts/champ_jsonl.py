@@ -10,8 +10,9 @@ for Fine-Grained Analyses of LLMs' Mathematical Reasoning Capabilities", MIT lic
 concepts, hints and model responses in one file, dataset_files/v0.json, under `problems` keyed by id. Each
 line written here is one problem with CHAMP's own names: identifier, category, text (the problem) and answer,
 the text and answer as the package gives them (its `@@` math markers removed), in the package's order.
-Nothing is rewritten: about one answer in five is text math-verify cannot read ("376 and 625", "No such
-values"), which freeze judges by the exact verifier with --fallback-verifier exact.
+Nothing is rewritten: about one answer in three is text ("No such values") or several answers ("376 and
+625") that math-verify cannot read whole, which freeze judges by the exact verifier with
+--fallback-verifier exact.
 """
 
 from __future__ import annotations
