@@ -8,8 +8,9 @@ chat=True)`, so the answer reading of chat output and the verifier both count.
 
 - Math-Verify (tests/data/answer_reading/math_verify_cases.jsonl): the prediction is the sample's text and
   the gold the reference of an item with the `math` verifier; agreement is the scorer's verdict (0/1) equal
-  to the test's `expected`. The tests' own settings (match_types, precision, strict) have no counterpart in
-  the scorer and are not applied. A reference the verifier refuses (VerifierError) is a disagreement, listed
+  to the test's `expected`. A test's decimal places (`precision`) are the math verifier's `decimals`; its
+  other settings (match_types, strict, allow_set_relation_comp) have no counterpart in the scorer. A
+  reference the verifier refuses (VerifierError) is a disagreement, listed
   as refused. `--swap-roles` reads the cases whose response is the test's first argument (test_boxed) with
   their roles swapped back: the response as the text, the short answer as the reference.
 - CHAMP (tests/data/answer_reading/champ_labels.jsonl): each GPT-4 / GPT-4 Turbo 0-shot response is the text
@@ -85,7 +86,9 @@ def score_math_verify_cases(path: Path = MATH_VERIFY_CASES, swap_roles: bool = F
     results = []
     for c in read_cases(path):
         reference, text = (c["pred"], c["gold"]) if swap_roles and c["swapped"] else (c["gold"], c["pred"])
-        got, answer, reason = score_text(c["id"], reference, text, {"type": "math"})
+        # A test's decimal places are the verifier's `decimals` (math-verify's float_rounding), 6 its default.
+        verifier = {"type": "math", **({"decimals": c["precision"]} if c["precision"] != 6 else {})}
+        got, answer, reason = score_text(c["id"], reference, text, verifier)
         results.append(CaseResult(c["id"], c["file"], reference, text, c["expected"], got, answer, reason))
     return results
 

@@ -66,6 +66,9 @@ class MathVerifier(BaseModel):
     type: Literal["math"]
     # Seconds math-verify may spend on one answer (None: the scorer's, conf/score.yaml verifier_timeout_s).
     timeout_s: float | None = Field(default=None, gt=0)
+    # Decimal places numbers are compared to (math-verify's float_rounding; None: its default, 6): 2 lets
+    # an answer of 0.33 equal a reference of 1/3.
+    decimals: int | None = Field(default=None, ge=0, le=15)
 
 
 class ChoiceVerifier(BaseModel):

@@ -17,7 +17,8 @@ from pipeline.config import CONF_DIR, ConfigError, known_presets, load_arm, load
 from pipeline.pins import PinError, check_pins
 from pipeline.plan import check_matched_prompting, plan_run, ships_chat_template
 from pipeline.prompts import PLAIN_STOP, build_prompt, compile_template, render_template
-from scoring.verifiers import read_answer, score
+from scoring.reading import read_answer
+from scoring.verifiers import score
 from tests.conftest import arithmetic_items, make_world, with_chat_template
 
 PROTOCOL = {"k": 1, "max_tokens": 8, "temperature": 0.0, "top_p": 1.0, "seed": 1}
