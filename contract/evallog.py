@@ -212,6 +212,9 @@ class ScorerInfo(_Strict):
     verifiers: list[VerifierInfo] | None = None
     # Answers whose verifier ran out of its time limit (scored 0, each sample's no_answer_reason says so).
     timeouts: int | None = Field(default=None, ge=0)
+    # How many samples' answers each rule of the report's reader read ('math-verify', 'final sentence',
+    # '####', 'first_answer', ...; 'none': no answer read), so that a reader of the log sees what decided it.
+    read_by: dict[str, int] | None = None
 
 
 class EvalLog(_Strict):

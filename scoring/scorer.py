@@ -16,6 +16,7 @@ suite item's verifier may set its own `timeout_s`): an answer past it scores 0, 
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 
 from contract.evallog import FORMAT_VERSION, EvalLog, ItemResult, SampleRecord, ScorerInfo, VerifierInfo
@@ -99,8 +100,8 @@ def _scored(
     tool_arm: bool,
     timeout_s: float,
     rule: str | None = None,
-) -> tuple[SampleRecord, bool, float]:
-    """score_sample's record, whether its verifier ran out of time, and the lenient reader's score."""
+) -> tuple[SampleRecord, verifiers.Verdict, float]:
+    """score_sample's record, its verdict (timed out? read by which rule?) and the lenient reader's score."""
     text = verifiers.scored_text(gen.prompt, sample.text)
     verdict, lenient = verifiers.score_both(item, text, chat=chat, timeout_s=timeout_s, rule=rule)
     path = None
@@ -116,7 +117,7 @@ def _scored(
         no_answer_reason=verdict.reason,
         path=path,
     )
-    return record, verdict.timed_out, lenient.score
+    return record, verdict, lenient.score
 
 
 def _check_items(gens: Generations, items: Sequence[SuiteItem], where: str) -> None:
@@ -156,6 +157,7 @@ def score_generations(
     proto = gens.protocol
     results = []
     timeouts = 0
+    read_by: Counter[str] = Counter()
     for item in items:
         gen = by_id[item.item_id]
         try:
@@ -165,7 +167,8 @@ def score_generations(
         except verifiers.VerifierError as e:
             raise ScoringError(f"{where}: suite {e}") from e
         samples = [record for record, _, _ in scored]
-        timeouts += sum(out for _, out, _ in scored)
+        timeouts += sum(verdict.timed_out for _, verdict, _ in scored)
+        read_by.update(verdict.read_by or "none" for _, verdict, _ in scored)
         results.append(
             ItemResult(
                 item_id=item.item_id,
@@ -181,6 +184,7 @@ def score_generations(
             )
         )
     info.timeouts = timeouts
+    info.read_by = dict(sorted(read_by.items()))
     pins = dict(gens.pins)
     if suite_sha256 is not None:
         pins["suite"] = f"sha256:{suite_sha256}"

@@ -48,12 +48,14 @@ class VerifierError(ValueError):
 @dataclass(frozen=True)
 class Verdict:
     """The score of one sample (0.0 or 1.0), the answer it was judged on (None: none) and why none (or why
-    it scored 0: the verifier ran out of time, math-verify read something else); timed_out: the former."""
+    it scored 0: the verifier ran out of time, math-verify read something else); timed_out: the former;
+    read_by: the reader's rule that read the answer (scoring.reading.Reading.how)."""
 
     score: float
     answer: str | None
     reason: str | None = None
     timed_out: bool = False
+    read_by: str | None = None
 
 
 _LATEX_TEXT = re.compile(r"\\(?:text|textbf|textit|textrm|mathrm|mathbf|mbox|operatorname)\{([^{}]*)\}")
@@ -273,7 +275,7 @@ def verdict_of(item: SuiteItem, reading: Reading, timeout_s: float = DEFAULT_TIM
             f"{verifier_name(item)} {e} on this answer (the time limit: {limit}); scored 0",
             timed_out=True,
         )
-    return Verdict(1.0 if right else 0.0, reading.answer, reading.reason or why)
+    return Verdict(1.0 if right else 0.0, reading.answer, reading.reason or why, read_by=reading.how)
 
 
 def score(
