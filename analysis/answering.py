@@ -67,10 +67,7 @@ def primary_part(
     """Trained vs base under the lenient reader (pass@1 and pass@K) and its FORMAT call; None unrecorded."""
     if ref.lenient is None or arm.lenient is None:
         return None
-    lenient = fe.lenient_contrast(ref.lenient, arm.lenient, settings, settings.alpha)
-    top = None
-    if primary.n_tests == 2:
-        top = fe.lenient_top_k(ref.lenient, arm.lenient, settings, primary.top_k)
+    lenient, top = fe.lenient_primary(ref.lenient, arm.lenient, settings)
     change = _change(ref, arm, settings)
     call, detail = fe.primary_call(claim, primary.mean["delta"], lenient, top, change)
     return {

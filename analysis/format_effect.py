@@ -16,21 +16,26 @@ the report's reader and not under the lenient one. Per arm this module estimates
 and per contrast (arm minus reference, paired over items)
 
 - the lenient delta: the mean contrast of the lenient scores, with the headline's interval and test
-  (analysis.contrasts.mean_contrast: BCa from 100 items, else the sign-flip inversion; the sign-flip test),
-  drawn with the same keys as the contrast under the report's reader (common random numbers: identical
-  scores give the identical interval and p, so two readers that agree never disagree by Monte Carlo luck);
-  for trained vs base also the lenient pass@K delta with pass@K's interval and test;
+  (BCa from 100 items, else the sign-flip inversion; the sign-flip test), drawn with the same keys as the
+  contrast under the report's reader (common random numbers: identical scores give the identical interval
+  and p, so two readers that agree never disagree by Monte Carlo luck); for trained vs base the claim's
+  whole estimator, so also the lenient pass@K delta with pass@K's interval and test;
 - the change in answered share: paired per-item shares, BCa from 100 items, below that Newcombe's paired
   interval when the per-item shares are 0/1 (k = 1) and the sign-flip inversion otherwise
   (signflip.small_suite_interval), with the sign-flip test; descriptive.
 
 The FORMAT rule: a contrast is FORMAT when it is significant under the report's reader (its own rule:
 the claim's Holm family for trained vs base, Benjamini-Hochberg for every other row) and the lenient reader
-finds no significant change: its sign-flip p above the contrast's level or its interval reaching 0, at the
-unadjusted level (a multiplicity adjustment would make the lenient change harder to detect, and FORMAT
-easier to say, when the gain is real); for trained vs base neither the lenient pass@1 nor the lenient
-pass@K delta may be significant. The gain (or loss) is then the model writing its answer where the reader
-looks (or no longer writing it there), not answering right more (or less) often.
+finds no significant change. Trained vs base: the lenient scores go through the claim's own estimator and
+family (contrasts.primary_contrast: Holm over the pass@1 and pass@K sign-flip tests at alpha, each interval
+excluding 0), and FORMAT needs neither significant. Same family, same level, same draws on both readers:
+two readers that agree reach the same verdicts; taking each lenient test at alpha unadjusted instead made
+a pure format effect pass for reasoning in up to 0.09 of simulated pairs (two chances at alpha), while a
+real gain was called FORMAT in at most 0.02 of them either way (benchmarks/bench_calibration.py --part
+format). Every other row (one test): the lenient sign-flip p at the row's fdr, unadjusted (its
+Benjamini-Hochberg q would depend on the other rows), and its interval. The gain (or loss) is then the
+model writing its answer where the reader looks (or no longer writing it there), not answering right more
+(or less) often.
 
 A significant decline that is format only is called "FORMAT (decline)", not REGRESSION: REGRESSION says the
 model lost ground, which the lenient reader contradicts; the direction stays in the claim itself because
@@ -47,8 +52,7 @@ import numpy as np
 
 from analysis.align import Settings
 from analysis.bootstrap_ci import bootstrap_mean_ci
-from analysis.contrasts import BCA_MIN_ITEMS, delta_interval, mean_contrast, significant
-from analysis.passk import pass_at_k_items
+from analysis.contrasts import BCA_MIN_ITEMS, delta_interval, mean_contrast, primary_contrast, significant
 from analysis.resampling import Interval, bootstrap_distribution, percentile_interval, rng_for, weighted_means
 from analysis.signflip import sign_flip_test, small_suite_interval
 
@@ -152,46 +156,38 @@ def lenient_contrast(
     ref_lenient: np.ndarray, arm_lenient: np.ndarray, settings: Settings, level: float, key: str = ""
 ) -> dict[str, Any]:
     """The lenient reader's mean contrast, drawn as the report reader's contrast of the same key, decided
-    at the unadjusted level (p <= level and the interval excludes 0)."""
+    at the unadjusted level (p <= level and the interval excludes 0; decide_family re-decides the pair)."""
     ref = np.asarray(ref_lenient, np.float64).mean(axis=1)
     arm = np.asarray(arm_lenient, np.float64).mean(axis=1)
     row = mean_contrast(ref, arm, settings, key=key)
     row["significant"] = significant(row["p_value"], row["ci95"], level)
-    row["decided_by"] = f"sign-flip test at {level}, unadjusted (a stricter level would favour FORMAT)"
+    row["decided_by"] = f"sign-flip test at {level}, unadjusted"
     return row
 
 
-def lenient_top_k(
-    ref_lenient: np.ndarray, arm_lenient: np.ndarray, settings: Settings, top_k: int
-) -> dict[str, Any]:
-    """The lenient pass@K delta with pass@K's interval and test under the report's reader, same keys.
+def lenient_primary(
+    ref_lenient: np.ndarray, arm_lenient: np.ndarray, settings: Settings
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """Trained vs base under the lenient reader, estimated and decided as under the report's reader.
 
-    Interval: the percentile cluster bootstrap of the per-item pass@K differences from 100 items, else
-    small_suite_interval; test: the sign-flip test of those differences; decided at alpha, unadjusted.
+    analysis.contrasts.primary_contrast on the lenient scores: the same draws, intervals, tests and Holm
+    family over pass@1 and pass@K at alpha. Returns the pass@1 contrast (mean_contrast's fields with
+    q_value, significant, negligible, decided_by) and the pass@K part (None with one sample per item).
     """
-    ref_items = pass_at_k_items(np.asarray(ref_lenient, np.float64), [top_k])[:, 0]
-    arm_items = pass_at_k_items(np.asarray(arm_lenient, np.float64), [top_k])[:, 0]
-    d = arm_items - ref_items
-    seed, alpha = settings.seed, settings.alpha
-    if d.size >= BCA_MIN_ITEMS:
-        ci = bootstrap_mean_ci(
-            d, settings.n_boot, rng_for(seed, "cluster"), alpha=alpha, method="percentile"
-        )[0]
-        ci = Interval(ci.lo, ci.hi, "percentile (cluster)")
-    else:
-        ci = small_suite_interval(
-            ref_items, arm_items, settings.n_perm, rng_for(seed, f"perm-ci/pass@{top_k}"), alpha
-        )
-    p = float(sign_flip_test(d, settings.n_perm, rng_for(seed, "perm-top-k")).p[0])
-    return {
-        "k": top_k,
-        "pre": float(ref_items.mean()),
-        "post": float(arm_items.mean()),
-        "delta": float(d.mean()),
-        "ci95": ci.as_list(),
-        "ci95_method": ci.method,
-        "p_value": p,
-        "significant": significant(p, ci.as_list(), alpha),
+    p = primary_contrast(ref_lenient, arm_lenient, settings)
+    if p.n_tests == 1:
+        return dict(p.mean), None
+    top = p.passk.delta_ci[-1]
+    return dict(p.mean), {
+        "k": p.top_k,
+        "pre": float(p.passk.pre[-1]),
+        "post": float(p.passk.post[-1]),
+        "delta": float(p.passk.delta[-1]),
+        "ci95": top.as_list(),
+        "ci95_method": top.method,
+        "p_value": p.top_p,
+        "p_holm": p.top_p_holm,
+        "significant": p.top_significant,
     }
 
 

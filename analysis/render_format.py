@@ -16,9 +16,11 @@ READERS = (
     "Two readers of the same generations: the report's reader (the prompt's answer rule, else the parity "
     "reader) scores every other number of this report; the lenient reader reads with every rule, the "
     "verifier's fallbacks included. A sample is answered when the report's reader read an answer from it. "
-    "A gain under the report's reader that the lenient reader does not find (its sign-flip p above the "
-    "level, unadjusted, or its interval reaching 0) is **FORMAT**: the model writes its answer where the "
-    "reader looks, it does not answer right more often."
+    "A significant change under the report's reader that the lenient reader does not find is **FORMAT**: "
+    "the model writes its answer where the reader looks (more or less often), it does not answer right "
+    "more or less often. The lenient rows are decided as the report's reader's rows are: trained vs base "
+    "by Holm over pass@1 and pass@K at alpha (the claim's family), every other row by its sign-flip p at "
+    "the fdr (unadjusted) and its interval."
 )
 
 
@@ -69,13 +71,15 @@ def contrast_rows(label: str, f: FormatContrast) -> list[list[str]]:
             interval(lenient.ci95),
             md(lenient.ci95_method or ""),
             p_text(lenient.p_value, lenient.perm_n, bool(lenient.perm_exact)),
-            _yes(bool(lenient.significant)),
+            _yes(bool(lenient.significant))
+            + (f" (Holm p {num(lenient.q_value, '.4g')})" if lenient.q_value is not None else ""),
         ]
     ]
     if f.lenient_top_k is not None:
         t = f.lenient_top_k
         rows.append([f"{label}: lenient reader, pass@{t.k}", num(t.delta, "+.4f"), interval(t.ci95),
-                     md(t.ci95_method), num(t.p_value, ".4g"), _yes(t.significant)])  # fmt: skip
+                     md(t.ci95_method), num(t.p_value, ".4g"),
+                     _yes(t.significant) + f" (Holm p {num(t.p_holm, '.4g')})"])  # fmt: skip
     c = f.answered_change
     if c is not None:
         p = p_text(c.p_value, c.perm_n, c.perm_exact)
@@ -84,7 +88,7 @@ def contrast_rows(label: str, f: FormatContrast) -> list[list[str]]:
     return rows
 
 
-CONTRAST_HEADER = ["contrast", "delta", "{pct} CI", "CI method", "sign-flip p", "significant (unadjusted)"]
+CONTRAST_HEADER = ["contrast", "delta", "{pct} CI", "CI method", "sign-flip p", "significant"]
 
 
 def contrast_table(rows: list[list[str]], pct: str) -> list[str]:

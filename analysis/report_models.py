@@ -203,6 +203,7 @@ class LenientTopK(ReportPart):
     ci95: Interval
     ci95_method: str
     p_value: Real
+    p_holm: Real | None = None
     significant: bool
 
 

@@ -62,28 +62,37 @@ def test_accuracy_among_answered_is_none_when_nothing_is_answered():
 
 
 @pytest.mark.parametrize("n", [40, 150])
-def test_a_lenient_reader_that_agrees_gives_the_headline_interval_and_p_exactly(n):
+def test_a_lenient_reader_that_agrees_gives_the_headline_numbers_and_verdicts_exactly(n):
     """Common random numbers: the lenient contrast draws as the headline does; equal scores, equal numbers."""
     rng = np.random.default_rng(n)
     base, trained = _answers(rng, n, 4, 0.4), _answers(rng, n, 4, 0.55)
     primary = contrasts.primary_contrast(base, trained, FAST)
-    lenient = fe.lenient_contrast(base, trained, FAST, FAST.alpha)
-    assert lenient["ci95"] == primary.mean["ci95"]
-    assert lenient["p_value"] == primary.mean["p_value"]
-    assert lenient["delta"] == pytest.approx(primary.mean["delta"])
-    top = fe.lenient_top_k(base, trained, FAST, primary.top_k)
-    assert top["p_value"] == primary.top_p
-    assert top["delta"] == pytest.approx(float(primary.passk.delta[-1]))
-
-
-def test_lenient_top_k_is_the_per_item_pass_at_k_difference():
-    base = np.array([[0, 0, 0, 1], [0, 0, 0, 0], [1, 1, 0, 0]], float)
-    trained = np.array([[1, 1, 1, 1], [0, 1, 0, 0], [0, 0, 0, 0]], float)
-    got = fe.lenient_top_k(base, trained, FAST, 2)
-    want = np.mean(
-        [pass_at_k(4, 4, 2) - pass_at_k(4, 1, 2), pass_at_k(4, 1, 2) - 0.0, 0.0 - pass_at_k(4, 2, 2)]
+    lenient, top = fe.lenient_primary(base, trained, FAST)
+    for key in ("delta", "ci95", "p_value", "q_value", "significant"):
+        assert lenient[key] == primary.mean[key], key
+    assert (top["p_value"], top["p_holm"], top["significant"]) == (
+        primary.top_p,
+        primary.top_p_holm,
+        primary.top_significant,
     )
-    assert got["delta"] == pytest.approx(want)
+    assert top["ci95"] == primary.passk.delta_ci[-1].as_list()
+    # The mean-contrast form every other row uses draws the same interval and p as well.
+    row = fe.lenient_contrast(base, trained, FAST, FAST.fdr)
+    assert (row["ci95"], row["p_value"]) == (primary.mean["ci95"], primary.mean["p_value"])
+    # So the two readers reach the same verdicts: no FORMAT call from Monte Carlo luck.
+    claim, _ = contrasts.claim(primary, FAST)
+    assert fe.primary_call(claim, primary.mean["delta"], lenient, top, None)[0] is None
+
+
+def test_the_lenient_pass_at_k_is_the_per_item_pass_at_k_difference():
+    base = np.array([[0, 0, 0, 0], [0, 0, 0, 0], [1, 1, 0, 0]], float)
+    trained = np.array([[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 0, 0]], float)
+    _, top = fe.lenient_primary(base, trained, FAST)
+    assert top["k"] == 4
+    want = np.mean([pass_at_k(4, 1, 4) - 0.0, pass_at_k(4, 1, 4) - 0.0, 0.0 - pass_at_k(4, 2, 4)])
+    assert top["delta"] == pytest.approx(want) == pytest.approx(1 / 3)
+    lenient, top = fe.lenient_primary(base[:, :1], trained[:, :1], FAST)
+    assert top is None and lenient["delta"] == pytest.approx(trained[:, 0].mean() - base[:, 0].mean())
 
 
 def test_the_answered_change_is_newcombes_interval_for_one_sample_per_item_below_100_items():
