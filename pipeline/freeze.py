@@ -46,8 +46,10 @@ from contract.files import PathCheckError, input_file, output_file
 from contract.jsonl import JsonlError, jsonl_lines, parse_jsonl_line, read_jsonl_text
 from contract.suite import SuiteError, SuiteItem, Verifier, is_finite_number, load_suite
 from scoring import verifiers
+from scoring.numbers import number_value, written_numbers
+from scoring.reading import boxed_contents
 from scoring.timelimit import AnswerTimeout
-from scoring.verifiers import boxed_contents, reference_answer
+from scoring.verifiers import reference_answer
 
 TARGETS = ("item_id", "family", "question", "answer", "tool")
 REQUIRED = ("question", "answer")
@@ -257,10 +259,10 @@ def solution_answer(where: str, rec: dict[str, Any], answer_from: str) -> str:
 def _numeric_answer(answer: str) -> str:
     """A string answer that is one number as the numeric verifier reads it ('1,234') written plainly
     ('1234'), as a suite stores it; any other string as it is (the suite reader judges it)."""
-    written = verifiers.written_numbers(answer)
+    written = written_numbers(answer)
     if is_finite_number(answer) or written != [answer.strip()]:
         return answer
-    value = verifiers.number_value(written[0])
+    value = number_value(written[0])
     if value is None:
         return answer
     return str(int(value)) if value.is_integer() and abs(value) < 2**53 else repr(value)
@@ -302,7 +304,7 @@ def read_in_part(item: SuiteItem) -> str | None:
     rest of the reference then decides nothing, and half an answer scores. None when no such number, or
     when the reference ends by restating itself as that number ('C(10, 5), or equivalently 252')."""
     reference = str(item.answer)
-    written = verifiers.written_numbers(reference)
+    written = written_numbers(reference)
     if len(written) < 2:
         return None
     for number in dict.fromkeys(written):

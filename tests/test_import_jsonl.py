@@ -93,14 +93,15 @@ def flags(log: EvalLog, out: Path, suite: Path = SUITE) -> list[str]:
     ]  # fmt: skip
 
 
-def scores(log: EvalLog) -> dict[str, list[float]]:
-    return {it.item_id: it.scores for it in log.items}
+def scores(log: EvalLog) -> dict[str, tuple[list[float], list[float] | None]]:
+    """Per item, the report reader's and the lenient reader's scores."""
+    return {it.item_id: (it.scores, it.lenient_scores) for it in log.items}
 
 
 def samples(log: EvalLog) -> dict[str, list[tuple[Any, ...]]]:
-    """Per item, each sample's index, seed, text, answer and score, in sample order."""
+    """Per item, each sample's index, seed, text, answers (both readers') and score, in sample order."""
     return {
-        it.item_id: [(s.index, s.seed, s.text, s.answer, s.score) for s in it.samples or []]
+        it.item_id: [(s.index, s.seed, s.text, s.answer, s.lenient_answer, s.score) for s in it.samples or []]
         for it in log.items
     }
 
@@ -135,11 +136,12 @@ def test_the_pipelines_samples_imported_as_jsonl_score_the_same_and_compare_with
     theirs = load(imported)
     n = len(ours.items) * ours.n_samples
     assert scores(theirs) == scores(ours) and len(theirs.items) == len(ours.items) > 0
-    assert 0 < sum(map(sum, scores(ours).values())) < n, "all right or all wrong proves nothing"
+    assert 0 < sum(sum(it.scores) for it in ours.items) < n, "all right or all wrong proves nothing"
     assert samples(theirs) == samples(ours)
     assert theirs.scorer is not None and ours.scorer is not None
     assert (theirs.scorer.name, theirs.scorer.version) == (ours.scorer.name, ours.scorer.version)
     assert theirs.scorer.settings["answer"] == ours.scorer.settings["answer"]
+    assert (theirs.scorer.read_by, theirs.scorer.timeouts) == (ours.scorer.read_by, ours.scorer.timeouts)
     assert theirs.driver == "jsonl (a JSONL of texts)" and theirs.seed == ours.seed is not None
 
     out = tmp_path / "cmp"

@@ -30,10 +30,12 @@ import argparse
 import sys
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
+
+from pydantic import ValidationError
 
 from contract.atomic import atomic_write
 from contract.digest import file_sha256
@@ -44,6 +46,7 @@ from contract.suite import SuiteItem
 from contract.textformat import ANSWER_TAG
 from pipeline.imports.common import ImportRefusal, ItemDraft, Source, SuiteFile, assemble, plain_text
 from scoring import verifiers
+from scoring.reading import LENIENT_TEXT
 from scoring.scorer import SCORER_NAME, SCORER_VERSION, answer_setting, verifier_infos
 from scoring.timelimit import DEFAULT_TIMEOUT_S
 
@@ -115,11 +118,22 @@ def _scored_text(text: str, prompt: str | None, reading: Reading) -> str:
     return verifiers.scored_text(ANSWER_TAG if not reading.chat else "", text)
 
 
+@dataclass
+class Judged:
+    """What judging one file's texts gave beside each sample's verdict, as the scorer records it: the lenient
+    reader's score of each sample (per item, in sample order), the answers that ran out of time, and which
+    reading rule read each answer."""
+
+    lenient: dict[str, list[float]] = field(default_factory=dict)
+    timeouts: int = 0
+    read_by: Counter[str] = field(default_factory=Counter)
+
+
 def read(
     path: Path, fields: dict[str, str], suite: SuiteFile, reading: Reading, model: str, generator: str
-) -> tuple[Source, int]:
-    """One JSONL file as a Source whose samples the verifier has judged, and how many judgements ran out of
-    time; refuse a line it cannot read, naming the file, the line and the field."""
+) -> tuple[Source, Judged]:
+    """One JSONL file as a Source whose samples the verifier has judged, and what else the judging gave;
+    refuse a line it cannot read, naming the file, the line and the field."""
     try:
         rows = read_jsonl(path)
     except JsonlError as e:
@@ -142,7 +156,7 @@ def read(
         model_from="--model",
         k_is_setting=False,
     )
-    timeouts = 0
+    judged = Judged()
     for n, row in rows:
         if not isinstance(row, dict):
             raise ImportRefusal(f"{path}:{n}: not a JSON object but {type(row).__name__}")
@@ -156,8 +170,10 @@ def read(
         text = _field(path, n, row, "text", fields)
         prompt = _field(path, n, row, "prompt", fields)
         question = _field(path, n, row, "question", fields)
-        verdict = _judge(path, n, item, _scored_text(text, prompt, reading), reading)
-        timeouts += verdict.timed_out
+        verdict, lenient = _judge(path, n, item, _scored_text(text, prompt, reading), reading)
+        judged.timeouts += verdict.timed_out
+        judged.read_by[verdict.read_by or "none"] += 1
+        judged.lenient.setdefault(item_id, []).append(lenient.score)
         draft = source.items.setdefault(
             item_id,
             ItemDraft(
@@ -176,10 +192,11 @@ def read(
             "text": text,
             "tool_score": verdict.score,
             "answer": verdict.answer,
+            "lenient_answer": lenient.answer if lenient.answer != verdict.answer else None,
             "no_answer_reason": verdict.reason,
             **{name: _field(path, n, row, name, fields) for name in SAMPLE_FIELDS},
         })  # fmt: skip
-    return source, timeouts
+    return source, judged
 
 
 def _question_texts(question: str | None, prompt: str | None, item: SuiteItem) -> tuple[str, ...]:
@@ -190,10 +207,15 @@ def _question_texts(question: str | None, prompt: str | None, item: SuiteItem) -
     return (item.question,) if prompt is None else ()
 
 
-def _judge(path: Path, n: int, item: SuiteItem, text: str, reading: Reading) -> verifiers.Verdict:
-    """The verifier's verdict on one text, as the pipeline's scorer gives it."""
+def _judge(
+    path: Path, n: int, item: SuiteItem, text: str, reading: Reading
+) -> tuple[verifiers.Verdict, verifiers.Verdict]:
+    """The verdicts of the report's reader and the lenient reader on one text, as the pipeline's scorer
+    gives them."""
     try:
-        return verifiers.score(item, text, chat=reading.chat, timeout_s=reading.timeout_s, rule=reading.rule)
+        return verifiers.score_both(
+            item, text, chat=reading.chat, timeout_s=reading.timeout_s, rule=reading.rule
+        )
     except verifiers.VerifierError as e:
         raise ImportRefusal(f"{path}:{n}: suite {e}") from None
 
@@ -254,19 +276,30 @@ def imported_log(
             "by": by,
             "metric": None,
             "answer": reading.words(),
+            "lenient_answer": LENIENT_TEXT,
             "chat": reading.chat,
             "verifier_timeout_s": reading.timeout_s,
             "reference": "each item's suite answer",
             "source": f"{TOOL} ({generator})",
         },
         verifiers=verifier_infos(suite.items),
-        timeouts=sum(t for _, t in read_files),
+        timeouts=sum(j.timeouts for _, j in read_files),
+        read_by=dict(sorted(sum((j.read_by for _, j in read_files), Counter()).items())),
     )
+    # assemble appends each item's samples file by file, in the order given: so do its lenient scores.
     items = [
-        it.model_copy(update={"samples": [s.model_copy(update={"scored_by": by}) for s in it.samples or []]})
+        it.model_copy(
+            update={
+                "samples": [s.model_copy(update={"scored_by": by}) for s in it.samples or []],
+                "lenient_scores": [x for _, j in read_files for x in j.lenient[it.item_id]],
+            }
+        )
         for it in log.items
     ]
-    return log.model_copy(update={"scorer": scorer, "items": items})
+    try:
+        return EvalLog.model_validate(log.model_copy(update={"scorer": scorer, "items": items}).model_dump())
+    except ValidationError as e:
+        raise ImportRefusal(f"{paths[0]}: {e.errors()[0]['msg']}") from None
 
 
 def parser() -> argparse.ArgumentParser:
