@@ -250,3 +250,14 @@ def test_what_the_lines_and_flags_do_not_give_is_recorded_as_not_known(
     assert log.model_name == "(not recorded)" and log.seed is None and log.top_p is None
     assert log.suite == SUITE.stem and log.suite_revision == f"sha256:{file_sha256(SUITE)[:12]}"
     assert log.driver == "jsonl (generator not recorded)" and scores(log) == scores(ours)
+
+
+def test_jsonl_after_the_shared_options_is_told_to_come_first(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = tmp_path / "texts.jsonl"
+    src.write_text(json.dumps({"item_id": "add-001", "text": "4"}) + "\n")
+    with pytest.raises(SystemExit) as done:
+        imports_main(["--out", str(tmp_path / "x.json"), "jsonl", str(src)])
+    assert done.value.code == 2 and "jsonl takes its own options: write it first" in capsys.readouterr().err
+    assert not (tmp_path / "x.json").exists()

@@ -130,6 +130,10 @@ def main(argv: list[str] | None = None) -> int:
         "--max-tokens", type=int, default=None, help="the token budget, when the source does not record it"
     )
     args = ap.parse_args(argv)
+    if args.tool == "jsonl":
+        ap.error(
+            "jsonl takes its own options: write it first, python -m pipeline.imports jsonl FILE... (--help)"
+        )
     try:
         out = output_file(args.out, "--out")
         suite = read_suite(args.suite)
