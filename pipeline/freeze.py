@@ -57,6 +57,8 @@ VERIFIERS = ("math", "numeric", "exact", "choice")
 # What judges an item whose math reference math-verify cannot read whole, with --fallback-verifier.
 FALLBACKS = ("exact",)
 _VERIFIER: TypeAdapter[Any] = TypeAdapter(Verifier)
+# Words (not LaTeX commands) or separators: what lets a reference hold more than one answer.
+_SEPARATED = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{2,}|[,;=]")
 
 
 class FreezeError(ValueError):
@@ -299,23 +301,47 @@ def check_reference(where: str, item: SuiteItem) -> None:
 
 
 def read_in_part(item: SuiteItem) -> str | None:
-    """A number written in a math reference that the verifier alone judges equal to the whole reference,
-    where the reference writes other numbers too ('376 and 625' read as 625, 'sum_(k=1)^n 1/k' as 1): the
-    rest of the reference then decides nothing, and half an answer scores. None when no such number, or
-    when the reference ends by restating itself as that number ('C(10, 5), or equivalently 252')."""
+    """A number written in a math reference that the verifier alone judges equal to the whole reference
+    while another number written in it decides nothing ('376 and 625' read as 625: '377 and 625' is 625 too;
+    'sum_(k=1)^n 1/k' read as 1): half an answer would score. None when there is none, when every number
+    counts ('\\frac{81}{9}' is 9, but '\\frac{82}{9}' is not), or when the reference ends by restating itself
+    as that number ('C(10, 5), or equivalently 252')."""
     reference = str(item.answer)
     written = written_numbers(reference)
-    if len(written) < 2:
+    # Only a reference with words or separators can hold more than one answer (math-verify keeps one).
+    if len(written) < 2 or not _SEPARATED.search(reference):
         return None
+    spans, at = [], 0
+    for number in written:
+        start = reference.index(number, at)
+        spans.append((start, start + len(number), number))
+        at = start + len(number)
     for number in dict.fromkeys(written):
         if re.search(rf"\bequivalently\s+{re.escape(number)}\s*\.?\s*$", reference):
             continue
-        try:
-            if verifiers.check(item, number):
+        if not _judged_right(item, reference, number):
+            continue
+        for start, end, other in spans:
+            changed = reference[:start] + _another(other) + reference[end:]
+            if _judged_right(item, changed, number):
                 return number
-        except AnswerTimeout:
-            continue  # a number that takes math-verify this long is no reading of the reference
     return None
+
+
+def _judged_right(item: SuiteItem, reference: str, answer: str) -> bool:
+    """Whether the item's verifier judges answer right against this reference (out of time: no)."""
+    try:
+        return verifiers.check(item.model_copy(update={"answer": reference}), answer)
+    except (AnswerTimeout, verifiers.VerifierError):
+        return False
+
+
+def _another(written: str) -> str:
+    """Another number than the written one (its value plus one), to see whether the reference reads it."""
+    value = number_value(written)
+    if value is None:
+        return written + "1"
+    return str(int(value) + 1) if value.is_integer() and abs(value) < 2**53 else repr(value + 1)
 
 
 def freeze(

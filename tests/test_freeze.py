@@ -218,3 +218,27 @@ def test_a_path_freeze_cannot_use_is_one_line(tmp_path: Path, case: str) -> None
     done = freeze(str(src), "--out", str(out))
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
     assert done.stderr.startswith("suite freeze: "), done.stderr
+
+
+@pytest.mark.parametrize(
+    ("answer", "part"),
+    [
+        ("376 and 625", "625"),  # math-verify keeps the last answer: '625' alone would score
+        ("sum_(k=1)^n 1/k", "1"),
+        ("x=16 and x=81", "81"),
+        ("\\frac{81}{9}", None),  # is 9, and every number counts: '\frac{82}{9}' is not 9
+        ("6\\sqrt{36}", None),
+        ("(1, 2)", None),  # an interval, read whole
+        ("\\{1, 4, 9\\}", None),
+        ("C(10, 5), or equivalently 252", None),  # restates itself as one number
+        ("42", None),
+    ],
+)
+def test_a_math_reference_read_in_part_is_found_by_the_numbers_that_decide_nothing(
+    answer: str, part: str | None
+) -> None:
+    from contract.suite import SuiteItem
+    from pipeline.freeze import read_in_part
+
+    item = SuiteItem(item_id="x", family="f", question="q", answer=answer, verifier={"type": "math"})
+    assert read_in_part(item) == part
