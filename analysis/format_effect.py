@@ -7,7 +7,8 @@ the report's reader and not under the lenient one. Per arm this module estimates
 
 - the answered share: the share of samples from which the report's reader read an answer, the mean over
   items of each item's share of its k samples, with a percentile item-cluster bootstrap interval (items
-  resampled with their k samples, as the reports' per-arm pass@k intervals);
+  resampled with their k samples, as the reports' per-arm pass@k intervals; Wilson's score interval with
+  one sample per item);
 - the accuracy among answered: sum of scores of answered samples / number of answered samples, pooled over
   the suite (a ratio of two item means, so each answered sample weighs the same); its interval is the
   percentile interval of the same ratio recomputed on each item-cluster resample (resamples in which no
@@ -53,6 +54,7 @@ import numpy as np
 from analysis.align import Settings
 from analysis.bootstrap_ci import bootstrap_mean_ci
 from analysis.contrasts import BCA_MIN_ITEMS, delta_interval, mean_contrast, primary_contrast, significant
+from analysis.proportions import wilson_interval
 from analysis.resampling import Interval, bootstrap_distribution, percentile_interval, rng_for, weighted_means
 from analysis.signflip import sign_flip_test, small_suite_interval
 
@@ -73,8 +75,13 @@ class ReaderArrays:
 
 
 def answered_share(answered: np.ndarray, settings: Settings, key: str = "") -> dict[str, Any]:
-    """The share of samples with an answer read, with a percentile item-cluster bootstrap interval."""
+    """The share of samples with an answer read, with a percentile item-cluster bootstrap interval (one
+    sample per item: Wilson's score interval, which covers where the percentile interval of 0/1 values at a
+    few dozen items does not)."""
     items = np.asarray(answered, np.float64).mean(axis=1)
+    if np.asarray(answered).shape[1] == 1:
+        lo, hi = wilson_interval(int(items.sum()), items.size, settings.alpha)
+        return {"share": float(items.mean()), "ci95": [lo, hi], "ci95_method": "Wilson score"}
     ci = bootstrap_mean_ci(
         items, settings.n_boot, rng_for(settings.seed, f"answered{key}"), alpha=settings.alpha,
         method="percentile",
@@ -156,7 +163,7 @@ def lenient_contrast(
     ref_lenient: np.ndarray, arm_lenient: np.ndarray, settings: Settings, level: float, key: str = ""
 ) -> dict[str, Any]:
     """The lenient reader's mean contrast, drawn as the report reader's contrast of the same key, decided
-    at the unadjusted level (p <= level and the interval excludes 0; decide_family re-decides the pair)."""
+    at the unadjusted level (p <= level and the interval excludes 0)."""
     ref = np.asarray(ref_lenient, np.float64).mean(axis=1)
     arm = np.asarray(arm_lenient, np.float64).mean(axis=1)
     row = mean_contrast(ref, arm, settings, key=key)

@@ -53,12 +53,20 @@ def arm_lines(arms: list[ArmAnswering], pct: str) -> list[str]:
               "mean under the lenient reader"]  # fmt: skip
     lines = [*_table(header, rows), ""]
     if any(a.answered_share is not None for a in arms):
+        # The method the arms' intervals name (a constant share's is a point), else the usual one.
+        share = _method([a.answered_ci95_method for a in arms], SHARE_METHOD)
+        ratio = _method([a.accuracy_answered_ci95_method for a in arms], RATIO_METHOD)
         lines += [
-            f"Intervals: answered share, {SHARE_METHOD}; accuracy among answered (the answered samples' "
-            f"scores over their number, pooled over the suite), {RATIO_METHOD}.",
+            f"Intervals: answered share, {md(share)}; accuracy among answered (the answered samples' scores "
+            f"over their number, pooled over the suite), {md(ratio)}.",
             "",
         ]
     return lines
+
+
+def _method(methods: list[str | None], usual: str) -> str:
+    named = sorted({m for m in methods if m and m != "point (constant)"})
+    return "; ".join(named) if named else usual
 
 
 def contrast_rows(label: str, f: FormatContrast) -> list[list[str]]:

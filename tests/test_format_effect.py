@@ -31,6 +31,12 @@ def test_answered_share_is_the_mean_share_and_its_interval_scipy_percentile_boot
     # Two Monte Carlo bootstraps of the same statistic: their ends agree to a few thousandths.
     assert got["ci95"] == pytest.approx([ref.low, ref.high], abs=0.008)
     assert fe.answered_share(np.ones((30, 2)), FAST)["ci95"] == [1.0, 1.0]
+    # One sample per item: Wilson's score interval, as scipy computes it.
+    one = answered[:, :1]
+    got = fe.answered_share(one, FAST)
+    ref = stats.binomtest(int(one.sum()), one.size).proportion_ci(0.95, method="wilson")
+    assert got["ci95"] == pytest.approx([ref.low, ref.high], abs=1e-12)
+    assert got["ci95_method"] == "Wilson score"
 
 
 def test_accuracy_among_answered_is_the_pooled_ratio_with_a_cluster_bootstrap_interval():
