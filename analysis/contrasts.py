@@ -33,7 +33,7 @@ from analysis.resampling import Interval, bootstrap_distribution, percentile_int
 from analysis.signflip import sign_flip_interval, sign_flip_min_p, sign_flip_test, small_suite_interval
 
 NO_FAMILY = "(none)"
-# The contrast every report decides by the claim's family (README "How to read the report").
+# The contrast every report decides by the claim's family (docs/reading-the-report.md).
 PRIMARY_REFERENCE, PRIMARY_ARM = "base", "trained"
 # Below this many items the BCa and percentile intervals cover less than they promise (measured by
 # benchmarks/bench_calibration.py; Bowyer et al. 2025): a delta's interval is then the inversion of its

@@ -44,9 +44,12 @@ from contract.evallog import collector_paused
 NOT_CONFIGURED, ARMS_MISSING, DONE = "not configured", "arms missing", "done"
 CONFIGURE = (
     "add to params.yaml `trajectory: {checkpoints: [base, <a checkpoint's plain arm>, ..., trained], "
-    "placebo: <the random-reward run's plain arm>}` and those arms to `arms` (README: The checkpoint "
+    "placebo: <the random-reward run's plain arm>}` and those arms to `arms` (docs/worlds.md: The checkpoint "
     "trajectory)"
 )
+
+# The keys of params.yaml `trajectory` (the configuration reference of the docs lists them from here).
+TRAJECTORY_KEYS: tuple[str, ...] = ("checkpoints", "placebo")
 
 
 def read_trajectory(path: str | Path | None) -> tuple[list[str], str | None] | None:
@@ -57,10 +60,10 @@ def read_trajectory(path: str | Path | None) -> tuple[list[str], str | None] | N
         return None
     if not isinstance(section, dict):
         raise Refusal(f"{p}: trajectory: must be a mapping with checkpoints and placebo; {CONFIGURE}")
-    unknown = sorted(set(section) - {"checkpoints", "placebo"})
+    unknown = sorted(set(section) - set(TRAJECTORY_KEYS))
     if unknown:
         raise Refusal(
-            f"{p}: trajectory.{unknown[0]}: unknown key (a typo?); known keys: checkpoints, placebo"
+            f"{p}: trajectory.{unknown[0]}: unknown key (a typo?); known keys: {', '.join(TRAJECTORY_KEYS)}"
         )
     checkpoints, placebo = section.get("checkpoints"), section.get("placebo")
     if (
