@@ -27,7 +27,9 @@ at 0.9: a pure format effect) and reasoning (trained's rates shifted by +0.8 on 
 0.7). Each rep runs the delta report's claim and FORMAT call (analysis.contrasts.claim,
 analysis.answering.primary_part). Printed: the rate of FORMAT (null: a false call; format: the power;
 reasoning: a false call), of a SHARPENING / EXPANSION / UNDETERMINED claim that stands (format: the gain
-wrongly called reasoning) and of any claim, each with its Monte Carlo standard error.
+wrongly called reasoning) and of any claim, and the coverage of trained's answered-share and
+accuracy-among-answered intervals and of the answered share's change, each with its Monte Carlo standard
+error.
 """
 
 from __future__ import annotations
