@@ -1,0 +1,1 @@
+"""The estimators, the reports and the pages: everything after the EvalLogs."""

@@ -222,8 +222,11 @@ def check_matched(
     def refuse(field: str, a: Any, b: Any, fix: str = "rerun one arm under the matched protocol") -> Refusal:
         return Refusal(f"{ref_path} vs {other_path}: {field} differs ({a!r} vs {b!r}); {fix}")
 
+    # Greedy decoding (temperature 0 in both) takes the most likely token whatever the nucleus: top_p cannot
+    # change a sample, so a log that does not record it (lm-eval's do_sample: false) compares as it is.
+    greedy = ref.temperature == 0 and other.temperature == 0
     for name in (*PROTOCOL_FIELDS, *SUITE_FIELDS):
-        if name == "seed" and "seed" in allow:
+        if (name == "seed" and "seed" in allow) or (name == "top_p" and greedy):
             continue
         a, b = getattr(ref, name), getattr(other, name)
         if a != b:
@@ -236,7 +239,11 @@ def check_matched(
         # A key left out of a dump holds its built-in value (contract.protocol): absent equals absent.
         names = [*pa, *(n for n in pb if n not in pa)]
         for name in names:
-            if (name == "seed" and "seed" in allow) or (name in PROMPT_KEYS and "prompt" in allow):
+            if (
+                (name == "seed" and "seed" in allow)
+                or (name in PROMPT_KEYS and "prompt" in allow)
+                or (name == "top_p" and greedy)
+            ):
                 continue
             if pa.get(name) != pb.get(name):
                 raise refuse(f"protocol.{name}", pa.get(name), pb.get(name))

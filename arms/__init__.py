@@ -1,0 +1,1 @@
+"""What an arm adds at generation: retrieval (bm25s) and tools (an MCP server and the tool loop)."""

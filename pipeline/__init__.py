@@ -1,0 +1,1 @@
+"""Generation: configuration, pins, prompts, engines, the runner, the scorer, importers of other logs."""

@@ -6,6 +6,7 @@ naming the file, the field and what to do.
 
 from __future__ import annotations
 
+import difflib
 import re
 import types
 import typing
@@ -280,7 +281,18 @@ def known_arms(conf_dir: Path = CONF_DIR) -> list[str]:
 
 def unknown_arm(name: str, conf_dir: Path = CONF_DIR) -> str:
     """The one-line refusal of an arm that has no conf/arm/<name>.yaml, listing the known arms."""
-    return f"unknown arm {name!r} (no conf/arm/{name}.yaml); known arms: {', '.join(known_arms(conf_dir))}"
+    known = known_arms(conf_dir)
+    hint = did_you_mean(name, known)
+    return f"unknown arm {name!r} (no conf/arm/{name}.yaml{hint}); known arms: {', '.join(known)}"
+
+
+def did_you_mean(name: str, known: list[str]) -> str:
+    """'; did you mean X?' naming the known name closest to a mistyped one (arm=rag: +rag), else ''."""
+    # Arm names carry '+' (an augmentation of base); a name written without it is the commonest slip.
+    close = [n for n in known if n.lstrip("+") == name.lstrip("+")] or difflib.get_close_matches(
+        name, known, 1
+    )
+    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 def arms_of(params: Params, conf_dir: Path = CONF_DIR) -> list[str]:
@@ -305,8 +317,10 @@ def load_arm(name: str, conf_dir: Path = CONF_DIR, composed: Mapping[str, Any] |
     """Read conf/arm/<name>.yaml (or the composed Hydra node for it) and refuse protocol keys."""
     path = conf_dir / "arm" / f"{name}.yaml"
     if not path.is_file():
+        known = known_arms(conf_dir)
         raise ConfigError(
-            f"unknown arm {name!r} ({path} does not exist); known arms: {', '.join(known_arms(conf_dir))}"
+            f"unknown arm {name!r} ({path} does not exist{did_you_mean(name, known)}); "
+            f"known arms: {', '.join(known)}"
         )
     try:
         raw = yaml.safe_load(path.read_text()) or {}

@@ -359,13 +359,22 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = ap.parse_args(argv)
     cache = HashCache(None if args.hash_cache == "none" else Path(args.hash_cache))
+    before = _pin_texts(Path(args.out))
     try:
         input_file(args.params, "--params")
         output_dir(args.out, "--out")
         pins = write_pins(load_params(args.params), args.out, cache=cache)
     except (PinError, ConfigError, PathCheckError) as e:
         print(f"pins: {e}", file=sys.stderr)
+        # DVC keeps pins/ (a persistent output) when this stage fails: say so, and what to do.
+        print(
+            f"pins: {args.out}/ is left as it was; fix the setting above and run `dvc repro` again "
+            "(`git status` shows no change from this failure)",
+            file=sys.stderr,
+        )
         return 2
+    after = _pin_texts(Path(args.out))
+    changed = sorted(name for name in before.keys() | after.keys() if before.get(name) != after.get(name))
     inputs = pins["inputs"]
     models = ", ".join(f"{k}={v.get('sha256', v.get('revision'))[:12]}" for k, v in inputs["models"].items())
     index = inputs.get("index", {}).get("revision", "not built")
@@ -375,7 +384,21 @@ def main(argv: list[str] | None = None) -> int:
         f"{models} index={str(index)[:12]} arms={','.join(pins['arms'])} "
         f"(checkpoint files read from the hash cache: {cache.hits})"
     )
+    # `dvc status` lists this stage as "always changed" on every run; say here why, and what it means.
+    print(
+        f"{args.out}: "
+        + (f"changed: {', '.join(changed)}" if changed else "unchanged, so nothing downstream reruns")
+        + " (this stage runs on every `dvc repro`, DVC's `always changed`: a model may be a local folder "
+        "or a hub commit, which dvc.yaml cannot list as one dependency)"
+    )
     return 0
+
+
+def _pin_texts(out: Path) -> dict[str, str]:
+    """The pin files under out (inputs.json, arms/<arm>.json) by relative path, to say which changed."""
+    if not out.is_dir():
+        return {}
+    return {str(p.relative_to(out)): p.read_text() for p in sorted(out.rglob("*.json"))}
 
 
 if __name__ == "__main__":

@@ -443,6 +443,23 @@ def test_refuses_mismatched_logs_with_one_line_and_exit_2(tmp_path, capsys, name
     assert not out.exists()
 
 
+def test_greedy_logs_compare_when_one_does_not_record_top_p(tmp_path, capsys):
+    # At temperature 0 the nucleus cannot change a sample: lm-eval's greedy runs record no top_p.
+    rng = np.random.default_rng(4)
+    greedy = {"temperature": 0.0, "protocol": {"temperature": 0.0}}
+    pre = write_log(tmp_path / "pre.json", (rng.random((20, 1)) < 0.5).astype(float), **greedy)
+    post = write_log(tmp_path / "post.json", (rng.random((20, 1)) < 0.5).astype(float), top_p=None, **greedy)
+    out = tmp_path / "report"
+    params = str(write_params(tmp_path / "p.yaml"))
+    assert delta.main(["--pre", str(pre), "--post", str(post), "--out", str(out), "--params", params]) == 0
+    # Sampled, the same gap is refused: top_p then shapes every sample.
+    pre = write_log(tmp_path / "pre1.json", (rng.random((20, 1)) < 0.5).astype(float))
+    post = write_log(tmp_path / "post1.json", (rng.random((20, 1)) < 0.5).astype(float), top_p=None)
+    args = ["--pre", str(pre), "--post", str(post), "--out", str(tmp_path / "r2"), "--params", params]
+    assert delta.main(args) == 2 and not (tmp_path / "r2").exists()
+    assert "top_p differs (1.0 vs None)" in capsys.readouterr().err
+
+
 SUITE_PIN, QUESTIONS_PIN = "sha256:" + "5" * 64, "sha256:" + "6" * 64
 MODEL_A, MODEL_B = "sha256:" + "a" * 64, "sha256:" + "b" * 64
 # What two logs of one suite and protocol must also share, and what a pre/post pair must not.

@@ -123,7 +123,10 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     subprocess.run(["git", "commit", "-qm", "ci: reduced suite"], cwd=dest, check=True)
 
     shutil.rmtree(dest / "evallogs", ignore_errors=True)
-    out = dvc(dest, "repro").stdout
+    done = dvc(dest, "repro")
+    out = done.stdout
+    # A normal run says nothing to worry about: no DVC warning (an empty dependency file, for one, warns).
+    assert "WARNING" not in done.stdout + done.stderr, done.stdout + done.stderr
     every = {f"score@{a}" for a in ARMS} | {
         "index",
         "pin",
@@ -330,6 +333,32 @@ def test_changing_k_stales_every_generate_stage(repo: Path) -> None:
     finally:
         params_path.write_text(before)
     assert stale_stages(repo) == set()
+
+
+def test_a_refused_pin_stage_keeps_the_pins_and_says_how_to_recover(repo: Path) -> None:
+    params_path = repo / "params.yaml"
+    before = set_param(repo, "protocol.k", 0)
+    pins = {p: p.read_text() for p in sorted((repo / "pins").rglob("*.json"))}
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "dvc", "repro"], cwd=repo, env=_env(), capture_output=True, text=True
+        )
+        said = done.stdout + done.stderr
+        assert done.returncode != 0, said
+        assert "pins: params.yaml: protocol.k: " in said, said
+        assert "pins: pins/ is left as it was; fix the setting above and run `dvc repro` again" in said, said
+        # pins/ is a persistent output: DVC does not delete it before the command, so nothing is lost.
+        assert {p: p.read_text() for p in sorted((repo / "pins").rglob("*.json"))} == pins
+        status = subprocess.run(["git", "status", "--porcelain"], cwd=repo, capture_output=True, text=True)
+        assert status.stdout.split() == ["M", "params.yaml"], status.stdout
+    finally:
+        params_path.write_text(before)
+    done = dvc(repo, "repro")
+    assert reran(done.stdout) == set(), done.stdout
+    # The stage that always runs says why, where the user sees it.
+    assert (
+        "pins: unchanged, so nothing downstream reruns (this stage runs on every `dvc repro`" in done.stdout
+    )
 
 
 def test_editing_a_report_template_reruns_only_the_report(repo: Path) -> None:

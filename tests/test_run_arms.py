@@ -137,6 +137,15 @@ def test_cli_refuses_an_arm_override_and_an_unknown_arm_in_one_line(tmp_path: Pa
     for args, expected in (
         (["arm=base"], "run_arms: the arms come from --arms or params.yaml arms; drop the arm= override"),
         (["--arms", "base,nope"], "run_arms: unknown arm 'nope' (no conf/arm/nope.yaml); known arms: "),
+        # An arm name written without its '+' (an augmentation of base) is the commonest slip.
+        (
+            ["--arms", "rag"],
+            "run_arms: unknown arm 'rag' (no conf/arm/rag.yaml; did you mean '+rag'?); known ",
+        ),
+        (
+            ["--arms", "trianed"],
+            "run_arms: unknown arm 'trianed' (no conf/arm/trianed.yaml; did you mean 'trained'?)",
+        ),
         (["nokey=1"], "run_arms: bad override: "),
     ):
         res = _cli(args, tmp_path)
