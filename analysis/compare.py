@@ -3,8 +3,9 @@
     python -m analysis.compare LOG_A LOG_B [LOG_C ...] --out DIR [--alpha A --n-boot N --n-perm N --seed S]
 
 writes DIR/delta/ (the delta report of LOG_B against LOG_A, as python -m analysis.delta writes it) and
-DIR/arms/ (the arm comparison of every log against LOG_A, as python -m analysis.arm_comparison writes it) and
-DIR/items.html (the item browser of these logs, which every contrast row links to). Every log keeps its
+DIR/arms/ (the arm comparison of every log against LOG_A, as python -m analysis.arm_comparison writes it),
+DIR/items.html (the item browser of these logs, which every contrast row links to), and DIR/index.html with
+both reports' HTML (the page to open first, as python -m analysis.report writes it). Every log keeps its
 own arm (its `arm` field, else its file stem): LOG_A is the reference whatever its arm is, and LOG_B
 against LOG_A is decided once, by the delta report's claim family, in both reports whatever the two are
 named; against base an arm named trained is read as the parametric contrast, against another arm a
@@ -30,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis import arm_comparison, delta, item_browser
+from analysis import report as report_page
 from analysis.align import (
     EXIT_REFUSED,
     Refusal,
@@ -39,6 +41,7 @@ from analysis.align import (
     same_model,
     write_outputs,
 )
+from analysis.numbers import interval
 from contract.digest import file_sha256
 from contract.evallog import EvalLog, collector_paused
 from contract.files import PathCheckError, input_file, output_dir
@@ -194,13 +197,16 @@ def main(argv: list[str] | None = None) -> int:
         item_browser.page_data({a: log for a, (_, log) in named.items()}, (next(iter(named)), list(named)[1]))
     )
     write_outputs(out, {"items.html": page.encode()})
+    # The page to open first, and both reports' HTML: what `dvc repro` writes, without its other stages.
+    report_page.write(out / "delta", out / "arms", out, pipeline=False)
     print(
-        f"{report['claim']}: delta {report['delta_mean']:+.4f} CI {report['delta_ci95']} -> {out / 'delta'}"
+        f"{report['claim']}: delta {report['delta_mean']:+.4f} CI {interval(report['delta_ci95'])} "
+        f"-> {out / 'delta'}"
     )
     for c in [*comparison["contrasts"], *comparison["marginal"]]:
         lo, hi = c["ci95"]
         print(f"{c['arm']} vs {c['reference']}: {c['naive_delta']:+.4f} [{lo:+.4f}, {hi:+.4f}] {c['claim']}")
-    print(f"-> {out / 'arms'}")
+    print(f"-> {out / 'arms'}; open {out / 'index.html'}")
     return 0
 
 

@@ -40,6 +40,7 @@ from analysis.effect_size import cohens_dz
 from analysis.mcnemar import majority_verdicts, mcnemar_from_verdicts
 from analysis.mdtext import p_text
 from analysis.noise_floor import aa_noise_floor
+from analysis.numbers import interval
 from analysis.power_planning import mde_paired
 from analysis.prompting import prompt_line
 from analysis.report_models import DeltaReport, report_json
@@ -313,7 +314,7 @@ def main(argv: list[str] | None = None) -> int:
         diagram = drawing.submit("reliability_figure", report)
         write_outputs(Path(args.out), outputs(report, figure[0], diagram))
     print(
-        f"{report['claim']}: delta {report['delta_mean']:+.4f} CI {report['delta_ci95']} "
+        f"{report['claim']}: delta {report['delta_mean']:+.4f} CI {interval(report['delta_ci95'])} "
         f"perm p {p_text(report['perm_p'], report['perm_n'], report['perm_exact'])} -> {args.out}"
     )
     return 0

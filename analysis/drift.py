@@ -42,6 +42,7 @@ from analysis.align import (
     read_settings,
     write_outputs,
 )
+from analysis.html_page import markdown_page
 from analysis.mdtext import md, p_text, significance_text
 from analysis.numbers import interval, pvalue, signed
 from contract.evallog import EvalLog, collector_paused
@@ -323,6 +324,8 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_REFUSED
     if args.record:
         write_outputs(Path(args.record).parent, {Path(args.record).name: files.pop(Path(args.record).name)})
+    # The HTML rendering the report page links to, beside the markdown.
+    files["drift_report.html"] = markdown_page(files["drift_report.md"].decode(), "Verifier drift").encode()
     write_outputs(out, files)
     print(f"drift: -> {out}")
     return 0

@@ -131,10 +131,21 @@ def forest_figure(r: dict[str, Any]) -> bytes:
     m = r["settings"]["min_effect"]
     ax.axvspan(-m, m, color="grey", alpha=0.15, label=f"|delta| < min_effect ({m})")
     pct = ci_percent(r["settings"]["alpha"])
-    ax.plot([], [], marker="o", color="C0", linestyle="none", label=f"naive delta, {pct} CI")
-    ax.plot([], [], marker="D", markerfacecolor="none", color="C0", linestyle="none", label="budget-adjusted")
+    ax.plot([], [], marker="o", color="black", linestyle="none", label=f"naive delta, {pct} CI")
+    adjusted = {"marker": "D", "markerfacecolor": "none", "color": "black", "linestyle": "none"}
+    ax.plot([], [], label="budget-adjusted", **adjusted)
+    # Every colour of the rows is in the legend: an arm against base, a marginal contrast, the ceiling.
+    kinds = {
+        "C0": "an arm against base",
+        "C1": "marginal: training on top of an augmentation",
+        "grey": "ceiling (three at once, not attributable)",
+    }
+    shown = {"grey" if c["ceiling"] else ("C0" if c["reference"] == "base" else "C1") for c in rows}
+    for color, what in kinds.items():
+        if color in shown:
+            ax.plot([], [], marker="s", color=color, linestyle="none", label=what)
     ax.set_xlabel("delta in mean score (arm - reference)")
-    ax.set_title("Arm deltas")
+    ax.set_title(f"Every contrast: delta with its {pct} interval")
     ax.legend(fontsize=7, loc="lower right")
     ax.grid(axis="x", alpha=0.3)
     return _png(fig)

@@ -51,13 +51,55 @@ def ci_percent(alpha: float) -> str:
     return f"{100 * (1 - alpha):.4g}%"
 
 
+def at_floor(p: float | None, n_perm: int | None, exact: bool = True) -> bool:
+    """Whether p is the floor of a Monte Carlo sign-flip test (no permutation beat the observed delta)."""
+    return p is not None and not exact and bool(n_perm) and p <= 2.0 / (n_perm + 1) * (1 + 1e-9)
+
+
 def p_text(p: float | None, n_perm: int | None = None, exact: bool = True) -> str:
     """A p-value; one at the floor of a Monte Carlo test is printed as the bound it is, not as exact."""
     if p is None:
         return "n/a"
-    if not exact and n_perm and p <= 2.0 / (n_perm + 1) * (1 + 1e-9):
-        return f"<= {2.0 / (n_perm + 1):.2g} (floor of {n_perm:,} permutations)"
+    if at_floor(p, n_perm, exact):
+        return f"<= {pvalue(2.0 / (n_perm + 1))} (floor of {n_perm:,} permutations)"  # type: ignore[operator]
     return pvalue(p)
+
+
+# The mark of a p at its floor in a table cell; the note under the table says what the floor is.
+FLOOR_MARK = "\\*"
+
+
+def p_cell(p: float | None, n_perm: int | None = None, exact: bool = True) -> str:
+    """A p-value for a table cell: one at the floor is '<= 0.0002*', with floor_note under the table."""
+    if at_floor(p, n_perm, exact):
+        return f"<= {pvalue(2.0 / (n_perm + 1))}{FLOOR_MARK}"  # type: ignore[operator]
+    return p_text(p)
+
+
+def floor_notes(text: str, n_perm: int) -> str:
+    """Markdown with floor_note after every table that has a p at its floor (so the cells stay short)."""
+    out: list[str] = []
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        out.append(line)
+        in_table = line.startswith("|")
+        table_ends = in_table and (i + 1 == len(lines) or not lines[i + 1].startswith("|"))
+        if table_ends:
+            start = i
+            while start > 0 and lines[start - 1].startswith("|"):
+                start -= 1
+            if any(FLOOR_MARK in row for row in lines[start : i + 1]):
+                out += ["", floor_note(n_perm)]
+    return "\n".join(out)
+
+
+def floor_note(n_perm: int) -> str:
+    """The footnote of a table whose p cells carry FLOOR_MARK."""
+    return (
+        f"{FLOOR_MARK}: the floor of the sign-flip test at {n_perm:,} permutations, "
+        f"{pvalue(2.0 / (n_perm + 1))}: no permutation gave a delta as large as the observed one, and more "
+        "permutations would go lower."
+    )
 
 
 def _field(row: Mapping[str, Any] | object, name: str) -> Any:

@@ -1,7 +1,7 @@
 """How every report prints a number: one helper for values, signed deltas, intervals and p-values.
 
-A missing number (None) prints as "n/a" unless the caller names another mark. The markdown reports print
-p-values to 4 significant digits, the one-page report (analysis.report) to 3: the precision is a parameter.
+A missing number (None) prints as "n/a" unless the caller names another mark. Every p- and q-value prints to
+3 significant digits, in every report, page and console line alike, so that one reads as the other.
 """
 
 from __future__ import annotations
@@ -26,6 +26,6 @@ def interval(ci: Sequence[float | None] | None, spec: str = "+.4f") -> str:
     return MISSING if ci is None else f"[{num(ci[0], spec)}, {num(ci[1], spec)}]"
 
 
-def pvalue(p: float | None, digits: int = 4) -> str:
+def pvalue(p: float | None, digits: int = 3) -> str:
     """A p- or q-value to the given significant digits ('0.01234' at 4), or "n/a" for None."""
     return MISSING if p is None else f"{p:.{digits}g}"

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from analysis import render_format
-from analysis.mdtext import SIGNIFICANT, ci_percent, items_href, md, p_text, significance_text
+from analysis.mdtext import SIGNIFICANT, ci_percent, floor_notes, items_href, md, p_cell, significance_text
 from analysis.numbers import interval, num, pvalue
 from analysis.report_models import (
     ArmComparison,
@@ -26,7 +26,7 @@ from analysis.report_models import (
     Truncation,
     Verdict,
 )
-from contract.protocol import MATCHED_LOG_FIELDS
+from contract.protocol import LOG_FIELDS, MATCHED_LOG_FIELDS
 
 
 def _items_link(ref: str, arm: str, family: str | None = None) -> str:
@@ -97,7 +97,18 @@ def _prompting_lines(prompting: dict[str, str] | None) -> list[str]:
     """One line naming how each arm was prompted (format, template sha256, few-shot pin), then a blank."""
     if not prompting:
         return []
-    return ["Prompts: " + "; ".join(f"{md(arm)}: {md(line)}" for arm, line in prompting.items()) + ".", ""]
+    # Arms prompted alike share one entry: seven arms of one prompt are one line, not seven.
+    alike: dict[str, list[str]] = {}
+    for arm, line in prompting.items():
+        alike.setdefault(line, []).append(arm)
+    if len(alike) == 1:
+        return [f"Prompts, every arm: {md(next(iter(alike)))}.", ""]
+    return [
+        "Prompts: "
+        + "; ".join(f"{', '.join(md(a) for a in arms)}: {md(line)}" for line, arms in alike.items())
+        + ".",
+        "",
+    ]
 
 
 def _verdict_decision(v: Verdict, ci95: list[float | None]) -> dict[str, Any]:
@@ -236,7 +247,12 @@ def delta_markdown(r: DeltaReport) -> str:
     proto_rows = [[f, md(repr(mp[f]))] for f in MATCHED_LOG_FIELDS]
     proto_rows += [[f, md(repr(mp[f]))] for f in ("suite", "suite_revision")]
     if mp.get("protocol"):
-        proto_rows += [[f"protocol.{k}", md(repr(v))] for k, v in mp["protocol"].items()]
+        # Said once: a protocol key the log carries at its top level too (k: n_samples) is in the rows above.
+        proto_rows += [
+            [f"protocol.{k}", md(repr(v))]
+            for k, v in mp["protocol"].items()
+            if not (k in LOG_FIELDS and mp.get(LOG_FIELDS[k]) == v)
+        ]
     proto_rows.append(["items", f"{mp['n_items']} identical item ids"])
     lines += _table(["field", "value"], proto_rows)
     lines += [
@@ -257,7 +273,7 @@ def delta_markdown(r: DeltaReport) -> str:
                 [
                     f"sign-flip permutation p ({'exact' if r.perm_exact else 'Monte Carlo'}, "
                     f"{r.perm_n} sign vectors)",
-                    p_text(r.perm_p, r.perm_n, r.perm_exact),
+                    p_cell(r.perm_p, r.perm_n, r.perm_exact),
                 ],
                 *_verdict_rows(r, pct),
                 [
@@ -338,7 +354,7 @@ def delta_markdown(r: DeltaReport) -> str:
                     num(f.mean_post),
                     num(f.delta, "+.4f"),
                     interval(f.ci95),
-                    p_text(f.p_value, f.perm_n, f.perm_exact),
+                    p_cell(f.p_value, f.perm_n, f.perm_exact),
                     pvalue(f.q_value),
                     significance_text(f, s.fdr),
                     _items_link(r.pre_arm, r.post_arm, f.family),
@@ -362,7 +378,7 @@ def delta_markdown(r: DeltaReport) -> str:
         f"alpha {s.alpha}, seed {s.seed}.",
         "",
     ]
-    return "\n".join(lines)
+    return floor_notes("\n".join(lines), s.n_perm)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -381,7 +397,7 @@ def _contrast_row(c: ArmContrast, fdr: float) -> list[str]:
         num(c.mean_gen_tokens, ".1f"),
         f"{c.flips_fixed_b}/{c.flips_broke_c}",
         pvalue(c.mcnemar_p),
-        p_text(c.p_value, c.perm_n, c.perm_exact),
+        p_cell(c.p_value, c.perm_n, c.perm_exact),
         pvalue(c.q_value),
         significance_text(c, fdr),
         md(c.claim),
@@ -457,7 +473,7 @@ def arms_markdown(r: ArmComparison) -> str:
                     str(f.n_items),
                     num(f.delta, "+.4f"),
                     interval(f.ci95),
-                    p_text(f.p_value, f.perm_n, f.perm_exact),
+                    p_cell(f.p_value, f.perm_n, f.perm_exact),
                     pvalue(f.q_value),
                     significance_text(f, s.fdr),
                     _items_link(f.reference, f.arm, f.family),
@@ -518,7 +534,7 @@ def arms_markdown(r: ArmComparison) -> str:
         f"{s.n_perm} permutations, alpha {s.alpha}, seed {s.seed}.",
         "",
     ]
-    return "\n".join(lines)
+    return floor_notes("\n".join(lines), s.n_perm)
 
 
 def _signed_cells(cells: dict[str, int]) -> str:
@@ -576,7 +592,7 @@ def _trajectory_row(row: TrajectoryRow, fdr: float) -> list[str]:
         num(row.mean_arm),
         num(row.delta, "+.4f"),
         interval(row.ci95),
-        p_text(row.p_value, row.perm_n, row.perm_exact),
+        p_cell(row.p_value, row.perm_n, row.perm_exact),
         pvalue(row.q_value),
         significance_text(row, fdr),
     ]
@@ -619,7 +635,7 @@ def trajectory_markdown(r: TrajectoryReport) -> str:
                         f"{md(rc.arm)} vs {md(rc.reference)}",
                         num(rc.delta, "+.4f"),
                         interval(rc.ci95),
-                        p_text(rc.p_value, rc.perm_n, rc.perm_exact),
+                        p_cell(rc.p_value, rc.perm_n, rc.perm_exact),
                         pvalue(rc.q_value),
                         significance_text(rc, s.fdr),
                     ]
@@ -631,16 +647,26 @@ def trajectory_markdown(r: TrajectoryReport) -> str:
     lines += [
         "![trajectory](trajectory.png)",
         "",
-        f"What the claim rests on and what it does not cover: {md(r.limits)}",
+        # Without a placebo there is no reward claim, and the limits of one are not this page's.
+        f"What the claim rests on and what it does not cover: {md(r.limits)}"
+        if r.placebo
+        else "What this rests on: one training run; the intervals cover the items and the evaluation's "
+        "samples, not the spread between training runs (seeds), which only more runs would measure.",
         "",
     ]
     for note in r.notes:
         lines.append(f"Note: {md(note)}")
     lines += [
-        f"Deltas: paired over items (per-item means of k samples), item-level paired bootstrap CIs; p: "
-        f"two-sided sign-flip permutation test; q: Benjamini-Hochberg over the report's {r.n_tests} "
-        f"contrasts; " + SIGNIFICANT.format(pct=pct) + f" (fdr {s.fdr}). Settings: {s.n_boot} "
+        "Deltas: paired over items (per-item means of k samples), item-level paired bootstrap CIs; p: "
+        "two-sided sign-flip permutation test; q: "
+        + (
+            f"Benjamini-Hochberg over the report's {r.n_tests} contrasts; "
+            if r.n_tests
+            else "no contrast besides trained vs base, whose q is its Holm-adjusted p; "
+        )
+        + SIGNIFICANT.format(pct=pct)
+        + f" (fdr {s.fdr}). Settings: {s.n_boot} "
         f"resamples, {s.n_perm} permutations, alpha {s.alpha}, seed {s.seed}.",
         "",
     ]
-    return "\n".join(lines)
+    return floor_notes("\n".join(lines), s.n_perm)

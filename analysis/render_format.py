@@ -7,8 +7,8 @@ Printed only where the logs record the lenient reader's scores; otherwise a repo
 from __future__ import annotations
 
 from analysis.format_effect import RATIO_METHOD, SHARE_METHOD
-from analysis.mdtext import md, p_text, significance_text
-from analysis.numbers import interval, num
+from analysis.mdtext import md, p_cell, significance_text
+from analysis.numbers import interval, num, pvalue
 from analysis.report_models import ArmAnswering, ArmComparison, DeltaReport, FormatContrast, TrajectoryReport
 
 HEADING = "## Format or reasoning: the answered share and the lenient reader"
@@ -78,19 +78,19 @@ def contrast_rows(label: str, f: FormatContrast) -> list[list[str]]:
             num(lenient.delta, "+.4f"),
             interval(lenient.ci95),
             md(lenient.ci95_method or ""),
-            p_text(lenient.p_value, lenient.perm_n, bool(lenient.perm_exact)),
+            p_cell(lenient.p_value, lenient.perm_n, bool(lenient.perm_exact)),
             _yes(bool(lenient.significant))
-            + (f" (Holm p {num(lenient.q_value, '.4g')})" if lenient.q_value is not None else ""),
+            + (f" (Holm p {pvalue(lenient.q_value)})" if lenient.q_value is not None else ""),
         ]
     ]
     if f.lenient_top_k is not None:
         t = f.lenient_top_k
         rows.append([f"{label}: lenient reader, pass@{t.k}", num(t.delta, "+.4f"), interval(t.ci95),
-                     md(t.ci95_method), num(t.p_value, ".4g"),
-                     _yes(t.significant) + f" (Holm p {num(t.p_holm, '.4g')})"])  # fmt: skip
+                     md(t.ci95_method), pvalue(t.p_value),
+                     _yes(t.significant) + f" (Holm p {pvalue(t.p_holm)})"])  # fmt: skip
     c = f.answered_change
     if c is not None:
-        p = p_text(c.p_value, c.perm_n, c.perm_exact)
+        p = p_cell(c.p_value, c.perm_n, c.perm_exact)
         rows.append([f"{label}: answered share", num(c.delta, "+.4f"), interval(c.ci95), md(c.ci95_method),
                      p, _yes(c.significant) + " (descriptive)"])  # fmt: skip
     return rows
@@ -120,7 +120,7 @@ def delta_lines(r: DeltaReport, pct: str) -> list[str]:
         num(r.delta_mean, "+.4f"),
         interval(r.delta_ci95),
         md(r.delta_ci95_method),
-        p_text(r.perm_p, r.perm_n, r.perm_exact),
+        p_cell(r.perm_p, r.perm_n, r.perm_exact),
         _yes(bool(r.verdict.significant)) + " (Holm, the verdict)" if r.verdict else "n/a",
     ]
     return [
@@ -148,7 +148,7 @@ def _strict_row(
         num(delta, "+.4f"),
         interval(ci),
         md(method or ""),
-        p_text(row.p_value, row.perm_n, bool(row.perm_exact)),  # type: ignore[attr-defined]
+        p_cell(row.p_value, row.perm_n, bool(row.perm_exact)),  # type: ignore[attr-defined]
         significance_text(row, fdr) + " (the report's verdict)",
     ]
 

@@ -22,10 +22,11 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
-from markdown_it import MarkdownIt
 from pydantic import ValidationError
 
 from analysis.align import Refusal, out_folder
+from analysis.headline import plain_sentence
+from analysis.html_page import markdown_page
 from analysis.item_browser import items_page
 from analysis.mdtext import ITEMS_PAGE, SIGNIFICANT, ci_percent, items_href, md, p_text, significance_text
 from analysis.numbers import num, pvalue, signed
@@ -60,8 +61,23 @@ def read_report(path: Path, model: type[R]) -> R:
         ) from None
 
 
-def context(delta: DeltaReport, arms: ArmComparison) -> dict[str, Any]:
-    """Everything the templates need, taken from the two reports."""
+# The reports the pipeline's page links besides the two it renders (their stages write their HTML).
+PIPELINE_REPORTS = (
+    (
+        "Checkpoint trajectory",
+        "trajectory/trajectory_report.html",
+        "every checkpoint over base; the reward vs a placebo",
+    ),
+    ("Verifier drift", "drift/drift_report.html", "what a scorer change did to each arm and verdict"),
+)
+
+
+def context(delta: DeltaReport, arms: ArmComparison, pipeline: bool = True) -> dict[str, Any]:
+    """Everything the templates need, taken from the two reports.
+
+    pipeline: the page of `dvc repro`, which also links the trajectory and drift reports (analysis.compare
+    writes neither).
+    """
     proto = delta.matched_protocol
     proto_line = ", ".join(f"{k}={proto[k]}" for k in MATCHED_LOG_FIELDS if proto.get(k) is not None)
     kmax = max(int(k) for k in delta.pass_at_k_pre)
@@ -90,14 +106,22 @@ def context(delta: DeltaReport, arms: ArmComparison) -> dict[str, Any]:
         "pvalue": pvalue,
         "items_href": items_href,
         "items_page": ITEMS_PAGE,
+        "sentence": plain_sentence(delta, arms.contrasts),
+        "reports": [
+            (
+                "Delta report",
+                "delta/delta_report.html",
+                f"{delta.post_arm} vs {delta.pre_arm}: every statistic",
+            ),
+            (
+                "Arm comparison",
+                "arms/arm_comparison_report.html",
+                f"every arm vs {arms.base.arm}, families, paths",
+            ),
+            *(PIPELINE_REPORTS if pipeline else ()),
+            ("Item browser", ITEMS_PAGE, "the items that flipped between any two arms, with transcripts"),
+        ],
     }
-
-
-def markdown_page(text: str, title: str) -> str:
-    """A report's markdown as a standalone HTML page (CommonMark with tables; raw HTML shown as text)."""
-    body = MarkdownIt("commonmark", {"html": False}).enable("table").render(text)
-    env = Environment(loader=FileSystemLoader(TEMPLATES), undefined=StrictUndefined, autoescape=True)
-    return env.get_template("markdown.html.j2").render(title=title, body=body)
 
 
 def metrics(delta: DeltaReport, arms: ArmComparison) -> dict[str, Any]:
@@ -153,10 +177,14 @@ def plot_tables(delta: DeltaReport, arms: ArmComparison) -> dict[str, str]:
     }
 
 
-def write(delta_dir: Path, arms_dir: Path, out: Path, logs: Path | None = None) -> list[Path]:
+def write(
+    delta_dir: Path, arms_dir: Path, out: Path, logs: Path | None = None, pipeline: bool = True
+) -> list[Path]:
     """Render the index page, the reports' HTML, the metrics, the plot data and (with logs) the item browser.
 
-    Returns the files written; a log the item browser cannot pair with the others is a Refusal.
+    Returns the files written; a log the item browser cannot pair with the others is a Refusal. pipeline:
+    the page links the trajectory and drift reports too (the stages of `dvc repro` write them), and the DVC
+    metrics and plot data are written.
     """
     delta = read_report(delta_dir / "delta_report.json", DeltaReport)
     arms = read_report(arms_dir / "arm_comparison_report.json", ArmComparison)
@@ -168,15 +196,17 @@ def write(delta_dir: Path, arms_dir: Path, out: Path, logs: Path | None = None) 
     )
     # The markdown page's counterpart of the HTML page's autoescape: every text from a log goes through it.
     env.filters["md"] = md
-    ctx = context(delta, arms)
+    ctx = context(delta, arms, pipeline)
     html_env = Environment(loader=FileSystemLoader(TEMPLATES), undefined=StrictUndefined, autoescape=True)
     files = {
         out / "index.md": env.get_template("index.md.j2").render(ctx),
         out / "index.html": html_env.get_template("index.html.j2").render(ctx),
-        out / "metrics.json": json.dumps(metrics(delta, arms), indent=2, sort_keys=True) + "\n",
     }
-    for name, text in plot_tables(delta, arms).items():
-        files[out / "plots" / name] = text
+    if pipeline:
+        # DVC's metrics and plot data: what `dvc metrics show` and `dvc plots show` read.
+        files[out / "metrics.json"] = json.dumps(metrics(delta, arms), indent=2, sort_keys=True) + "\n"
+        for name, text in plot_tables(delta, arms).items():
+            files[out / "plots" / name] = text
     for folder, (key, stem) in zip((delta_dir, arms_dir), RENDERED.items(), strict=True):
         source = folder / f"{stem}.md"
         try:

@@ -37,6 +37,7 @@ from analysis.align import (
 )
 from analysis.contrasts import mean_contrast, too_few_items
 from analysis.drawing import Drawing
+from analysis.html_page import markdown_page
 from analysis.prompting import prompt_line
 from analysis.report_models import TrajectoryReport, report_json
 from contract.evallog import collector_paused
@@ -276,11 +277,14 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_REFUSED
         figure = drawing.submit("trajectory_figure", report)
         typed = TrajectoryReport.model_validate(report)
+        text = render.trajectory_markdown(typed)
         write_outputs(
             Path(args.out),
             {
                 "trajectory_report.json": report_json(typed),
-                "trajectory_report.md": render.trajectory_markdown(typed).encode(),
+                "trajectory_report.md": text.encode(),
+                # The HTML rendering the report page links to.
+                "trajectory_report.html": markdown_page(text, "Checkpoint trajectory").encode(),
                 "trajectory.png": figure(),
             },
         )
