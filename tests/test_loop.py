@@ -36,6 +36,7 @@ from demo.charmodel import build_tokenizer
 from demo.tiny_models import TOOL_MODEL_NAME, TOOL_QUESTIONS, train_tiny_tool_model
 from pipeline.engines.vllm_engine import VllmEngine
 from pipeline.prompts import build_prompt
+from pipeline.settings import partial_dir
 from tests.conftest import committed_or_cached
 
 Script = Sequence[str | Callable[[str], str]]
@@ -653,7 +654,7 @@ def test_a_tool_arm_whose_server_keeps_dying_with_the_real_engine(
     ):
         generate("broken", max_restarts=1)
     assert not (tmp_path / "broken" / "+tools.json").exists()
-    assert (tmp_path / "broken" / ".partial" / "+tools.jsonl").is_file()
+    assert (partial_dir(tmp_path / "broken") / "+tools.jsonl").is_file()
     # The command line: exit 2 with one line naming the resume, nothing written but the shard.
     env = {**os.environ, "PYTHONPATH": str(root), EXIT_EVERY_ENV: "2"}
     done = subprocess.run(
