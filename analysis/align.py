@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 from omegaconf import OmegaConf
 
+from contract.arm import arm_list_problem
 from contract.atomic import atomic_write
 from contract.evallog import EvalLog, EvalLogError, load
 from contract.files import PathCheckError, output_dir
@@ -35,6 +36,16 @@ SUITE_FIELDS = ("suite", "suite_revision")
 SUITE_PINS = ("suite", "questions")
 # The protocol keys that say how a model is prompted: a prompt ablation of one model differs in them.
 PROMPT_KEYS = frozenset(PROMPTING_KEYS) | {"prompt_template", "fewshot", "stop", "chat"}
+
+
+# A percentile interval's tails and a permutation p-value need resamples beyond each cut: fewer than this
+# many in a tail and the interval is a few order statistics (n_boot: 1 gives an interval of one point).
+TAIL_RESAMPLES = 5
+
+
+def min_resamples(alpha: float) -> int:
+    """The fewest resamples (n_boot, n_perm) that put TAIL_RESAMPLES in each alpha/2 tail: 200 at 0.05."""
+    return math.ceil(2 * TAIL_RESAMPLES / alpha)
 
 
 class Refusal(Exception):
@@ -91,13 +102,24 @@ def read_settings(path: str | Path | None) -> Settings:
             kind = "an integer" if want is int else "a number"
             raise Refusal(f"{p}: {where}: must be {kind}, got {value!r}")
     s = Settings(**values)
-    if s.n_boot < 1 or s.n_perm < 1:
-        raise Refusal(f"{p}: analysis.n_boot and analysis.n_perm must be >= 1")
     for name in ("alpha", "fdr"):
         if not 0 < getattr(s, name) < 1:
             raise Refusal(f"{p}: analysis.{name} = {getattr(s, name)} must lie strictly between 0 and 1")
-    if s.min_effect < 0:
-        raise Refusal(f"{p}: analysis.min_effect = {s.min_effect} must be >= 0")
+    least = min_resamples(s.alpha)
+    for name in ("n_boot", "n_perm"):
+        if getattr(s, name) < least:
+            raise Refusal(
+                f"{p}: analysis.{name} = {getattr(s, name)} is too few for alpha = {s.alpha}: each tail of a "
+                f"{1 - s.alpha:.0%} interval and the smallest p-value must rest on at least "
+                f"{TAIL_RESAMPLES} resamples; set analysis.{name}: {least} or more (10000 is the default)"
+            )
+    # NaN passes every comparison (a NaN min_effect would switch the negligible rule off); a difference of
+    # two means of scores in [0, 1] is never 1 or more, so such a min_effect calls every delta negligible.
+    if not (math.isfinite(s.min_effect) and 0 <= s.min_effect < 1):
+        raise Refusal(
+            f"{p}: analysis.min_effect = {s.min_effect} must be a number in [0, 1) (the smallest delta worth "
+            "a claim, e.g. 0.01)"
+        )
     if not 0 <= s.max_failed_tool_calls <= 1:
         raise Refusal(
             f"{p}: analysis.max_failed_tool_calls = {s.max_failed_tool_calls} must be a share between 0 and 1"
@@ -122,6 +144,9 @@ def read_arm_list(path: str | Path | None) -> list[str] | None:
         return None
     if not isinstance(arms, list) or not all(isinstance(a, str) for a in arms):
         raise Refusal(f"{p}: arms: must be a list of arm names, e.g. [base, trained, +rag]")
+    problem = arm_list_problem(arms)
+    if problem:
+        raise Refusal(f"{p}: arms: {problem}")
     return list(arms)
 
 

@@ -348,6 +348,7 @@ def build_found(
             arm: "marginal" if (arm, reference) in MARGINAL_CONTRASTS else "unknown" for arm in found
         }
     notes: list[str] = [n for n in [ct.small_suite_note(len(order))] if n]
+    notes += [n for n in [ct.greedy_note(base_log.temperature, base_log.n_samples)] if n]
 
     contrasts = [
         _contrast(arm, reference, data, models, settings, primary) for arm in found if arm != reference

@@ -32,9 +32,11 @@ from typing import Any
 from analysis import arm_comparison, delta, item_browser
 from analysis.align import (
     EXIT_REFUSED,
+    TAIL_RESAMPLES,
     Refusal,
     Settings,
     load_log,
+    min_resamples,
     one_model_differences,
     same_model,
     write_outputs,
@@ -108,11 +110,14 @@ def settings_from(args: argparse.Namespace) -> Settings:
         Settings(),
         **{k: v for k, v in vars(args).items() if k in Settings.__dataclass_fields__ and v is not None},
     )
-    if s.n_boot < 1 or s.n_perm < 1:
-        raise Refusal("--n-boot and --n-perm must be >= 1")
     for name in ("alpha", "fdr"):
         if not 0 < getattr(s, name) < 1:
             raise Refusal(f"--{name} = {getattr(s, name)} must lie strictly between 0 and 1")
+    if min(s.n_boot, s.n_perm) < min_resamples(s.alpha):
+        raise Refusal(
+            f"--n-boot {s.n_boot} and --n-perm {s.n_perm}: each must be at least {min_resamples(s.alpha)} at "
+            f"alpha {s.alpha} (at least {TAIL_RESAMPLES} resamples beyond each cut of the interval)"
+        )
     return s
 
 

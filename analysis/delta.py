@@ -142,6 +142,7 @@ def build(
         pre_arm, post_arm = "pre", "post"
     calib = calibration.section({pre_arm: pre, post_arm: post}, order, pre_arm, settings)
     notes = [n for n in [contrasts.small_suite_note(len(order))] if n]
+    notes += [n for n in [contrasts.greedy_note(pre.temperature, pre.n_samples)] if n]
     if any(f is not None for f in a.families) and a.families != b.families:
         notes.append("family labels differ between the logs; families are taken from the pre log")
     return {

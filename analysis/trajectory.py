@@ -187,6 +187,8 @@ def build(logs_dir: str, settings: Settings, params: str | Path | None) -> dict[
     tests = [*rows[1:], *([placebo_row, versus] if placebo else [])]
     contrasts.decide_bh([t for t in tests if "significant" not in t], settings)
     notes = [n for n in [contrasts.small_suite_note(len(order))] if n]
+    first = ref_log
+    notes += [n for n in [contrasts.greedy_note(first.temperature, first.n_samples)] if n]
     if config[1] and placebo is None:
         notes.append(
             f"placebo arm {config[1]} has no log among the arms of the params file: no claim about the reward"
