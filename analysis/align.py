@@ -22,7 +22,7 @@ import numpy as np
 from omegaconf import OmegaConf
 
 from contract.arm import arm_list_problem
-from contract.atomic import atomic_write
+from contract.atomic import atomic_write_set
 from contract.evallog import EvalLog, EvalLogError, load
 from contract.files import PathCheckError, output_dir
 from contract.logreader import read_log, read_logs
@@ -391,10 +391,22 @@ def out_folder(path: str | Path, what: str = "--out") -> Path:
 
 
 def write_outputs(out_dir: str | Path, files: dict[str, bytes]) -> None:
-    """Write each file atomically (contract.atomic): a crash never leaves half a report."""
+    """Write a report's files as one set (contract.atomic): a failure or a kill leaves the old set whole,
+    never half a file or a mix of old and new; a file that cannot be written is a Refusal naming it."""
     out = Path(out_dir)
-    for name, data in files.items():
-        atomic_write(out / name, data)
+    write_set({out / name: data for name, data in files.items()})
+
+
+def write_set(files: dict[Path, str | bytes]) -> None:
+    """atomic_write_set, with an OSError (a full disk, a read-only folder) as a one-line Refusal."""
+    try:
+        atomic_write_set(files)
+    except OSError as e:
+        where = e.filename or next(iter(files), "")
+        raise Refusal(
+            f"{where}: cannot write ({e.strerror or e}); free space or fix the folder and rerun (the "
+            "previous files are left as they were)"
+        ) from None
 
 
 def same_model(ref: EvalLog, other: EvalLog) -> bool:

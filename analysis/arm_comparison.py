@@ -523,7 +523,11 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_REFUSED
         forest = drawing.submit("forest_figure", report)
         diagram = drawing.submit("reliability_figure", report)
-        write_outputs(Path(args.out), outputs(report, forest, diagram))
+        try:
+            write_outputs(Path(args.out), outputs(report, forest, diagram))
+        except Refusal as e:
+            print(f"refused: {e}", file=sys.stderr)
+            return EXIT_REFUSED
     for c in [*report["contrasts"], *report["marginal"]]:
         lo, hi = c["ci95"]
         print(f"{c['arm']} vs {c['reference']}: {c['naive_delta']:+.4f} [{lo:+.4f}, {hi:+.4f}] {c['claim']}")

@@ -39,7 +39,7 @@ from analysis.align import (
     min_resamples,
     one_model_differences,
     same_model,
-    write_outputs,
+    write_set,
 )
 from contract.digest import file_sha256
 from contract.evallog import EvalLog, collector_paused
@@ -192,13 +192,17 @@ def main(argv: list[str] | None = None) -> int:
     except (Refusal, PathCheckError) as e:
         print(f"refused: {e}", file=sys.stderr)
         return EXIT_REFUSED
-    write_outputs(out / "delta", delta.outputs(report))
-    write_outputs(out / "arms", arm_comparison.outputs(comparison))
     # The reports' contrast rows link to ../items.html: the item browser of exactly these logs.
     page = item_browser.render_page(
         item_browser.page_data({a: log for a, (_, log) in named.items()}, (next(iter(named)), list(named)[1]))
     )
-    write_outputs(out, {"items.html": page.encode()})
+    files = {out / "delta" / name: data for name, data in delta.outputs(report).items()}
+    files |= {out / "arms" / name: data for name, data in arm_comparison.outputs(comparison).items()}
+    try:
+        write_set({**files, out / "items.html": page.encode()})
+    except Refusal as e:
+        print(f"refused: {e}", file=sys.stderr)
+        return EXIT_REFUSED
     print(
         f"{report['claim']}: delta {report['delta_mean']:+.4f} CI {report['delta_ci95']} -> {out / 'delta'}"
     )

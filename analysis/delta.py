@@ -292,7 +292,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"refused: {e}", file=sys.stderr)
             return EXIT_REFUSED
         diagram = drawing.submit("reliability_figure", report)
-        write_outputs(Path(args.out), outputs(report, figure[0], diagram))
+        try:
+            write_outputs(Path(args.out), outputs(report, figure[0], diagram))
+        except Refusal as e:
+            print(f"refused: {e}", file=sys.stderr)
+            return EXIT_REFUSED
     print(
         f"{report['claim']}: delta {report['delta_mean']:+.4f} CI {report['delta_ci95']} "
         f"perm p {p_text(report['perm_p'], report['perm_n'], report['perm_exact'])} -> {args.out}"

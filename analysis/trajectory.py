@@ -238,14 +238,18 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_REFUSED
         figure = drawing.submit("trajectory_figure", report)
         typed = TrajectoryReport.model_validate(report)
-        write_outputs(
-            Path(args.out),
-            {
-                "trajectory_report.json": report_json(typed),
-                "trajectory_report.md": render.trajectory_markdown(typed).encode(),
-                "trajectory.png": figure(),
-            },
-        )
+        try:
+            write_outputs(
+                Path(args.out),
+                {
+                    "trajectory_report.json": report_json(typed),
+                    "trajectory_report.md": render.trajectory_markdown(typed).encode(),
+                    "trajectory.png": figure(),
+                },
+            )
+        except Refusal as e:
+            print(f"refused: {e}", file=sys.stderr)
+            return EXIT_REFUSED
     if report["status"] != DONE:
         print(f"trajectory: {report['status']}: {report['detail']} -> {args.out}")
         return 0
