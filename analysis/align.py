@@ -247,21 +247,26 @@ def check_matched(
     def refuse(field: str, a: Any, b: Any, fix: str = "rerun one arm under the matched protocol") -> Refusal:
         return Refusal(f"{ref_path} vs {other_path}: {field} differs ({a!r} vs {b!r}); {fix}")
 
+    # Greedy decoding (temperature 0 in both logs) reads neither the seed nor top_p: they cannot change a
+    # token, so they may differ or be recorded in one log only (an lm-eval log records no sampling seed).
+    moot = {"seed", "top_p"} if ref.temperature == 0 and other.temperature == 0 else set()
     for name in (*PROTOCOL_FIELDS, *SUITE_FIELDS):
-        if name == "seed" and "seed" in allow:
+        if (name == "seed" and "seed" in allow) or name in moot:
             continue
         a, b = getattr(ref, name), getattr(other, name)
         if a != b:
             if a is None or b is None:
                 raise refuse(name, a, b, "it is recorded in only one log; record it in both")
             raise refuse(name, a, b)
-    checked = [*PROTOCOL_FIELDS, *SUITE_FIELDS]
+    checked = [n for n in (*PROTOCOL_FIELDS, *SUITE_FIELDS) if n not in moot]
     if ref.protocol is not None and other.protocol is not None:
         pa, pb = ref.protocol.model_dump(), other.protocol.model_dump()
         # A key left out of a dump holds its built-in value (contract.protocol): absent equals absent.
         names = [*pa, *(n for n in pb if n not in pa)]
         for name in names:
             if (name == "seed" and "seed" in allow) or (name in PROMPT_KEYS and "prompt" in allow):
+                continue
+            if name in moot:
                 continue
             if pa.get(name) != pb.get(name):
                 raise refuse(f"protocol.{name}", pa.get(name), pb.get(name))
@@ -296,7 +301,7 @@ def check_matched(
     both = [
         (it.item_id, theirs) for it in other.items if (theirs := it.sample_seeds()) and it.item_id in seeds
     ]
-    if both and "seed" not in allow:
+    if both and "seed" not in allow and "seed" not in moot:
         for item_id, theirs in both:
             mine = seeds[item_id]
             if theirs[: len(mine)] == mine[: len(theirs)]:  # the common case, compared in C
