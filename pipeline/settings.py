@@ -126,8 +126,12 @@ def tool_session(settings: RunSettings, arm: str) -> Iterator[Any]:
     except ToolSessionError as e:
         if e.deaths is None:
             raise RunnerError(str(e)) from None
-        shard = partial_dir(settings.out_dir) / f"{arm}.jsonl"
+        # A part's own shard and command (pipeline.parts.part_suffix spells the same name).
+        part = settings.part
+        suffix = "" if part is None else ".part-{}-of-{}".format(*(int(x) for x in part.split("/")))
+        shard = partial_dir(settings.out_dir) / f"{arm}{suffix}.jsonl"
+        again = f"arm={arm}" if part is None else f"arm={arm} part={part}"
         raise RunnerError(
-            f"tool server died {e.deaths} times; rerun `python -m pipeline.run_arm arm={arm}` to resume "
+            f"tool server died {e.deaths} times; rerun `python -m pipeline.run_arm {again}` to resume "
             f"({e}; the finished samples are kept in {shard}; conf/config.yaml tool_server sets the budget)"
         ) from None
