@@ -10,6 +10,7 @@ whose file is really gone.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -76,6 +77,14 @@ def test_a_forced_checkout_without_cache_loses_no_arm_and_no_resume_shard(
     assert forced.returncode != 0  # the cache cannot restore base.json
     assert shard.is_file(), "a resume shard was deleted"
     assert kept_path(gens / "trained.json").read_bytes() == trained
+
+    status = _run(repo, sys.executable, *cmd.split()[1:], "--status")
+    assert status.returncode == 0, status.stderr
+    assert re.search(
+        r"^  trained +up to date \(put back from .*kept/trained.json when run\)$", status.stdout, re.M
+    )
+    assert re.search(r"^  base +to generate: not generated yet$", status.stdout, re.M), status.stdout
+    assert not (gens / "trained.json").exists()  # --status writes nothing
 
     again = _dvc(repo, "repro")
     assert again.returncode == 0, again.stdout + again.stderr
