@@ -129,3 +129,27 @@ def test_a_set_whose_write_fails_leaves_no_file_of_it(tmp_path: Path) -> None:
     with pytest.raises(OSError):
         atomic_write_set({tmp_path / "a.md": "new a", blocked / "b.md": "new b"})
     assert (tmp_path / "a.md").read_text() == "old a" and not _temporaries(tmp_path)
+
+
+def test_the_delta_and_arm_comparison_onto_a_full_disk_are_one_line_and_write_nothing(tmp_path: Path) -> None:
+    logs = make_world(tmp_path / "evallogs", arms_=["base", "trained"])
+    params = tmp_path / "params.yaml"
+    params.write_text("analysis: {n_boot: 200, n_perm: 200}\n")
+    out = tmp_path / "reports"
+    done = _run(
+        3000, "analysis.delta", "--pre", str(logs / "base.json"), "--post", str(logs / "trained.json"),
+        "--out", str(out / "delta"), "--params", str(params),
+    )  # fmt: skip
+    _one_line(done, "cannot write")
+    done = _run(
+        3000,
+        "analysis.arm_comparison",
+        "--logs",
+        str(logs),
+        "--out",
+        str(out / "arms"),
+        "--params",
+        str(params),
+    )
+    _one_line(done, "cannot write")
+    assert not [p for p in out.rglob("*") if p.is_file()], list(out.rglob("*"))
