@@ -322,11 +322,16 @@ def main(argv: list[str] | None = None) -> int:
     except (Refusal, PathCheckError) as e:
         print(f"drift: {e}", file=sys.stderr)
         return EXIT_REFUSED
-    if args.record:
-        write_outputs(Path(args.record).parent, {Path(args.record).name: files.pop(Path(args.record).name)})
     # The HTML rendering the report page links to, beside the markdown.
     files["drift_report.html"] = markdown_page(files["drift_report.md"].decode(), "Verifier drift").encode()
-    write_outputs(out, files)
+    try:
+        if args.record:
+            record = Path(args.record)
+            write_outputs(record.parent, {record.name: files.pop(record.name)})
+        write_outputs(out, files)
+    except Refusal as e:
+        print(f"drift: {e}", file=sys.stderr)
+        return EXIT_REFUSED
     print(f"drift: -> {out}")
     return 0
 
