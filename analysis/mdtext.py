@@ -72,7 +72,8 @@ FLOOR_MARK = "\\*"
 def p_cell(p: float | None, n_perm: int | None = None, exact: bool = True) -> str:
     """A p-value for a table cell: one at the floor is '<= 0.0002*', with floor_note under the table."""
     if at_floor(p, n_perm, exact):
-        return f"<= {pvalue(2.0 / (n_perm + 1))}{FLOOR_MARK}"  # type: ignore[operator]
+        # A no-break space: the cell stays one line.
+        return f"<=\u00a0{pvalue(2.0 / (n_perm + 1))}{FLOOR_MARK}"  # type: ignore[operator]
     return p_text(p)
 
 
