@@ -94,7 +94,8 @@ def passk_figure(r: dict[str, Any]) -> bytes:
 def forest_figure(r: dict[str, Any]) -> bytes:
     """Forest plot: naive delta with its CI per contrast, budget-adjusted delta as an open marker."""
     rows = [*r["contrasts"], *r["marginal"]]
-    fig = Figure(figsize=(8, 0.55 * len(rows) + 1.6), layout="tight")
+    # The legend stands under the axes (never over a row): the figure is taller by its two lines.
+    fig = Figure(figsize=(8, 0.55 * len(rows) + 2.3), layout="tight")
     ax = fig.subplots()
     ys = list(range(len(rows)))[::-1]
     for y, c in zip(ys, rows, strict=True):
@@ -146,7 +147,7 @@ def forest_figure(r: dict[str, Any]) -> bytes:
             ax.plot([], [], marker="s", color=color, linestyle="none", label=what)
     ax.set_xlabel("delta in mean score (arm - reference)")
     ax.set_title(f"Every contrast: delta with its {pct} interval")
-    ax.legend(fontsize=7, loc="lower right")
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=3, frameon=False)
     ax.grid(axis="x", alpha=0.3)
     return _png(fig)
 
