@@ -149,6 +149,10 @@ def build_site(root: Path) -> Path:
         ("analysis.delta", "--pre", str(logs / "base.json"), "--post", str(logs / "trained.json"),
          "--out", str(out / "delta"), "--params", str(params)),
         ("analysis.arm_comparison", "--logs", str(logs), "--out", str(out / "arms"), "--params", str(params)),
+        ("analysis.trajectory", "--logs", str(logs), "--out", str(out / "trajectory"),
+         "--params", str(params)),
+        ("analysis.drift", "--record", str(out / "drift" / "scorers.json"), "--logs", str(logs),
+         "--out", str(out / "drift"), "--params", str(params)),
         ("analysis.report", "--delta", str(out / "delta"), "--arms", str(out / "arms"), "--logs", str(logs),
          "--out", str(out)),
     ):  # fmt: skip
@@ -326,11 +330,23 @@ def test_the_pages_work_in_a_browser_with_the_network_off(site: Path, browser: A
     links = index.evaluate("Array.from(document.links).map(a => a.getAttribute('href'))")
     for link in links:
         assert not link.endswith(".md") and (site / link.split("#")[0]).is_file(), link
+    # At a glance: the plain sentence right under the title, then the links to every report and the plot.
+    assert index.evaluate("document.querySelector('h1').nextElementSibling.className") == "lead"
+    assert index.inner_text("p.lead").startswith(("Trained beats base", "Trained falls behind", "Trained vs"))
+    assert index.locator("nav.reports a").all_inner_texts() == [
+        "Delta report", "Arm comparison", "Checkpoint trajectory", "Verifier drift", "Item browser",
+    ]  # fmt: skip
     for name in ("delta/delta_report.html", "arms/arm_comparison_report.html"):
         page = net.open(site / name)
         shown = images_loaded(page)
         assert shown and all(width > 0 for _, width in shown), (name, shown)
         assert page.locator("table").count() >= 2
+    # Every page fits a 1,400 px window: no table or line runs past it (Offline opens at 1,400 px).
+    for name in ("index.html", "delta/delta_report.html", "arms/arm_comparison_report.html",
+                 "trajectory/trajectory_report.html", "drift/drift_report.html"):  # fmt: skip
+        page = net.open(site / name)
+        assert page.evaluate("document.documentElement.scrollWidth") <= 1400, name
+        assert page.get_by_role("link", name=re.compile("Back to the report page|Delta report")).count() >= 1
 
     # A contrast row of the arm comparison opens the browser on its two arms.
     arms_page = net.open(site / "arms" / "arm_comparison_report.html")
