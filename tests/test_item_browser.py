@@ -422,6 +422,9 @@ def test_dvc_plots_show_renders_offline_into_an_ignored_folder(tmp_path: Path, b
     assert not re.search(r"<script[^>]*\ssrc=|<link\b", html, re.I)
     assert not re.search(r"""(src|href)\s*=\s*["']?\s*(https?:)?//|url\(\s*["']?https?:""", html, re.I)
     assert "offline-plots: vega@" in html
+    # The project's plot templates: named axes, k as whole numbers (ordinal), each arm's interval drawn.
+    assert "k (samples per item)" in html and "delta in mean score (arm - base)" in html
+    assert "ordinal" in html and "ci_lo" in html
     net = Offline(browser)
     shown = net.open(page)
     shown.wait_for_function("document.querySelectorAll('.vega-embed svg, .vega-embed canvas').length >= 2")
