@@ -15,6 +15,7 @@ import sys
 from typing import Any
 
 from pipeline.config import arms_of, load_arm, load_params
+from pipeline.engines import quiet_torch_warnings
 from pipeline.generate import KNOWN_ERRORS, run
 from pipeline.hydra_cli import hydra_main
 from pipeline.keep import run_kept
@@ -47,6 +48,7 @@ def _task(cfg: Any) -> None:
 
 def main() -> None:
     """Entry point: the runner's command line."""
+    quiet_torch_warnings()
     hydra_main("run_arm", "config", _task)
 
 

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from pipeline.config import CONF_DIR, ConfigError, arms_of, known_arms, load_arm, load_params, unknown_arm
-from pipeline.engines import engines_started, release_engine
+from pipeline.engines import engines_started, quiet_torch_warnings, release_engine
 from pipeline.generate import KNOWN_ERRORS, run
 from pipeline.keep import kept_path, run_kept
 from pipeline.plan import check_matched_prompting
@@ -67,6 +67,7 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point: generate the arms, model by model; exit 2 with one line on bad input."""
+    quiet_torch_warnings()
     args = _parse(argv)
     if any(o.split("=", 1)[0].lstrip("~+") == "arm" for o in args.overrides):
         _fail("the arms come from --arms or params.yaml arms; drop the arm= override")

