@@ -365,12 +365,9 @@ def main(argv: list[str] | None = None) -> int:
         output_dir(args.out, "--out")
         pins = write_pins(load_params(args.params), args.out, cache=cache)
     except (PinError, ConfigError, PathCheckError) as e:
-        print(f"pins: {e}", file=sys.stderr)
-        # DVC keeps pins/ (a persistent output) when this stage fails: say so, and what to do.
+        # One line: the refusal, then what it leaves (DVC keeps pins/, a persistent output) and what to do.
         print(
-            f"pins: {args.out}/ is left as it was; fix the setting above and run `dvc repro` again "
-            "(`git status` shows no change from this failure)",
-            file=sys.stderr,
+            f"pins: {e} ({args.out}/ is left as it was: fix this and run `dvc repro` again)", file=sys.stderr
         )
         return 2
     after = _pin_texts(Path(args.out))

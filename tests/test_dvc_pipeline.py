@@ -352,7 +352,7 @@ def test_a_refused_pin_stage_keeps_the_pins_and_says_how_to_recover(repo: Path) 
         said = done.stdout + done.stderr
         assert done.returncode != 0, said
         assert "pins: params.yaml: protocol.k: " in said, said
-        assert "pins: pins/ is left as it was; fix the setting above and run `dvc repro` again" in said, said
+        assert "(pins/ is left as it was: fix this and run `dvc repro` again)" in said, said
         # pins/ is a persistent output: DVC does not delete it before the command, so nothing is lost.
         assert {p: p.read_text() for p in sorted((repo / "pins").rglob("*.json"))} == pins
         status = subprocess.run(["git", "status", "--porcelain"], cwd=repo, capture_output=True, text=True)
