@@ -662,7 +662,7 @@ def test_p_at_the_permutation_floor_is_printed_as_a_bound(pair):
     assert not r["perm_exact"] and r["perm_p"] == pytest.approx(2 / 401)
     text = render.delta_markdown(DeltaReport.model_validate(r))
     # In a table cell the bound is marked, and the note under the table says what the floor is.
-    assert "| <= 0.00499\\* |" in text
+    assert "| <=\u00a00.00499\\* |" in text
     assert "\\*: the floor of the sign-flip test at 400 permutations, 0.00499: no permutation" in text
     assert "| 0.004988 |" not in text
 
