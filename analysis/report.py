@@ -60,7 +60,8 @@ def read_report(path: Path, model: type[R]) -> R:
         ) from None
 
 
-# The reports the pipeline's page links besides the two it renders (their stages write their HTML).
+# The reports the page links besides the two it renders, where their stages wrote them (a world without a
+# trajectory stage, or analysis.compare, has none); dvc.yaml orders the report stage after them.
 PIPELINE_REPORTS = (
     (
         "Checkpoint trajectory",
@@ -71,12 +72,12 @@ PIPELINE_REPORTS = (
 )
 
 
-def context(delta: DeltaReport, arms: ArmComparison, pipeline: bool = True) -> dict[str, Any]:
+def context(delta: DeltaReport, arms: ArmComparison, out: Path | None = None) -> dict[str, Any]:
     """Everything the templates need, taken from the two reports.
 
-    pipeline: the page of `dvc repro`, which also links the trajectory and drift reports (analysis.compare
-    writes neither).
+    out: the page's folder; the trajectory and drift reports there are linked too.
     """
+    others = [r for r in PIPELINE_REPORTS if out is not None and (out / r[1]).is_file()]
     proto = delta.matched_protocol
     proto_line = ", ".join(f"{k}={proto[k]}" for k in MATCHED_LOG_FIELDS if proto.get(k) is not None)
     kmax = max(int(k) for k in delta.pass_at_k_pre)
@@ -117,7 +118,7 @@ def context(delta: DeltaReport, arms: ArmComparison, pipeline: bool = True) -> d
                 "arms/arm_comparison_report.html",
                 f"every arm vs {arms.base.arm}, families, paths",
             ),
-            *(PIPELINE_REPORTS if pipeline else ()),
+            *others,
             ("Item browser", ITEMS_PAGE, "the items that flipped between any two arms, with transcripts"),
         ],
     }
@@ -182,8 +183,7 @@ def write(
     """Render the index page, the reports' HTML, the metrics, the plot data and (with logs) the item browser.
 
     Returns the files written; a log the item browser cannot pair with the others is a Refusal. pipeline:
-    the page links the trajectory and drift reports too (the stages of `dvc repro` write them), and the DVC
-    metrics and plot data are written.
+    the DVC metrics and plot data are written too (what `dvc metrics show` and `dvc plots show` read).
     """
     delta = read_report(delta_dir / "delta_report.json", DeltaReport)
     arms = read_report(arms_dir / "arm_comparison_report.json", ArmComparison)
@@ -195,7 +195,7 @@ def write(
     )
     # The markdown page's counterpart of the HTML page's autoescape: every text from a log goes through it.
     env.filters["md"] = md
-    ctx = context(delta, arms, pipeline)
+    ctx = context(delta, arms, out)
     html_env = Environment(loader=FileSystemLoader(TEMPLATES), undefined=StrictUndefined, autoescape=True)
     files = {
         out / "index.md": env.get_template("index.md.j2").render(ctx),

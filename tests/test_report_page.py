@@ -88,6 +88,9 @@ def test_page_leads_with_every_claim_and_links_both_reports(reports: Path) -> No
     }
     assert html_links <= set(parser.found)
     assert not [link for link in parser.found if link.endswith(".md")]
+    # No trajectory or drift report was written here (a world without those stages): none is linked.
+    assert not [link for link in parser.found if link.startswith(("trajectory/", "drift/"))]
+    assert parser.found.index("delta/delta_report.html") < parser.found.index("arms/arm_deltas.png")
     for link in html_links:
         assert (reports / link).is_file(), link
     for c in [*arms["contrasts"], *arms["marginal"]]:
