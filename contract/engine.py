@@ -24,6 +24,10 @@ class EngineInfo(BaseModel):
     driver: str | None = None
     dtype: str | None = None
     batch_invariant: bool | None = None
+    # A served engine (engine=openai): the server's host:port, never credentials (or that the runner started
+    # it on loopback), and the model id it serves under.
+    server: str | None = None
+    served_model: str | None = None
 
 
 @dataclass(frozen=True)

