@@ -346,9 +346,11 @@ def summary_line(prov: Provenance, dest: Path) -> str:
     e = prov.engine
     start = f"engine start {prov.engine_start_s:.1f} s, " if prov.engine_start_s is not None else ""
     resumed = f" ({prov.samples_resumed} resumed)" if prov.samples_resumed else ""
+    # A server someone else runs has no device or dtype the runner knows: its host instead.
+    on = ", ".join(str(x) for x in (e.version or e.name, e.device or e.server, e.dtype) if x is not None)
     return (
-        f"run_arm: {prov.arm}: {prov.samples} samples{resumed} on {e.version or e.name}, {e.device}, "
-        f"{e.dtype}; {start}generation {prov.generate_s:.1f} s, {prov.tokens_per_s:.0f} tok/s; "
+        f"run_arm: {prov.arm}: {prov.samples} samples{resumed} on {on}; "
+        f"{start}generation {prov.generate_s:.1f} s, {prov.tokens_per_s:.0f} tok/s; "
         f"wrote {dest}"
     )
 
