@@ -62,6 +62,9 @@ PROBE = 'Question: What is 12 + 30?\nAnswer: 42\n<tool_call>{"name": "x"}</tool_
 # The owner where the runner starts the server itself: recorded instead of its port, which changes per run.
 OWN_SERVER = "loopback (started by the runner)"
 RETRY_STATUS = frozenset({408, 429, 500, 502, 503, 504})
+# Seconds before the first retry; each further retry waits twice as long (at most 30 s), plus up to a quarter
+# at random so that many requests failing together do not come back together.
+BACKOFF_S = 1.0
 
 
 class ServerGoneError(RunnerError):
@@ -378,7 +381,7 @@ class OpenAIEngine:
         why = ""
         for attempt in range(self.retries + 1):
             if attempt:
-                await asyncio.sleep(min(2.0 ** (attempt - 1), 30.0) * (1 + random.random() / 4))
+                await asyncio.sleep(min(BACKOFF_S * 2.0 ** (attempt - 1), 30.0) * (1 + random.random() / 4))
             if self.server is not None and (gone := self.server.died()):
                 raise ServerGoneError(self._gone(gone))
             try:
