@@ -239,3 +239,56 @@ def test_a_hub_snapshot_is_known_by_its_repository_id(tmp_path: Path):
     snap = tmp_path / "hub" / "models--Qwen--Qwen2.5-0.5B" / "snapshots" / ("a" * 40)
     snap.mkdir(parents=True)
     assert "Qwen/Qwen2.5-0.5B" in oe.checkpoint_names(str(snap))
+
+
+def test_a_server_that_dies_mid_run_stops_the_command_with_exit_2_and_the_rerun_resumes(
+    tmp_path: Path, untrained_checkpoint: Path
+):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT, arithmetic_items, make_world
+
+    w = make_world(tmp_path / "w", {"base": untrained_checkpoint}, arithmetic_items(10), k=4, max_tokens=8)
+    out = tmp_path / "out"
+    cmd = [
+        sys.executable, "-m", "pipeline.run_arm", "arm=base", f"params={w.params}", f"pins={w.pins}",
+        f"out_dir={out}", "engine=openai", "engine.retries=1", "engine.concurrency=1", "progress=false",
+    ]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    for served in Stub({"id": str(untrained_checkpoint), "root": str(untrained_checkpoint)}).serve():
+        served.dead_after = 15
+        first = subprocess.run(
+            [*cmd, f"engine.base_url={served.url}"], cwd=ROOT, env=env, capture_output=True, text=True
+        )
+        lines = [ln for ln in first.stderr.splitlines() if ln.strip()]
+        assert first.returncode == 2 and len(lines) == 1, first.stderr
+        assert "did not answer after 1 retries (HTTP 503: engine dead)" in lines[0]
+        assert "rerun the same command to resume" in lines[0]
+        assert not (out / "base.json").exists()
+        sent = len(served.bodies)
+        served.dead_after = None
+        again = subprocess.run(
+            [*cmd, f"engine.base_url={served.url}"], cwd=ROOT, env=env, capture_output=True, text=True
+        )
+        assert again.returncode == 0, again.stderr
+        assert json.loads((out / "base.provenance.json").read_text())["samples_resumed"] == 15
+        assert len(served.bodies) - sent == 25  # only the samples not saved were sent again
+
+
+def test_a_chat_prompt_is_sent_as_the_offline_engines_tokens_with_one_bos(
+    tmp_path: Path, untrained_checkpoint: Path
+):
+    from tests.conftest import with_chat_template
+
+    chat = with_chat_template(untrained_checkpoint, tmp_path / "chat")
+    for served in Stub({"id": "chat-model", "root": str(chat)}).serve():
+        engine = _engine(chat, served.url)
+        assert engine.chat
+        prompt = "<s><|user|>What is 2 + 3?\n<|assistant|>"
+        engine.generate([GenRequest(key=("q", 0), prompt=prompt, seed=1, max_tokens=4)], SAMPLED)
+        ids = served.bodies[0]["prompt"]
+        assert ids == engine.tokenizer(prompt, add_special_tokens=False)["input_ids"]
+        assert ids.count(engine.tokenizer.bos_token_id) == 1
