@@ -32,7 +32,7 @@ PARTS = ("compare", "attach", "two", "refuse", "kill", "server")
 
 def load() -> str:
     """The load average, as `uptime` prints it."""
-    return "load %.1f %.1f %.1f" % os.getloadavg()
+    return "load {:.1f} {:.1f} {:.1f}".format(*os.getloadavg())
 
 
 def texts(path: Path) -> dict[tuple[str, int], str]:
@@ -45,6 +45,11 @@ def same(a: Path, b: Path) -> tuple[int, int]:
     """(samples with the same text, samples) of two generations files of one arm."""
     ta, tb = texts(a), texts(b)
     return sum(ta[k] == tb.get(k) for k in ta), len(ta)
+
+
+def share(a: Path, b: Path) -> str:
+    """'same/all' samples of a with b's text, or '-' when b was not generated."""
+    return "{}/{}".format(*same(a, b)) if b.is_file() else "-"
 
 
 def cli(args: list[str], **kw: Any) -> subprocess.CompletedProcess[str]:
@@ -157,11 +162,15 @@ def main(argv: list[str] | None = None) -> int:
     quiet = ["progress=false"]
     print(f"bench_served: {out}; {os.cpu_count()} CPUs; {load()}", flush=True)
     if "compare" in parts or not (offline / "base.json").is_file():
-        t_off = timed(["pipeline.run_arms", *arms, f"out_dir={offline}", *quiet])
+        # force=true: every arm is generated, none found up to date from an earlier run into the folder.
+        t_off = timed(["pipeline.run_arms", *arms, f"out_dir={offline}", "force=true", *quiet])
         l_off = load()
-        t_srv = timed(["pipeline.run_arms", *arms, "engine=openai", f"out_dir={served}", *quiet])
+        t_srv = timed(
+            ["pipeline.run_arms", *arms, "engine=openai", f"out_dir={served}", "force=true", *quiet]
+        )
         print(
-            f"compare: python -m pipeline.run_arms [engine=openai] out_dir=...: offline {t_off:.1f} s ({l_off}), "
+            "compare: python -m pipeline.run_arms [engine=openai] out_dir=... force=true: "
+            f"offline {t_off:.1f} s ({l_off}), "
             f"served {t_srv:.1f} s ({load()}); ratio served/offline {t_srv / t_off:.2f}"
         )
         total = [0, 0]
@@ -196,8 +205,9 @@ def main(argv: list[str] | None = None) -> int:
                     ]
                 )
                 print(
-                    f"attach: python -m pipeline.run_arm arm=base engine=openai engine.base_url={url}: {t:.1f} s "
-                    f"({load()}); {'%d/%d' % same(d / 'base.json', reference)} samples with the offline text"
+                    f"attach: python -m pipeline.run_arm arm=base engine=openai engine.base_url={url}: "
+                    f"{t:.1f} s "
+                    f"({load()}); {share(d / 'base.json', reference)} samples with the offline text"
                 )
             if "refuse" in parts:
                 done = cli(
@@ -212,7 +222,8 @@ def main(argv: list[str] | None = None) -> int:
                 )
                 lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
                 print(
-                    f"refuse: arm=trained on the base model's server: exit {done.returncode}, {len(lines)} line(s):\n  {lines[-1] if lines else ''}"
+                    f"refuse: arm=trained on the base model's server: exit {done.returncode}, "
+                    f"{len(lines)} line(s):\n  {lines[-1] if lines else ''}"
                 )
             if "two" in parts:
                 proc2, url2 = start_server(base_model)
@@ -230,8 +241,8 @@ def main(argv: list[str] | None = None) -> int:
                     )
                     print(
                         f"two: engine.base_url=[{url},{url2}]: {t:.1f} s ({load()}); "
-                        f"{'%d/%d' % same(d / 'base.json', reference)} samples with the offline text, "
-                        f"{'%d/%d' % same(d / 'base.json', out / 'attach' / 'base.json') if (out / 'attach' / 'base.json').is_file() else '-'} with one server's"
+                        f"{share(d / 'base.json', reference)} samples with the offline text, "
+                        f"{share(d / 'base.json', out / 'attach' / 'base.json')} with one server's"
                     )
                 finally:
                     stop(proc2)
@@ -257,10 +268,11 @@ def main(argv: list[str] | None = None) -> int:
                 )
                 regenerated = [k for k in final if k not in kept]
                 print(
-                    f"kill: runner SIGKILLed (exit {done.returncode}) with {len(kept)} of {len(final)} samples saved; "
-                    f"resume {t:.1f} s: {sum(final[k] == v for k, v in kept.items())}/{len(kept)} saved samples kept, "
-                    f"{len(regenerated)} regenerated, {sum(final[k] != ref[k] for k in regenerated)} of them differ "
-                    f"from the uninterrupted run; all: {sum(final[k] == ref[k] for k in final)}/{len(final)} same"
+                    f"kill: runner SIGKILLed (exit {done.returncode}) with {len(kept)} of {len(final)} "
+                    f"samples saved; resume {t:.1f} s: {sum(final[k] == v for k, v in kept.items())}/"
+                    f"{len(kept)} saved samples kept, {len(regenerated)} regenerated, "
+                    f"{sum(final[k] != ref[k] for k in regenerated)} of them differ from the uninterrupted "
+                    f"run; all: {sum(final[k] == ref[k] for k in final)}/{len(final)} same"
                 )
         finally:
             stop(proc)
@@ -283,7 +295,8 @@ def main(argv: list[str] | None = None) -> int:
         lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
         kept = samples_in(shard)
         print(
-            f"server: server SIGKILLed mid-run: runner exit {done.returncode}, {len(lines)} line(s) on stderr, "
+            f"server: server SIGKILLed mid-run: runner exit {done.returncode}, {len(lines)} line(s) on "
+            "stderr, "
             f"{kept} samples kept:\n  {lines[-1] if lines else ''}"
         )
         proc, url = start_server(base_model)
@@ -302,7 +315,7 @@ def main(argv: list[str] | None = None) -> int:
         prov = json.loads((d / "base.provenance.json").read_text())
         print(
             f"  resume on a new server ({url}): {t:.1f} s, {prov['samples_resumed']} resumed, "
-            f"{'%d/%d' % same(d / 'base.json', reference)} samples with the offline text"
+            f"{share(d / 'base.json', reference)} samples with the offline text"
         )
     return 0
 
