@@ -1,10 +1,11 @@
 """The vllm engine: offline `vllm.LLM` in-process, one seeded n=1 request per (item, sample).
 
 Only vLLM's public API is used (`LLM`, `LLM.generate`, `LLM.get_tokenizer`, `SamplingParams`,
-`TokensPrompt`), which the GPU and CPU release lines share. An engine call's requests go to
-`LLM.generate` in consecutive sub-batches of `save_every` requests: vLLM batches each sub-batch (and,
-with prefix caching, shares the prompt of an item's samples), and each sub-batch's results are handed
-over as soon as its call returns, so a killed run loses at most one sub-batch of results. The sub-batches
+`TokensPrompt`, `LLM.enqueue`, `LLMEngine.step`), which the GPU and CPU release lines share. An engine
+call's requests go to the engine in consecutive sub-batches of `save_every` requests, each run as
+`LLM.generate` runs it (enqueued, then stepped until done): vLLM batches each sub-batch (and, with prefix
+caching, shares the prompt of an item's samples), and each result is handed over at the engine step it
+finishes in, so a killed run loses only the requests still running. The sub-batches
 follow from the requests' order alone, so the same call always runs the same batches.
 The context length and dtype are resolved here from the model's config.json and passed to vLLM, so what
 is recorded is what vLLM was told to use.
@@ -291,8 +292,8 @@ class VllmEngine:
     ) -> list[GenResult]:
         """Generate every request: n=1, the request's seed, budget and stop strings, save_every at a time.
 
-        on_result, if given, receives each sub-batch's results as soon as its `LLM.generate` returns (so a
-        caller can save them); the sub-batches, and so the outputs, are the same either way.
+        on_result, if given, receives each result at the engine step it finishes in (so a caller can save
+        it); the sub-batches, and so the outputs, are the same either way.
         """
         from vllm import SamplingParams
         from vllm.inputs import TokensPrompt
@@ -321,20 +322,40 @@ class VllmEngine:
             )
             for r in requests
         ]
-        results: list[GenResult] = []
+        results: list[GenResult | None] = [None] * len(requests)
         for start in range(0, len(requests), self.save_every):
             end = start + self.save_every
             try:
-                outs = self.llm.generate(prompts[start:end], params[start:end], use_tqdm=False)
+                for i, out in self._finished(prompts[start:end], params[start:end]):
+                    results[start + i] = self._result(requests[start + i], out)
+                    if on_result is not None:
+                        on_result(results[start + i])  # type: ignore[arg-type]
             except BaseException:
-                # The public API has no abort: what this call queued may still be in the engine.
+                # What this call queued may still be in the engine: a later call would batch with it.
                 self._interrupted = True
                 raise
-            for request, out in zip(requests[start:end], outs, strict=True):
-                results.append(self._result(request, out))
-                if on_result is not None:
-                    on_result(results[-1])
-        return results
+        return [r for r in results if r is not None]
+
+    def _finished(self, prompts: list[Any], params: list[Any]) -> Iterator[tuple[int, Any]]:
+        """(position, output) of each request of one sub-batch as soon as it finishes.
+
+        LLM.enqueue then LLMEngine.step until none is left is what LLM.generate does itself, so the batch,
+        and every output, is the one LLM.generate gives; each output is handed over at the step it
+        finishes in, not when the last request of the sub-batch does. A vLLM without LLM.enqueue (before
+        0.11) runs LLM.generate, whose outputs come when the sub-batch is done.
+        """
+        if not hasattr(self.llm, "enqueue"):
+            yield from enumerate(self.llm.generate(prompts, params, use_tqdm=False))
+            return
+        ids = self.llm.enqueue(prompts, params, use_tqdm=False)
+        # Outputs carry the id the request was given ("7"); vLLM may return its internal one ("7-1a2b3c4d").
+        where = {rid: i for i, rid in enumerate(ids)}
+        where.update({str(rid).split("-")[0]: i for i, rid in enumerate(ids)})
+        engine = self.llm.llm_engine
+        while engine.has_unfinished_requests():
+            for out in engine.step():
+                if out.finished:
+                    yield where[out.request_id], out
 
     @staticmethod
     def _result(request: GenRequest, out: Any) -> GenResult:
