@@ -80,7 +80,8 @@ def start_server(model: str) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
     cmd = [
         sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", model,
-        "--host", "127.0.0.1", "--port", str(port), *server_flags(llm_settings(model, revision=None, **settings)),
+        "--host", "127.0.0.1", "--port", str(port),
+        *server_flags(llm_settings(model, revision=None, **settings)),
     ]  # fmt: skip
     print(f"  server: {' '.join(cmd[1:])}", flush=True)
     log = open(tempfile.mktemp(prefix="bench-server-", suffix=".log"), "wb")  # noqa: SIM115
