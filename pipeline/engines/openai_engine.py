@@ -244,12 +244,13 @@ class OpenAIEngine:
             from pipeline.engines.hardware import distribution, platform_info
             from pipeline.engines.vllm_engine import llm_settings
 
-            keys = ("cpu_kvcache_space_gib", "batch_invariant")
             llm_args = llm_settings(model, revision=revision, **server_settings)
+            batch_invariant = bool(server_settings.get("batch_invariant", False))
+            # As the offline engine sets them in its own process (a VLLM_CPU_KVCACHE_SPACE set here wins).
+            kv_space = os.environ.get("VLLM_CPU_KVCACHE_SPACE") or server_settings["cpu_kvcache_space_gib"]
             env = {
-                "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE")
-                or str(server_settings[keys[0]]),
-                "VLLM_BATCH_INVARIANT": "1" if server_settings[keys[1]] else "0",
+                "VLLM_CPU_KVCACHE_SPACE": str(kv_space),
+                "VLLM_BATCH_INVARIANT": "1" if batch_invariant else "0",
                 "VLLM_LOGGING_LEVEL": log_level.upper(),
             }
             from pipeline.engines.vllm_server import VllmServer
@@ -257,7 +258,7 @@ class OpenAIEngine:
             self.server = VllmServer(model, llm_args, env, start_timeout_s)
             urls, key = [self.server.url], self.server.api_key
             device, driver = platform_info()
-            dtype, batch_invariant = llm_args["dtype"], bool(server_settings[keys[1]])
+            dtype = llm_args["dtype"]
             local_version: str | None = distribution("vllm")
         else:
             urls, key, local_version = parse_urls(base_url), api_key(api_key_env), None
