@@ -351,9 +351,8 @@ class VllmEngine:
         # Outputs carry the id the request was given ("7"); vLLM may return its internal one ("7-1a2b3c4d").
         where = {rid: i for i, rid in enumerate(ids)}
         where.update({str(rid).split("-")[0]: i for i, rid in enumerate(ids)})
-        engine = self.llm.llm_engine
-        while engine.has_unfinished_requests():
-            for out in engine.step():
+        while self.llm.llm_engine.has_unfinished_requests():
+            for out in self.llm.llm_engine.step():
                 if out.finished:
                     yield where[out.request_id], out
 
