@@ -1,4 +1,5 @@
-"""Engines behind one interface (contract.engine): `make_engine(cfg, model)` picks one by cfg["name"].
+"""Engines behind one interface (contract.engine): `make_engine(cfg, model)` picks one by cfg["name"]
+(vllm: offline vllm.LLM; hf: transformers; openai: an OpenAI-compatible server, its own or attached).
 
 `get_engine` keeps one started engine per process and reuses it while the model and settings stay the
 same (the arms of one model in a Hydra multirun, or a test session).
@@ -36,9 +37,9 @@ class EngineStartError(RuntimeError):
 
 
 def settings_record(cfg: Mapping[str, Any]) -> dict[str, Any]:
-    """The engine settings a run's fingerprint holds: all but the log level (it changes what is printed),
-    max_model_len auto recorded as null, the earlier default it replaces: neither changes a text, since
-    auto always holds the run's longest prompt and budget."""
+    """The engine settings a run's fingerprint holds: all but the log level (it changes what is printed)
+    and how a server is reached (SERVING_KEYS), max_model_len auto recorded as null, the earlier default
+    it replaces: neither changes a text, since auto always holds the run's longest prompt and budget."""
     record = {k: v for k, v in cfg.items() if k != "log_level" and k not in SERVING_KEYS}
     if record.get("max_model_len") == "auto":
         record["max_model_len"] = None
