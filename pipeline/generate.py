@@ -45,6 +45,7 @@ from pipeline.engines import (
     fit_context,
     get_engine,
     is_running,
+    server_of,
 )
 from pipeline.hub import model_dir
 from pipeline.parts import finish_part, parse_part, part_of, part_path, part_suffix
@@ -232,7 +233,9 @@ def _run(state: RunState, engine: Engine | None) -> Path:
             if engine is None:
                 # A hub model runs from its cached snapshot: the engine never reaches the hub.
                 where = model_dir(ref, arm.model, params.source)
-                cfg = fit_context(settings.engine, where, context_needed(plan, proto, arm))
+                cfg = fit_context(
+                    server_of(settings.engine, arm.model), where, context_needed(plan, proto, arm)
+                )
                 engine, engine_start_s = start_engine(cfg, arm.name, where, None)
             # The engine reads the prompts as this plan made them: chat prompts hold their own BOS token.
             if hasattr(engine, "chat"):

@@ -292,3 +292,31 @@ def test_a_chat_prompt_is_sent_as_the_offline_engines_tokens_with_one_bos(
         ids = served.bodies[0]["prompt"]
         assert ids == engine.tokenizer(prompt, add_special_tokens=False)["input_ids"]
         assert ids.count(engine.tokenizer.bos_token_id) == 1
+
+
+def test_a_base_url_per_model_sends_each_arm_to_the_servers_of_its_model(
+    tmp_path: Path, untrained_checkpoint: Path
+):
+    from contract.generations import load_generations
+    from pipeline.generate import run
+    from tests.conftest import arithmetic_items, link_or_copy, make_world
+
+    trained = tmp_path / "trained"
+    trained.mkdir()
+    for f in untrained_checkpoint.iterdir():
+        if f.is_file():
+            link_or_copy(str(f), str(trained / f.name))
+    w = make_world(tmp_path / "w", {"base": untrained_checkpoint, "trained": trained}, arithmetic_items(3))
+    for a in Stub({"id": "base-model", "root": str(untrained_checkpoint)}).serve():
+        for b in Stub({"id": "trained-model", "root": str(trained)}).serve():
+            urls = {"base": a.url, "trained": [b.url]}
+            for arm in ("base", "trained"):
+                dest = run(w.settings(arm, engine=engine_config("openai", base_url=urls)))
+                assert load_generations(dest).engine.served_model == f"{arm}-model"
+            assert len(a.bodies) == len(b.bodies) == 6
+            with pytest.raises(ConfigError, match="not for model 'trained'; add trained: <URL>"):
+                run(
+                    w.settings(
+                        "trained", engine=engine_config("openai", base_url={"base": a.url}), force=True
+                    )
+                )

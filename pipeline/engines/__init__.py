@@ -46,6 +46,23 @@ def settings_record(cfg: Mapping[str, Any]) -> dict[str, Any]:
     return record
 
 
+def server_of(cfg: Mapping[str, Any], model_key: str) -> dict[str, Any]:
+    """cfg with a base_url given per model ({base: URL, trained: [URL, URL]}) made the one of model_key (a
+    key of params.yaml models), so one command runs every arm on the servers of its own model; null there:
+    the runner's own server. A model the mapping leaves out is refused in one line."""
+    out = dict(cfg)
+    urls = out.get("base_url")
+    if out.get("name") != "openai" or not isinstance(urls, Mapping):
+        return out
+    if model_key not in urls:
+        raise ConfigError(
+            f"conf/engine/openai.yaml: base_url names servers for {', '.join(map(str, urls)) or 'no model'}, "
+            f"not for model {model_key!r}; add {model_key}: <URL> (or null: the runner starts one)"
+        )
+    out["base_url"] = urls[model_key]
+    return out
+
+
 def fit_context(cfg: Mapping[str, Any], model: str | Path, needed: int) -> dict[str, Any]:
     """cfg with max_model_len auto made a number: needed tokens (the longest prompt plus the budget), rounded
     up to a power of two, at least AUTO_MIN_LEN, never above the model's own context."""
