@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from analysis import calibration, render, truncation
+from analysis import answering, calibration, render, truncation
 from analysis import contrasts as ct
 from analysis.align import (
     EXIT_REFUSED,
@@ -175,9 +175,11 @@ def _contrast(
 ) -> dict[str, Any]:
     a, r = data[arm], data[ref]
     primary = None
+    whole = None
     if (ref, arm) == primary_pair:
         # The delta report's contrast: the same draws, interval, test and verdict (the claim's family).
-        primary = ct.primary_contrast(r.scores, a.scores, settings).mean
+        whole = ct.primary_contrast(r.scores, a.scores, settings)
+        primary = whole.mean
     base = primary or mean_contrast(r.item_mean, a.item_mean, settings)
     d = a.item_mean - r.item_mean
     dz = cohens_dz(d, settings.alpha)
@@ -207,6 +209,8 @@ def _contrast(
         **(
             {k: primary[k] for k in ("q_value", "significant", "negligible", "decided_by")} if primary else {}
         ),
+        # Popped by build_found: the primary contrast whole, for its FORMAT call (the delta report's).
+        "_primary": whole,
     }
 
 
@@ -348,6 +352,7 @@ def build_found(
             arm: "marginal" if (arm, reference) in MARGINAL_CONTRASTS else "unknown" for arm in found
         }
     notes: list[str] = [n for n in [ct.small_suite_note(len(order))] if n]
+    notes += [n for n in [ct.greedy_note(base_log.temperature, base_log.n_samples)] if n]
 
     contrasts = [
         _contrast(arm, reference, data, models, settings, primary) for arm in found if arm != reference
@@ -424,6 +429,27 @@ def build_found(
         m["parametric_share"] = None
         m["claim"] = _claim("marginal", m, settings, augmentation=m["reference"])
 
+    # The same generations under the lenient reader: each row's change in answered share, its lenient
+    # delta and FORMAT call; trained vs base decided as in the delta report.
+    readers = {arm: answering.reader_arrays(log, order) for arm, (_, log) in found.items()}
+    lenient_missing = answering.missing_lenient(readers)
+    for c in all_rows:
+        whole = c.pop("_primary")
+        ref_r, arm_r = readers[c["reference"]], readers[c["arm"]]
+        if whole is not None:
+            claim = ct.claim(whole, settings)[0]
+            part = answering.primary_part(whole, claim, ref_r, arm_r, settings)
+        else:
+            part = answering.row_part(c, "naive_delta", ref_r, arm_r, settings)
+        if part is None:
+            continue
+        c["format"] = part
+        if part["call"] is not None and not c["ceiling"]:
+            c["claim"] = answering.row_claim(part)
+    if lenient_missing:
+        notes.append(answering.not_recorded(lenient_missing, len(readers)))
+    answering_rows = [answering.arm_row(arm, data[arm].scores, readers[arm], settings) for arm in found]
+
     paths = [t for arm, (_, log) in found.items() if (t := path_table(arm, log)) is not None]
     calib = calibration.section({arm: log for arm, (_, log) in found.items()}, order, reference, settings)
     factorial = factorial_section(data, settings)
@@ -460,6 +486,8 @@ def build_found(
         "factorial": factorial,
         "calibration": calib,
         "truncation": truncation.section({arm: log for arm, (_, log) in found.items()}, base_log.max_tokens),
+        "answering": answering_rows,
+        "lenient_missing": lenient_missing,
         "n_tests": sum(1 for c in all_rows if (c["reference"], c["arm"]) != primary),
         "n_family_tests": len(families),
         "primary_in_report": any((c["reference"], c["arm"]) == primary for c in all_rows),
@@ -522,7 +550,11 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_REFUSED
         forest = drawing.submit("forest_figure", report)
         diagram = drawing.submit("reliability_figure", report)
-        write_outputs(Path(args.out), outputs(report, forest, diagram))
+        try:
+            write_outputs(Path(args.out), outputs(report, forest, diagram))
+        except Refusal as e:
+            print(f"refused: {e}", file=sys.stderr)
+            return EXIT_REFUSED
     for c in [*report["contrasts"], *report["marginal"]]:
         lo, hi = c["ci95"]
         print(f"{c['arm']} vs {c['reference']}: {c['naive_delta']:+.4f} [{lo:+.4f}, {hi:+.4f}] {c['claim']}")

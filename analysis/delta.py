@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from analysis import calibration, contrasts, crossover, render, truncation
+from analysis import answering, calibration, contrasts, crossover, render, truncation
 from analysis.align import (
     EXIT_REFUSED,
     Refusal,
@@ -91,6 +91,22 @@ def build(
     if passk.delta_ci[0].method != "percentile (cluster)":
         delta_methods[0] = f"{headline.method}, item-level (the headline interval)"
     verdict, detail = contrasts.claim(primary, settings)
+    # The same generations under the lenient reader: a shift it does not find is the answer's format.
+    pre_name, post_name = pre.arm or Path(pre_path).stem, post.arm or Path(post_path).stem
+    if pre_name == post_name:
+        pre_name, post_name = "pre", "post"
+    readers = {pre_name: answering.reader_arrays(pre, order), post_name: answering.reader_arrays(post, order)}
+    lenient = answering.primary_part(primary, verdict, readers[pre_name], readers[post_name], settings)
+    if lenient is not None and lenient["call"] is not None:
+        verdict, detail = lenient["call"], f"{lenient['detail']} Under the report's reader alone: {detail}"
+    format_section = {
+        "arms": [
+            answering.arm_row(pre_name, a.scores, readers[pre_name], settings),
+            answering.arm_row(post_name, b.scores, readers[post_name], settings),
+        ],
+        "contrast": lenient,
+        "lenient_missing": answering.missing_lenient(readers),
+    }
     passk_rows = [
         {
             "k": k,
@@ -142,8 +158,11 @@ def build(
         pre_arm, post_arm = "pre", "post"
     calib = calibration.section({pre_arm: pre, post_arm: post}, order, pre_arm, settings)
     notes = [n for n in [contrasts.small_suite_note(len(order))] if n]
+    notes += [n for n in [contrasts.greedy_note(pre.temperature, pre.n_samples)] if n]
     if any(f is not None for f in a.families) and a.families != b.families:
         notes.append("family labels differ between the logs; families are taken from the pre log")
+    if format_section["lenient_missing"]:
+        notes.append(answering.not_recorded(format_section["lenient_missing"], 2))
     return {
         "report": "delta",
         "suite": pre.suite,
@@ -218,6 +237,8 @@ def build(
             "top_k_significant": primary.top_significant,
             "n_tests": primary.n_tests,
         },
+        # Each arm's answered share and accuracy among answered; trained vs base under the lenient reader.
+        "format": format_section,
         "cohens_dz": dz.dz if dz else None,
         "cohens_dz_ci95": [dz.lo, dz.hi] if dz else None,
         "pair_correlation_rho": rho,
@@ -291,7 +312,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"refused: {e}", file=sys.stderr)
             return EXIT_REFUSED
         diagram = drawing.submit("reliability_figure", report)
-        write_outputs(Path(args.out), outputs(report, figure[0], diagram))
+        try:
+            write_outputs(Path(args.out), outputs(report, figure[0], diagram))
+        except Refusal as e:
+            print(f"refused: {e}", file=sys.stderr)
+            return EXIT_REFUSED
     print(
         f"{report['claim']}: delta {report['delta_mean']:+.4f} CI {report['delta_ci95']} "
         f"perm p {p_text(report['perm_p'], report['perm_n'], report['perm_exact'])} -> {args.out}"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from analysis import render_format
 from analysis.mdtext import SIGNIFICANT, ci_percent, items_href, md, p_text, significance_text
 from analysis.numbers import interval, num, pvalue
 from analysis.report_models import (
@@ -272,6 +273,7 @@ def delta_markdown(r: DeltaReport) -> str:
         "cluster bootstrap, which resamples items with their k samples (Field & Welsh 2007: the top level "
         "only).",
         "",
+        *render_format.delta_lines(r, pct),
         "## Item-level flips (majority verdict: item mean >= 0.5)",
         "",
         f"- wrong -> right (b): {r.flips_wrong_to_right}",
@@ -483,6 +485,7 @@ def arms_markdown(r: ArmComparison) -> str:
                 ],
             )
             lines.append("")
+    lines += render_format.arms_lines(r, pct)
     if r.has("calibration"):
         lines += calibration_lines(r.calibration, pct, "arm_reliability.png")
     lines += truncation_lines(r.truncation, "the delta report's token budget curve")
@@ -624,6 +627,7 @@ def trajectory_markdown(r: TrajectoryReport) -> str:
             ),
             "",
         ]
+    lines += render_format.trajectory_lines(r, pct)
     lines += [
         "![trajectory](trajectory.png)",
         "",

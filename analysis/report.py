@@ -25,12 +25,11 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markdown_it import MarkdownIt
 from pydantic import ValidationError
 
-from analysis.align import Refusal, out_folder
+from analysis.align import Refusal, out_folder, write_set
 from analysis.item_browser import items_page
 from analysis.mdtext import ITEMS_PAGE, SIGNIFICANT, ci_percent, items_href, md, p_text, significance_text
 from analysis.numbers import num, pvalue, signed
 from analysis.report_models import ArmComparison, DeltaReport, ReportPart
-from contract.atomic import atomic_write
 from contract.files import PathCheckError, input_file
 from contract.protocol import MATCHED_LOG_FIELDS
 
@@ -79,6 +78,9 @@ def context(delta: DeltaReport, arms: ArmComparison) -> dict[str, Any]:
         "sigtext": significance_text,
         "kmax": kmax,
         "delta": delta,
+        # Trained vs base under the lenient reader, and each arm's answered share (None: not recorded).
+        "lenient": delta.format.contrast if delta.format is not None else None,
+        "answering": delta.format.arms if delta.format is not None else [],
         "contrasts": arms.contrasts,
         "marginal": arms.marginal,
         "unusable": arms.arms_unusable,
@@ -101,7 +103,8 @@ def metrics(delta: DeltaReport, arms: ArmComparison) -> dict[str, Any]:
     """The headline numbers DVC tracks as metrics: what a person compares across experiments.
 
     trained minus base (mean, interval, p, verdict), the claim, every arm's naive delta over base and its
-    verdict (the same rule and, for trained, the same verdict as the delta report); everything else (pass@k,
+    verdict (the same rule and, for trained, the same verdict as the delta report), each delta report arm's
+    answered share and trained minus base under the lenient reader, where recorded; everything else (pass@k,
     adjusted deltas, q-values, per-family rows) is in the reports. Short keys keep `dvc exp show` narrow.
     """
     out: dict[str, Any] = {
@@ -117,6 +120,15 @@ def metrics(delta: DeltaReport, arms: ArmComparison) -> dict[str, Any]:
         "significant": {c.arm: c.significant for c in arms.contrasts},
         "claim": delta.claim,
     }
+    fmt = delta.format
+    shares = {a.arm: a.answered_share for a in fmt.arms if a.answered_share is not None} if fmt else {}
+    if shares:
+        out["answered"] = shares
+    if fmt is not None and fmt.contrast is not None:
+        # Trained minus base under the lenient reader: beside `delta`, it says how much of it is format.
+        lenient = fmt.contrast.lenient
+        out["lenient"] = {"mean": lenient.delta, "lo": lenient.ci95[0], "hi": lenient.ci95[1],
+                          "p": lenient.p_value, "significant": lenient.significant}  # fmt: skip
     return out
 
 
@@ -175,8 +187,8 @@ def write(delta_dir: Path, arms_dir: Path, out: Path, logs: Path | None = None) 
     if logs is not None:
         pair = (delta.pre_arm, delta.post_arm)
         files[out / ITEMS_PAGE] = items_page(logs, list(arms.arms_found), pair)
-    for path, text in files.items():
-        atomic_write(path, text)
+    # One set: a failed or killed report leaves the previous pages, never some old and some new.
+    write_set(files)
     return list(files)
 
 

@@ -178,6 +178,67 @@ class MeanContrast(Decision):
     perm_n: int | None = None
 
 
+class ArmAnswering(ReportPart):
+    """One arm's answered share and accuracy among answered, each with its interval (analysis.answering)."""
+
+    arm: str
+    answered_share: Real | None
+    answered_ci95: Interval | None
+    answered_ci95_method: str | None
+    accuracy_answered: Real | None
+    accuracy_answered_ci95: Interval | None
+    accuracy_answered_ci95_method: str | None
+    n_answered: int | None
+    n_samples: int
+    lenient_mean: Real | None
+
+
+class LenientTopK(ReportPart):
+    """The lenient reader's pass@K delta of trained vs base, with pass@K's interval and test."""
+
+    k: int
+    pre: Real
+    post: Real
+    delta: Real
+    ci95: Interval
+    ci95_method: str
+    p_value: Real
+    p_holm: Real | None = None
+    significant: bool
+
+
+class AnsweredChange(ReportPart):
+    """The paired change in answered share of a contrast, with its interval and sign-flip test."""
+
+    share_ref: Real
+    share_arm: Real
+    delta: Real
+    ci95: Interval
+    ci95_method: str
+    p_value: Real
+    perm_exact: bool
+    perm_n: int
+    significant: bool
+
+
+class FormatContrast(ReportPart):
+    """A contrast under the lenient reader: its delta, the answered share's change and the FORMAT call."""
+
+    lenient: MeanContrast
+    lenient_top_k: LenientTopK | None = None
+    answered_change: AnsweredChange | None
+    call: str | None
+    detail: str
+
+
+class FormatSection(ReportPart):
+    """The delta report's format part: each arm's answering, trained vs base under the lenient reader."""
+
+    arms: list[ArmAnswering]
+    contrast: FormatContrast | None
+    lenient_missing: list[str]
+
+
 # ---------------------------------------------------------------------------------------------------------
 # The delta report
 
@@ -332,6 +393,7 @@ class DeltaReport(ReportPart):
     perm_exact: bool
     perm_n: int | None
     verdict: Verdict | None = None
+    format: FormatSection | None = None
     cohens_dz: Real | None
     cohens_dz_ci95: Interval | None
     pair_correlation_rho: Real | None
@@ -431,6 +493,7 @@ class ArmContrast(Decision):
     ceiling: bool
     parametric_share: Real | None
     claim: str
+    format: FormatContrast | None = None
 
 
 class ArmFamily(MeanContrast):
@@ -501,6 +564,8 @@ class ArmComparison(ReportPart):
     factorial: Factorial | None = None
     calibration: Calibration | None = None
     truncation: Truncation | None = None
+    answering: list[ArmAnswering] | None = None
+    lenient_missing: list[str] | None = None
     n_tests: int
     n_family_tests: int
     primary_in_report: bool | None = None
@@ -518,6 +583,7 @@ class TrajectoryRow(MeanContrast):
     arm: str
     reference: str
     model_name: str
+    format: FormatContrast | None = None
 
 
 class TrajectoryReport(ReportPart):
@@ -540,6 +606,8 @@ class TrajectoryReport(ReportPart):
     placebo_delta: TrajectoryRow | None = None
     reward_contrast: TrajectoryRow | None = None
     reward_claim: str | None = None
+    answering: list[ArmAnswering] | None = None
+    lenient_missing: list[str] | None = None
     limits: str | None = None
     n_tests: int | None = None
     settings: Settings

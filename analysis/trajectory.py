@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from analysis import contrasts, render
+from analysis import answering, contrasts, render
 from analysis.align import (
     EXIT_REFUSED,
     Refusal,
@@ -94,11 +94,26 @@ def _short(status: str, detail: str, settings: Settings, **extra: Any) -> dict[s
 def _row(arm: str, ref: str, data: dict[str, Any], models: dict[str, str], settings: Settings) -> dict:
     # The arm report's draws for the same contrast: a number carries the same interval on both pages, and
     # trained vs base the delta report's verdict (the claim's family).
+    whole = None
     if contrasts.is_primary(ref, arm):
-        row = contrasts.primary_contrast(data[ref].scores, data[arm].scores, settings).mean
+        whole = contrasts.primary_contrast(data[ref].scores, data[arm].scores, settings)
+        row = whole.mean
     else:
         row = mean_contrast(data[ref].item_mean, data[arm].item_mean, settings)
-    return {"arm": arm, "reference": ref, "model_name": models[arm], **row}
+    # _primary: popped by build once the rows are decided, for trained vs base's FORMAT call.
+    return {"arm": arm, "reference": ref, "model_name": models[arm], **row, "_primary": whole}
+
+
+def _format(row: dict[str, Any], readers: dict[str, Any], settings: Settings) -> None:
+    """The row under the lenient reader and its FORMAT call (as the arm comparison's row), when recorded."""
+    whole = row.pop("_primary")
+    ref, arm = readers[row["reference"]], readers[row["arm"]]
+    if whole is not None:
+        part = answering.primary_part(whole, contrasts.claim(whole, settings)[0], ref, arm, settings)
+    else:
+        part = answering.row_part(row, "delta", ref, arm, settings)
+    if part is not None:
+        row["format"] = part
 
 
 def reward_claim(row: dict[str, Any] | None, settings: Settings) -> str:
@@ -112,6 +127,20 @@ def reward_claim(row: dict[str, Any] | None, settings: Settings) -> str:
         return why
     lo, hi = row["ci95"]
     gap = f"{row['arm']} - {row['reference']} = {row['delta']:+.4f}, CI [{lo:+.4f}, {hi:+.4f}]"
+    call = (row.get("format") or {}).get("call")
+    if call is not None:
+        # The two runs differ under the report's reader only: what the reward changed is the answer's form.
+        lenient = row["format"]["lenient"]
+        what = (
+            "the reward taught where to write the answer, not to answer right more often"
+            if row["delta"] > 0
+            else "the rewarded run writes its answer where the reader looks less often, it does not answer "
+            "right less often"
+        )
+        return (
+            f"{call}: {gap} under the report's reader, but the lenient reader finds no difference "
+            f"({lenient['delta']:+.4f}, sign-flip p {lenient['p_value']:.3g}): {what}."
+        )
     # As in the other reports, a claim needs what the significant column needs: q <= fdr and the CI.
     if row["significant"] and lo > 0:
         return (
@@ -186,11 +215,19 @@ def build(logs_dir: str, settings: Settings, params: str | Path | None) -> dict[
     versus = _row(checkpoints[-1], placebo, data, models, settings) if placebo else None
     tests = [*rows[1:], *([placebo_row, versus] if placebo else [])]
     contrasts.decide_bh([t for t in tests if "significant" not in t], settings)
+    readers = {a: answering.reader_arrays(log, order) for a, (_, log) in logs.items()}
+    for t in tests:
+        _format(t, readers, settings)
+    lenient_missing = answering.missing_lenient(readers)
     notes = [n for n in [contrasts.small_suite_note(len(order))] if n]
+    first = ref_log
+    notes += [n for n in [contrasts.greedy_note(first.temperature, first.n_samples)] if n]
     if config[1] and placebo is None:
         notes.append(
             f"placebo arm {config[1]} has no log among the arms of the params file: no claim about the reward"
         )
+    if lenient_missing:
+        notes.append(answering.not_recorded(lenient_missing, len(readers)))
     return {
         "report": "trajectory",
         "status": DONE,
@@ -207,6 +244,8 @@ def build(logs_dir: str, settings: Settings, params: str | Path | None) -> dict[
         "placebo_delta": placebo_row,
         "reward_contrast": versus,
         "reward_claim": reward_claim(versus, settings),
+        "answering": [answering.arm_row(a, data[a].scores, readers[a], settings) for a in logs],
+        "lenient_missing": lenient_missing,
         "limits": LIMITS,
         "n_tests": sum(1 for t in tests if not contrasts.is_primary(t["reference"], t["arm"])),
         "settings": settings_dict(settings),
@@ -236,14 +275,18 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_REFUSED
         figure = drawing.submit("trajectory_figure", report)
         typed = TrajectoryReport.model_validate(report)
-        write_outputs(
-            Path(args.out),
-            {
-                "trajectory_report.json": report_json(typed),
-                "trajectory_report.md": render.trajectory_markdown(typed).encode(),
-                "trajectory.png": figure(),
-            },
-        )
+        try:
+            write_outputs(
+                Path(args.out),
+                {
+                    "trajectory_report.json": report_json(typed),
+                    "trajectory_report.md": render.trajectory_markdown(typed).encode(),
+                    "trajectory.png": figure(),
+                },
+            )
+        except Refusal as e:
+            print(f"refused: {e}", file=sys.stderr)
+            return EXIT_REFUSED
     if report["status"] != DONE:
         print(f"trajectory: {report['status']}: {report['detail']} -> {args.out}")
         return 0

@@ -18,6 +18,18 @@ pass@K's interval, the pass@k intervals between, pooled, the A/A interval, the b
 pooled over budgets); the power of the claim and of the verdict at the planted effect. Each rate with its
 Monte Carlo standard error sqrt(r (1 - r) / reps). `--quick`: 40 reps and 400 resamples, a check that it
 runs.
+
+The FORMAT table (`--part format`): each sample is right (Bernoulli of its item's rate, as above) and,
+independently, written in the form the report's reader expects (Bernoulli of the arm's format rate);
+the report's reader scores it right when both hold, the lenient reader when it is right. Designs: null
+(same rates, both arms write the expected form at 0.7), format (same rates; base writes it at 0.5, trained
+at 0.9: a pure format effect) and reasoning (trained's rates shifted by +0.8 on the logit scale, both at
+0.7). Each rep runs the delta report's claim and FORMAT call (analysis.contrasts.claim,
+analysis.answering.primary_part). Printed: the rate of FORMAT (null: a false call; format: the power;
+reasoning: a false call), of a SHARPENING / EXPANSION / UNDETERMINED claim that stands (format: the gain
+wrongly called reasoning) and of any claim, and the coverage of trained's answered-share and
+accuracy-among-answered intervals and of the answered share's change, each with its Monte Carlo standard
+error.
 """
 
 from __future__ import annotations
@@ -33,9 +45,10 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import expit, logit
 
-from analysis import contrasts
+from analysis import answering, contrasts
 from analysis.align import Settings
 from analysis.budget import budget_curve, budget_grid
+from analysis.format_effect import FORMAT, FORMAT_DECLINE, ReaderArrays
 from analysis.noise_floor import aa_noise_floor
 from analysis.passk import k_grid
 from analysis.resampling import Interval
@@ -167,6 +180,103 @@ def within_target(summary: dict, design: Design, alpha: float) -> list[str]:
     return misses
 
 
+# The share of samples written in the form the report's reader expects: (base, trained) per FORMAT design.
+FORMAT_RATES = {"null": (0.7, 0.7), "format": (0.5, 0.9), "reasoning": (0.7, 0.7)}
+GAINS = {"EXPANSION", "SHARPENING", "UNDETERMINED"}
+
+
+def format_rep(
+    n: int, k: int, regime: str, design: str, settings: Settings, rng: np.random.Generator, accuracy: float
+) -> dict:
+    """One simulated pair under two readers: the claim under the report's reader, the FORMAT call, and
+    whether trained's answered share, its accuracy among answered (population value: accuracy) and the
+    answered share's change are covered by their intervals."""
+    settings = dataclasses.replace(settings, seed=int(rng.integers(2**31)))
+    a, b = REGIMES[regime]
+    p = rng.beta(a, b, n)
+    q = expit(logit(np.clip(p, 1e-12, 1 - 1e-12)) + PLANTED_LOGIT) if design == "reasoning" else p
+    right_base = (rng.random((n, k)) < p[:, None]).astype(np.float64)
+    right_trained = (rng.random((n, k)) < q[:, None]).astype(np.float64)
+    form_base, form_trained = FORMAT_RATES[design]
+    read_base = (rng.random((n, k)) < form_base).astype(np.float64)
+    read_trained = (rng.random((n, k)) < form_trained).astype(np.float64)
+    primary = contrasts.primary_contrast(right_base * read_base, right_trained * read_trained, settings)
+    claim, _ = contrasts.claim(primary, settings)
+    part = answering.primary_part(
+        primary,
+        claim,
+        ReaderArrays(read_base, right_base),
+        ReaderArrays(read_trained, right_trained),
+        settings,
+    )
+    call = part["call"] if part is not None else None
+    final = call or claim
+    row = answering.arm_row(
+        "trained", right_trained * read_trained, ReaderArrays(read_trained, None), settings
+    )
+    change = part["answered_change"] if part is not None else None
+
+    def covers(ci: list[float] | None, value: float) -> bool:
+        return ci is not None and ci[0] <= value <= ci[1]
+
+    return {
+        "format": call == FORMAT,
+        "format_any": call in (FORMAT, FORMAT_DECLINE),
+        "gain_claim": final in GAINS,
+        "any_claim": final in CLAIMS or call is not None,
+        "cov_share": covers(row["answered_ci95"], form_trained),
+        "cov_accuracy": covers(row["accuracy_answered_ci95"], accuracy),
+        "cov_change": covers(change["ci95"] if change else None, form_trained - form_base),
+    }
+
+
+FORMAT_COLUMNS = [
+    (
+        "format_any",
+        "FORMAT",
+        "rate of a FORMAT call, either direction (null, reasoning: false; format: power)",
+    ),
+    (
+        "gain_claim",
+        "reasoning claim",
+        "rate of SHARPENING / EXPANSION / UNDETERMINED standing after the call",
+    ),
+    ("any_claim", "any claim", "rate of any claim (a FORMAT call included)"),
+    ("cov_share", "share cov", "coverage of trained's answered-share interval"),
+    ("cov_accuracy", "accuracy cov", "coverage of trained's accuracy-among-answered interval"),
+    ("cov_change", "change cov", "coverage of the answered share's change interval"),
+]
+
+
+def format_table(args: argparse.Namespace, reps: int, settings: Settings) -> None:
+    """The FORMAT call's error rates and power over every size, samples per item, regime and design."""
+    print(f"FORMAT call: {reps} reps per design; format rates (base, trained): "
+          + ", ".join(f"{d} {r}" for d, r in FORMAT_RATES.items()))  # fmt: skip
+    print("  n  k  regime    design     " + "  ".join(f"{short:>15}" for _, short, _ in FORMAT_COLUMNS))
+    misses = 0
+    for n, k, regime, design in itertools.product(args.sizes, (1, 8), REGIMES, FORMAT_RATES):
+        rng = np.random.default_rng(
+            [args.seed, n, k, list(REGIMES).index(regime), 10 + list(FORMAT_RATES).index(design)]
+        )
+        # Trained's accuracy among answered in the population: its mean rate (the form is independent of it).
+        # (from a Generator of its own, so the reps' draws do not depend on it).
+        a, b = REGIMES[regime]
+        p = np.random.default_rng([args.seed, 99, list(REGIMES).index(regime)]).beta(a, b, 1_000_000)
+        shift = PLANTED_LOGIT if design == "reasoning" else 0.0
+        accuracy = float(expit(logit(np.clip(p, 1e-12, 1 - 1e-12)) + shift).mean())
+        results = [format_rep(n, k, regime, design, settings, rng, accuracy) for _ in range(reps)]
+        cells = []
+        for key, _, _ in FORMAT_COLUMNS:
+            rate = float(np.mean([r[key] for r in results]))
+            se = math.sqrt(max(rate * (1 - rate), 1e-12) / reps)
+            off = key.startswith("cov_") and rate < 1 - settings.alpha - 2 * se
+            misses += off
+            cells.append(f"{rate:.3f}+-{se:.3f}{'*' if off else ''}".rjust(15))
+        print(f"{n:>3} {k:>2}  {regime:<9} {design:<10} " + "  ".join(cells), flush=True)
+    print("columns: " + "; ".join(f"{short}: {what}" for _, short, what in FORMAT_COLUMNS))
+    print(f"* coverage below 0.95 - 2 s.e.: {misses}")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run every design and print the table."""
     ap = argparse.ArgumentParser(prog="python -m benchmarks.bench_calibration", description=__doc__)
@@ -177,10 +287,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--sizes", type=int, nargs="+", default=[24, 100, 500], help="suite sizes to simulate (24 100 500)"
     )
+    ap.add_argument(
+        "--part",
+        choices=("all", "verdicts", "format"),
+        default="all",
+        help="the verdicts' table, the FORMAT call's, or both (default)",
+    )
     args = ap.parse_args(argv)
     reps, n_boot = (40, 400) if args.quick else (args.reps, args.n_boot)
     settings = Settings(n_boot=n_boot, n_perm=n_boot)
     started, cpu = time.perf_counter(), time.process_time()
+    if args.part != "verdicts":
+        format_table(args, reps, settings)
+    if args.part == "format":
+        print(f"time: {time.perf_counter() - started:.1f} s wall, {time.process_time() - cpu:.1f} s CPU")
+        return 0
     header = "  n  k  regime    effect  " + "  ".join(f"{short:>13}" for _, short, _ in COLUMNS)
     print(f"{reps} reps per design, {n_boot} resamples and sign vectors per interval and test, alpha 0.05")
     print(header)

@@ -29,6 +29,7 @@ from pydantic import (
     Field,
     PrivateAttr,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -48,7 +49,9 @@ from contract.protocol import Protocol
 from contract.validation import describe_error
 
 # 3: tool arms carry tool_calls (answered, failed, restarts) and records mark failed calls.
-FORMAT_VERSION = 3
+# 4: items carry lenient_scores (the lenient reader's verdicts) and samples the lenient reader's answer where
+# it differs from the report's reader's.
+FORMAT_VERSION = 4
 
 
 class _Strict(BaseModel):
@@ -70,6 +73,9 @@ class SampleRecord(_Strict):
     # {"role", "content"} and, for a model turn, its "tool_calls" [{"name", "arguments"}].
     transcript: list[dict[str, Any]] | None = None
     answer: str | None = None
+    # The lenient reader's answer (every reading rule, the verifier's fallbacks included), only where it
+    # differs from `answer`: the reports separate a model's format from its reasoning with it.
+    lenient_answer: str | None = None
     # Why no answer was read (an unclosed <think>, only the instruction's placeholder, ...).
     no_answer_reason: str | None = None
     finish_reason: str | None = None
@@ -94,6 +100,9 @@ class ItemResult(_Strict):
     scores: list[float]
     family: Name | None = None
     gen_tokens: list[int] | None = None
+    # The lenient reader's score of each sample (scores: the report's reader); absent in logs before format 4
+    # and in imported logs that were not rescored.
+    lenient_scores: list[float] | None = None
     # The suite's question and reference answer, for a reader (the item browser); no analysis reads them.
     question: str | None = None
     reference_answer: str | None = None
@@ -154,12 +163,12 @@ class ItemResult(_Strict):
             return self._tool_calls
         return any(s.tool_calls is not None for s in self.samples)
 
-    @field_validator("scores")
+    @field_validator("scores", "lenient_scores")
     @classmethod
-    def _scores_in_unit_interval(cls, v: list[float]) -> list[float]:
-        for j, s in enumerate(v):
+    def _scores_in_unit_interval(cls, v: list[float] | None, info: ValidationInfo) -> list[float] | None:
+        for j, s in enumerate(v or []):
             if not math.isfinite(s) or s < 0.0 or s > 1.0:
-                raise ValueError(f"scores[{j}] = {s!r} is not a finite number in [0, 1]")
+                raise ValueError(f"{info.field_name}[{j}] = {s!r} is not a finite number in [0, 1]")
         return v
 
     @model_validator(mode="after")
@@ -203,6 +212,9 @@ class ScorerInfo(_Strict):
     verifiers: list[VerifierInfo] | None = None
     # Answers whose verifier ran out of its time limit (scored 0, each sample's no_answer_reason says so).
     timeouts: int | None = Field(default=None, ge=0)
+    # How many samples' answers each rule of the report's reader read ('math-verify', 'final sentence',
+    # '####', 'first_answer', ...; 'none': no answer read), so that a reader of the log sees what decided it.
+    read_by: dict[str, int] | None = None
 
 
 class EvalLog(_Strict):
@@ -245,7 +257,7 @@ class EvalLog(_Strict):
             if it.item_id in seen:
                 raise ValueError(f"item {it.item_id!r}: item_id: duplicate item id")
             seen.add(it.item_id)
-            for name in ("scores", "gen_tokens", "samples"):
+            for name in ("scores", "lenient_scores", "gen_tokens", "samples"):
                 got = getattr(it, name)
                 if got is not None and len(got) != self.n_samples:
                     raise ValueError(

@@ -30,7 +30,7 @@ from collections.abc import Collection, Sequence
 from typing import Any
 
 from contract.generations import ToolCallRecord
-from scoring.verifiers import number_value, written_numbers
+from scoring.numbers import number_value, written_numbers
 
 CLEAN = "clean"
 ANSWER_WITHOUT_TOOL = "answer_without_tool"

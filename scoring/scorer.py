@@ -16,20 +16,21 @@ suite item's verifier may set its own `timeout_s`): an answer past it scores 0, 
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 
 from contract.evallog import FORMAT_VERSION, EvalLog, ItemResult, SampleRecord, ScorerInfo, VerifierInfo
 from contract.generations import Generations, GenItem, GenSample
 from contract.provenance import NOT_RECORDED
 from contract.suite import SuiteItem, questions_sha256
-from scoring import verifiers
+from scoring import reading, verifiers
 from scoring.paths import path_verdict
 from scoring.timelimit import DEFAULT_TIMEOUT_S
 
 SCORER_NAME = "reasoning-delta"
 # Bump whenever a verdict can change (answer extraction, a verifier, the path rules): the EvalLog records it,
 # and the score stages rerun because their code changed.
-SCORER_VERSION = "2.2"
+SCORER_VERSION = "3.0"
 
 
 class ScoringError(ValueError):
@@ -54,13 +55,10 @@ def answer_setting(gens: Generations) -> str:
     """Where the scorer reads each sample's answer in these generations, in words (the log records it)."""
     rule = gens.protocol.answer
     if rule is not None:
-        return f"protocol.answer {rule}: thinking stripped; {verifiers.RULE_TEXT[rule]}, placeholders skipped"
+        return f"protocol.answer {rule}: thinking stripped; {reading.RULE_TEXT[rule]}, placeholders skipped"
     if not gens.chat:
         return "thinking stripped; plain: the first 'Answer:' line with an answer (what follows is not read)"
-    return (
-        "thinking stripped; chat: last \\boxed{}, '####', 'the answer is', 'Answer:', then the "
-        "verifier's last resort, placeholders skipped"
-    )
+    return f"thinking stripped; chat, the parity reader: {reading.PARITY_TEXT}; placeholders skipped"
 
 
 def scorer_info(
@@ -72,6 +70,7 @@ def scorer_info(
         version=SCORER_VERSION,
         settings={
             "answer": answer_setting(gens),
+            "lenient_answer": reading.LENIENT_TEXT,
             "chat": gens.chat,
             "path_evaluation": gens.arm.tools,
             "verifier_timeout_s": timeout_s,
@@ -101,10 +100,10 @@ def _scored(
     tool_arm: bool,
     timeout_s: float,
     rule: str | None = None,
-) -> tuple[SampleRecord, bool]:
-    """score_sample's record, and whether its verifier ran out of time."""
+) -> tuple[SampleRecord, verifiers.Verdict, float]:
+    """score_sample's record, its verdict (timed out? read by which rule?) and the lenient reader's score."""
     text = verifiers.scored_text(gen.prompt, sample.text)
-    verdict = verifiers.score(item, text, chat=chat, timeout_s=timeout_s, rule=rule)
+    verdict, lenient = verifiers.score_both(item, text, chat=chat, timeout_s=timeout_s, rule=rule)
     path = None
     if tool_arm:
         expected = frozenset([item.tool]) if item.tool else None
@@ -114,10 +113,11 @@ def _scored(
         **sample.model_dump(),
         score=verdict.score,
         answer=verdict.answer,
+        lenient_answer=lenient.answer if lenient.answer != verdict.answer else None,
         no_answer_reason=verdict.reason,
         path=path,
     )
-    return record, verdict.timed_out
+    return record, verdict, lenient.score
 
 
 def _check_items(gens: Generations, items: Sequence[SuiteItem], where: str) -> None:
@@ -157,6 +157,7 @@ def score_generations(
     proto = gens.protocol
     results = []
     timeouts = 0
+    read_by: Counter[str] = Counter()
     for item in items:
         gen = by_id[item.item_id]
         try:
@@ -165,14 +166,16 @@ def score_generations(
             ]
         except verifiers.VerifierError as e:
             raise ScoringError(f"{where}: suite {e}") from e
-        samples = [record for record, _ in scored]
-        timeouts += sum(out for _, out in scored)
+        samples = [record for record, _, _ in scored]
+        timeouts += sum(verdict.timed_out for _, verdict, _ in scored)
+        read_by.update(verdict.read_by or "none" for _, verdict, _ in scored)
         results.append(
             ItemResult(
                 item_id=item.item_id,
                 family=item.family,
                 scores=[s.score for s in samples],
                 gen_tokens=[int(s.gen_tokens or 0) for s in samples],
+                lenient_scores=[lenient for _, _, lenient in scored],
                 question=item.question,
                 reference_answer=str(item.answer),
                 prompt=gen.prompt,
@@ -181,6 +184,7 @@ def score_generations(
             )
         )
     info.timeouts = timeouts
+    info.read_by = dict(sorted(read_by.items()))
     pins = dict(gens.pins)
     if suite_sha256 is not None:
         pins["suite"] = f"sha256:{suite_sha256}"

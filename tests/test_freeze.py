@@ -117,8 +117,16 @@ def test_what_cannot_be_frozen_is_refused_in_one_line_naming_file_line_and_field
     done = freeze(str(src), "--out", str(out), *args)
     assert done.returncode == 2, done.stdout
     lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
-    assert re.search(message, lines[0]), lines[0]
+    assert "Traceback" not in done.stderr and re.search(message, lines[0]), done.stderr
+    # Every record refused is named, each once; several are followed by their count.
+    refused = [line for line in lines if re.match(r"suite freeze: .*math\.jsonl:\d+: ", line)]
+    assert len(refused) == len(set(refused)), lines
+    assert len(lines) == max(1, len(refused) + (len(refused) > 1)), lines
+    if len(refused) > 1:
+        assert (
+            lines[-1]
+            == f"suite freeze: {len(refused)} of {len(rows)} records cannot be frozen; nothing written"
+        )
     assert not out.exists() and not out.with_suffix(".sha256").exists()
 
 
@@ -144,8 +152,9 @@ def test_a_frozen_suite_keeps_each_records_own_verifier_and_tolerances(tmp_path:
     done = freeze(str(numeric), "--out", str(out), "--verifier", "numeric", "--rel-tol", "0.01")
     assert done.returncode == 0, done.stderr
     done = freeze(str(numeric), "--out", str(tmp_path / "x.jsonl"), "--verifier", "math")
-    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert done.returncode == 2 and done.stderr.count("\n") == 3, done.stderr  # both records, then the count
     assert "numeric.jsonl:1: verifier: the record's own" in done.stderr and "drop --verifier" in done.stderr
+    assert "numeric.jsonl:2: verifier: the record's own" in done.stderr
     assert score(load_suite(out)[0], "Answer: 100.4").score == 1.0  # 0.4% off, within rel_tol 0.01
 
 
@@ -209,3 +218,27 @@ def test_a_path_freeze_cannot_use_is_one_line(tmp_path: Path, case: str) -> None
     done = freeze(str(src), "--out", str(out))
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
     assert done.stderr.startswith("suite freeze: "), done.stderr
+
+
+@pytest.mark.parametrize(
+    ("answer", "part"),
+    [
+        ("376 and 625", "625"),  # math-verify keeps the last answer: '625' alone would score
+        ("sum_(k=1)^n 1/k", "1"),
+        ("x=16 and x=81", "81"),
+        ("\\frac{81}{9}", None),  # is 9, and every number counts: '\frac{82}{9}' is not 9
+        ("6\\sqrt{36}", None),
+        ("(1, 2)", None),  # an interval, read whole
+        ("\\{1, 4, 9\\}", None),
+        ("C(10, 5), or equivalently 252", None),  # restates itself as one number
+        ("42", None),
+    ],
+)
+def test_a_math_reference_read_in_part_is_found_by_the_numbers_that_decide_nothing(
+    answer: str, part: str | None
+) -> None:
+    from contract.suite import SuiteItem
+    from pipeline.freeze import read_in_part
+
+    item = SuiteItem(item_id="x", family="f", question="q", answer=answer, verifier={"type": "math"})
+    assert read_in_part(item) == part

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from contract.generations import ToolCallRecord
+from scoring.numbers import parse_number
 from scoring.paths import (
     ANSWER_WITHOUT_TOOL,
     CLEAN,
@@ -15,7 +16,6 @@ from scoring.paths import (
     carries,
     path_verdict,
 )
-from scoring.verifiers import parse_number
 
 PERIOD_OK = ToolCallRecord(
     name="orbital_period",

@@ -18,15 +18,9 @@ from contract.evallog import load
 from contract.generations import prompt_sha256
 from contract.suite import SuiteError, SuiteItem, load_suite, questions_sha256
 from pipeline.prompts import CHAT_INSTRUCTION, build_prompt
-from scoring.verifiers import (
-    BUILTIN_VERSION,
-    VerifierError,
-    describe,
-    extract_answer,
-    parse_number,
-    score,
-    scored_text,
-)
+from scoring.numbers import parse_number
+from scoring.reading import extract_answer
+from scoring.verifiers import BUILTIN_VERSION, VerifierError, describe, score, scored_text
 from tests.conftest import ROOT, write_generations
 
 

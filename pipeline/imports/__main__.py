@@ -3,6 +3,8 @@
     python -m pipeline.imports lm-eval   samples_<task>_<date>.jsonl... --out evallogs/base.json
     python -m pipeline.imports inspect   logs/<run>.eval...             --out evallogs/base.json
     python -m pipeline.imports lighteval details_<task>_<date>.parquet... --out evallogs/base.json
+    python -m pipeline.imports jsonl     texts.jsonl... --suite S --temperature T --max-tokens N --out L
+                                         (any tool's texts, one sample a line; its own --help)
 
 Several SRC files make one log of one model on one suite: the same documents in each, aligned by their own
 id or content hash (never by position), their samples appended in the order given (k runs of one sample
@@ -24,7 +26,7 @@ from pathlib import Path
 from contract.atomic import atomic_write
 from contract.files import PathCheckError, input_file, output_file
 from contract.suite import SuiteError, load_suite
-from pipeline.imports import inspect_logs, lighteval_details, lmeval
+from pipeline.imports import inspect_logs, jsonl, lighteval_details, lmeval
 from pipeline.imports.common import VERIFIER_TYPES, ImportRefusal, Source, SuiteFile, assemble
 
 EXIT_REFUSED = 2
@@ -63,13 +65,18 @@ def read_suite(path: str | None) -> SuiteFile | None:
 
 def main(argv: list[str] | None = None) -> int:
     """Command line: read the SRC files, write the EvalLog."""
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["jsonl"]:
+        return jsonl.main(argv[1:])  # its own options (field mapping, reading): see its --help
     ap = argparse.ArgumentParser(
         prog="python -m pipeline.imports",
         description=__doc__.split("\n\n")[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="\n\n".join(__doc__.split("\n\n")[1:]),
     )
-    ap.add_argument("tool", choices=["lm-eval", "inspect", "lighteval"], help="the tool that wrote SRC")
+    ap.add_argument(
+        "tool", choices=["lm-eval", "inspect", "lighteval", "jsonl"], help="the tool that wrote SRC"
+    )
     ap.add_argument("src", nargs="+", help="its per-sample files, of one model on one suite")
     ap.add_argument("--out", required=True, help="the EvalLog JSON to write")
     ap.add_argument(
@@ -122,7 +129,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--max-tokens", type=int, default=None, help="the token budget, when the source does not record it"
     )
+    ap.add_argument(
+        "--seed", type=int, default=None, help="the run's seed, when the source does not record it"
+    )
     args = ap.parse_args(argv)
+    if args.tool == "jsonl":
+        ap.error(
+            "jsonl takes its own options: write it first, python -m pipeline.imports jsonl FILE... (--help)"
+        )
     try:
         out = output_file(args.out, "--out")
         suite = read_suite(args.suite)
@@ -132,6 +146,13 @@ def main(argv: list[str] | None = None) -> int:
         log = assemble(
             sources, overrides, arm=args.arm, verifier=args.verifier, suite_file=suite, names=names
         )
+        if args.seed is not None:
+            if log.seed is not None and log.seed != args.seed:
+                raise ImportRefusal(
+                    f"{sources[0].path}: seed: the file records {log.seed!r}, --seed says {args.seed!r}; "
+                    "drop the flag"
+                )
+            log = log.model_copy(update={"seed": args.seed})
         atomic_write(out, log.model_dump_json(exclude_none=True, indent=1).encode())
     except (ImportRefusal, PathCheckError) as e:
         print(f"refused: {e}", file=sys.stderr)

@@ -28,6 +28,7 @@ from contract.generations import count_tool_calls
 from contract.suite import CHOICE_LETTERS, SuiteItem, questions_sha256
 from contract.validation import describe_error
 from scoring import verifiers
+from scoring.numbers import parse_number
 from scoring.scorer import SCORER_NAME, SCORER_VERSION
 
 # The decoding settings two runs of one log must share (EvalLog field names).
@@ -166,7 +167,7 @@ def _builtin_item(item_id: str, family: str | None, reference: Any, kind: str) -
         raise ValueError(f"the reference {reference!r:.60} is not an answer (a string or a number)")
     answer: Any = reference if number else str(reference)
     if kind == "numeric":
-        value = reference if number else verifiers.parse_number(reference)
+        value = reference if number else parse_number(reference)
         if value is None or not math.isfinite(value):
             raise ValueError(f"the reference {reference!r:.60} is not a number; choose another --verifier")
         answer = value
