@@ -149,6 +149,8 @@ def kill_at(cmd: list[str], shard: Path, at: int, victim: Any = None) -> subproc
 
 def main(argv: list[str] | None = None) -> int:
     """Measure and print."""
+    from pipeline.settings import partial_dir
+
     ap = argparse.ArgumentParser(
         prog="python -m benchmarks.bench_served", description=__doc__.split("\n\n")[0]
     )
@@ -249,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
                     stop(proc2)
             if "kill" in parts:
                 d = out / "kill"
-                shard = d / ".partial" / "base.jsonl"
+                shard = partial_dir(d) / "base.jsonl"
                 cmd = [
                     "pipeline.run_arm",
                     "arm=base",
@@ -280,7 +282,7 @@ def main(argv: list[str] | None = None) -> int:
     if "server" in parts:
         proc, url = start_server(base_model)
         d = out / "server"
-        shard = d / ".partial" / "base.jsonl"
+        shard = partial_dir(d) / "base.jsonl"
         try:
             cmd = [
                 "pipeline.run_arm",
