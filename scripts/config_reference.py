@@ -26,7 +26,13 @@ ROOT = Path(__file__).resolve().parents[1]
 MEANINGS = ROOT / "docs" / "configuration_keys.yaml"
 # The commented YAML files whose keys the runner, the scorer and the engines read; their comments are the
 # meanings (Hydra composes them; pipeline.config.engine_config refuses a key an engine file does not hold).
-CONF_FILES = ("conf/config.yaml", "conf/score.yaml", "conf/engine/vllm.yaml", "conf/engine/hf.yaml")
+CONF_FILES = (
+    "conf/config.yaml",
+    "conf/score.yaml",
+    "conf/engine/vllm.yaml",
+    "conf/engine/hf.yaml",
+    "conf/engine/openai.yaml",
+)
 
 
 def _model(annotation: Any) -> Any:
