@@ -95,7 +95,7 @@ def forest_figure(r: dict[str, Any]) -> bytes:
     """Forest plot: naive delta with its CI per contrast, budget-adjusted delta as an open marker."""
     rows = [*r["contrasts"], *r["marginal"]]
     # The legend stands under the axes (never over a row): the figure is taller by its two lines.
-    fig = Figure(figsize=(8, 0.55 * len(rows) + 2.3), layout="tight")
+    fig = Figure(figsize=(8, 0.55 * len(rows) + 2.3), layout="constrained")
     ax = fig.subplots()
     ys = list(range(len(rows)))[::-1]
     for y, c in zip(ys, rows, strict=True):
@@ -147,7 +147,8 @@ def forest_figure(r: dict[str, Any]) -> bytes:
             ax.plot([], [], marker="s", color=color, linestyle="none", label=what)
     ax.set_xlabel("delta in mean score (arm - reference)")
     ax.set_title(f"Every contrast: delta with its {pct} interval")
-    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=3, frameon=False)
+    handles, labels = ax.get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=7, loc="outside lower center", ncol=3, frameon=False)
     ax.grid(axis="x", alpha=0.3)
     return _png(fig)
 
