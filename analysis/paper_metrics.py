@@ -106,6 +106,24 @@ def bayes_at_n(scores: np.ndarray) -> tuple[float, float]:
     return float(mean.mean()), float(np.sqrt(var.sum()) / m)
 
 
+def bayes_categorical(counts: np.ndarray, weights: Sequence[float]) -> tuple[float, float]:
+    """Bayes@N of Hariri et al. 2025 (Algorithm 1, no prior outcomes) for categorical outcomes.
+
+    counts (M, C + 1): how many of an item's N samples fell in each category; weights: each category's
+    score. With the uniform Dirichlet prior each item's posterior is Dirichlet(counts + 1), T = N + C + 1
+    its total; mu is the mean over items of the posterior mean score, sigma the posterior sd of that mean.
+    Two categories with weights (0, 1) give bayes_at_n.
+    """
+    nu = np.asarray(counts, dtype=np.float64) + 1.0
+    w = np.asarray(weights, dtype=np.float64)
+    m, t = nu.shape[0], float(nu.sum(axis=1)[0])
+    dw = w - w[0]
+    share = nu / t
+    first = share @ dw
+    var = ((share @ (dw**2)) - first**2).sum() / (m**2 * (t + 1))
+    return float(w[0] + first.mean()), float(np.sqrt(var))
+
+
 def bayes_delta(pre: np.ndarray, post: np.ndarray, alpha: float = 0.05) -> dict[str, Any]:
     """The posterior of post's Bayes@N minus pre's: mean, sd and the central normal credible interval."""
     mu_a, sd_a = bayes_at_n(pre)
