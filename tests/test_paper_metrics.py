@@ -24,7 +24,7 @@ def test_pass_hat_k_is_the_share_of_k_subsets_all_right_and_lighteval_g_pass_at_
             for k in range(1, n + 1):
                 subsets = list(itertools.combinations(row, k))
                 brute = sum(all(s) for s in subsets) / len(subsets)
-                # lighteval's G-Pass@k_tau (metrics_sample.GPassAtK): hypergeom.sf(m - 1, n, c, k), m = ceil(k tau)
+                # lighteval G-Pass@k_tau (GPassAtK): hypergeom.sf(m - 1, n, c, k), m = ceil(k tau)
                 g_pass = hypergeom.sf(k - 1, n, c, k) if k <= c else 0.0
                 assert pm.pass_hat_k(n, c, k) == pytest.approx(brute, abs=1e-12)
                 assert pm.pass_hat_k(n, c, k) == pytest.approx(g_pass, abs=1e-12)
