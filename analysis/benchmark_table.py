@@ -39,9 +39,11 @@ from analysis.align import (
     read_swept,
     write_outputs,
 )
-from analysis.contrasts import NO_FAMILY, mean_contrast
+from analysis.contrasts import BCA_MIN_ITEMS, NO_FAMILY, delta_interval, mean_contrast
 from analysis.mdtext import ci_percent, md
 from analysis.numbers import num, signed
+from analysis.resampling import Interval, rng_for
+from analysis.signflip import small_suite_interval
 from contract.evallog import EvalLog, collector_paused
 
 ALL = "all"
@@ -81,19 +83,37 @@ def arm_cells(log: EvalLog, order: list[str]) -> dict[str, dict[str, Any]]:
     return cells
 
 
+def metric_interval(ref: np.ndarray, arm: np.ndarray, settings: Settings, key: str) -> Interval:
+    """The paired interval of mean(arm - ref) the project gives a per-item metric: BCa from BCA_MIN_ITEMS
+    items; below, Newcombe's paired score interval where both arms' values are 0/1 (maj@k, pass^k at
+    k = n), else the sign-flip inversion (the pass@K rule of analysis.contrasts)."""
+    if ref.size >= BCA_MIN_ITEMS:
+        return delta_interval(arm - ref, settings, key)
+    return small_suite_interval(
+        ref, arm, settings.n_perm, rng_for(settings.seed, f"perm-ci{key}"), settings.alpha
+    )
+
+
+def metric_contrast(ref: np.ndarray, arm: np.ndarray, settings: Settings, key: str) -> dict[str, Any]:
+    """mean_contrast's row (delta, sign-flip p) with metric_interval's interval."""
+    row = mean_contrast(ref, arm, settings, key)
+    ci = metric_interval(ref, arm, settings, key)
+    return {**row, "ci95": ci.as_list(), "ci95_method": ci.method}
+
+
 def deltas(ref: EvalLog, arm: EvalLog, order: list[str], settings: Settings, key: str) -> dict[str, Any]:
     """Each metric's paired delta of arm minus ref over all items, with its interval (paper_metrics)."""
     a, b = arm_arrays(ref, order).scores, arm_arrays(arm, order).scores
     k = a.shape[1]
     out: dict[str, Any] = {}
-    avg = mean_contrast(a.mean(axis=1), b.mean(axis=1), settings, key=f"/table/avg{key}")
+    avg = metric_contrast(a.mean(axis=1), b.mean(axis=1), settings, key=f"/table/avg{key}")
     runs = pm.per_run_accuracy(b) - pm.per_run_accuracy(a)
     out["avg"] = {**avg, "run_sd": float(runs.std(ddof=1)) if runs.size > 1 else 0.0}
     ans_a, ans_b = answers_of(ref, order), answers_of(arm, order)
     if ans_a is not None and ans_b is not None:
-        out["maj"] = mean_contrast(pm.maj_at_k_items(ans_a, a), pm.maj_at_k_items(ans_b, b), settings,
+        out["maj"] = metric_contrast(pm.maj_at_k_items(ans_a, a), pm.maj_at_k_items(ans_b, b), settings,
                                    key=f"/table/maj{key}")  # fmt: skip
-    out["pass_hat"] = mean_contrast(pm.pass_hat_k_items(a, k), pm.pass_hat_k_items(b, k), settings,
+    out["pass_hat"] = metric_contrast(pm.pass_hat_k_items(a, k), pm.pass_hat_k_items(b, k), settings,
                                     key=f"/table/passhat{key}")  # fmt: skip
     out["bayes"] = pm.bayes_delta(a, b, settings.alpha)
     return out
@@ -198,7 +218,7 @@ def markdown(t: dict[str, Any]) -> str:
             "",
             "avg@k's delta is pass@1's (the item-level paired interval every report uses: BCa from 100 "
             "items, below that the sign-flip inversion); maj@k's and pass^k's are the same interval of their "
-            "per-item values; sd over runs: of the k per-run deltas (run j: sample j of every item). "
+            "per-item values, Newcombe's paired score interval below 100 items (both 0/1 per item); sd over runs: of the k per-run deltas (run j: sample j of every item). "
             "Bayes@N's is the posterior of the difference of the two arms' independent posteriors "
             "(normal credible interval).",
             "",
