@@ -218,7 +218,8 @@ def markdown(t: dict[str, Any]) -> str:
             "",
             "avg@k's delta is pass@1's (the item-level paired interval every report uses: BCa from 100 "
             "items, below that the sign-flip inversion); maj@k's and pass^k's are the same interval of their "
-            "per-item values, Newcombe's paired score interval below 100 items (both 0/1 per item); sd over runs: of the k per-run deltas (run j: sample j of every item). "
+            "per-item values, Newcombe's paired score interval below 100 items (both 0/1 per item); sd "
+            "over runs: of the k per-run deltas (run j: sample j of every item). "
             "Bayes@N's is the posterior of the difference of the two arms' independent posteriors "
             "(normal credible interval).",
             "",
