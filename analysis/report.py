@@ -60,8 +60,31 @@ def read_report(path: Path, model: type[R]) -> R:
         ) from None
 
 
-def context(delta: DeltaReport, arms: ArmComparison) -> dict[str, Any]:
-    """Everything the templates need, taken from the two reports."""
+# The benchmark table's overall numbers on the index page and in metrics.json (analysis.benchmark_table).
+TABLE_FILE = "benchmark_table.json"
+TABLE_METRICS = ("avg", "avg_sd", "maj", "pass_at_k", "pass_hat", "bayes", "bayes_sd")
+
+
+def read_table(table_dir: Path | None) -> dict[str, Any] | None:
+    """The benchmark table's JSON, or None when there is no table folder or file (a run without the stage)."""
+    if table_dir is None or not (table_dir / TABLE_FILE).is_file():
+        return None
+    try:
+        return json.loads((table_dir / TABLE_FILE).read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        raise Refusal(f"{table_dir / TABLE_FILE}: cannot read: {e}; rerun the table stage (dvc repro)") from e
+
+
+def table_rows(table: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """Each arm's overall paper metrics (the table's `all` column), for the page and metrics.json."""
+    if table is None:
+        return []
+    return [{"arm": r["arm"], "step": r["step"], **{m: r["cells"]["all"][m] for m in TABLE_METRICS}}
+            for r in table["rows"]]  # fmt: skip
+
+
+def context(delta: DeltaReport, arms: ArmComparison, table: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Everything the templates need, taken from the two reports (and the benchmark table, when made)."""
     proto = delta.matched_protocol
     proto_line = ", ".join(f"{k}={proto[k]}" for k in MATCHED_LOG_FIELDS if proto.get(k) is not None)
     kmax = max(int(k) for k in delta.pass_at_k_pre)
@@ -90,6 +113,9 @@ def context(delta: DeltaReport, arms: ArmComparison) -> dict[str, Any]:
         "pvalue": pvalue,
         "items_href": items_href,
         "items_page": ITEMS_PAGE,
+        "table": table_rows(table),
+        "table_k": table["k"] if table else None,
+        "table_families": [f for f in table["families"] if f != "all"] if table else [],
     }
 
 
@@ -100,7 +126,7 @@ def markdown_page(text: str, title: str) -> str:
     return env.get_template("markdown.html.j2").render(title=title, body=body)
 
 
-def metrics(delta: DeltaReport, arms: ArmComparison) -> dict[str, Any]:
+def metrics(delta: DeltaReport, arms: ArmComparison, table: dict[str, Any] | None = None) -> dict[str, Any]:
     """The headline numbers DVC tracks as metrics: what a person compares across experiments.
 
     trained minus base (mean, interval, p, verdict), the claim, every arm's naive delta over base and its
@@ -130,6 +156,10 @@ def metrics(delta: DeltaReport, arms: ArmComparison) -> dict[str, Any]:
         lenient = fmt.contrast.lenient
         out["lenient"] = {"mean": lenient.delta, "lo": lenient.ci95[0], "hi": lenient.ci95[1],
                           "p": lenient.p_value, "significant": lenient.significant}  # fmt: skip
+    rows = table_rows(table)
+    if rows:
+        # The paper metrics over all items, metric by metric and arm by arm (the benchmark table's `all`).
+        out["paper"] = {m: {r["arm"]: r[m] for r in rows} for m in TABLE_METRICS}
     return out
 
 
@@ -153,7 +183,9 @@ def plot_tables(delta: DeltaReport, arms: ArmComparison) -> dict[str, str]:
     }
 
 
-def write(delta_dir: Path, arms_dir: Path, out: Path, logs: Path | None = None) -> list[Path]:
+def write(
+    delta_dir: Path, arms_dir: Path, out: Path, logs: Path | None = None, table_dir: Path | None = None
+) -> list[Path]:
     """Render the index page, the reports' HTML, the metrics, the plot data and (with logs) the item browser.
 
     Returns the files written; a log the item browser cannot pair with the others is a Refusal.
@@ -168,12 +200,13 @@ def write(delta_dir: Path, arms_dir: Path, out: Path, logs: Path | None = None) 
     )
     # The markdown page's counterpart of the HTML page's autoescape: every text from a log goes through it.
     env.filters["md"] = md
-    ctx = context(delta, arms)
+    table = read_table(table_dir)
+    ctx = context(delta, arms, table)
     html_env = Environment(loader=FileSystemLoader(TEMPLATES), undefined=StrictUndefined, autoescape=True)
     files = {
         out / "index.md": env.get_template("index.md.j2").render(ctx),
         out / "index.html": html_env.get_template("index.html.j2").render(ctx),
-        out / "metrics.json": json.dumps(metrics(delta, arms), indent=2, sort_keys=True) + "\n",
+        out / "metrics.json": json.dumps(metrics(delta, arms, table), indent=2, sort_keys=True) + "\n",
     }
     for name, text in plot_tables(delta, arms).items():
         files[out / "plots" / name] = text
@@ -206,10 +239,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--out", default="reports", help="folder for index.md, index.html, items.html, metrics.json, plots/"
     )
+    ap.add_argument(
+        "--table", default="reports/table", help="folder with benchmark_table.json (left out where absent)"
+    )
     args = ap.parse_args(argv)
     try:
         out_folder(args.out)
-        written = write(Path(args.delta), Path(args.arms), Path(args.out), Path(args.logs))
+        written = write(Path(args.delta), Path(args.arms), Path(args.out), Path(args.logs), Path(args.table))
     except Refusal as e:
         print(f"report: {e}", file=sys.stderr)
         return 2
