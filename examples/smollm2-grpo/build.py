@@ -125,8 +125,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.keep_base and args.only == "base":
             raise smollm2_build.BuildError("--keep-base with --only base: nothing to build")
         built = build_all(Path(args.models), Path(args.adapters), args.only, checkpoints, args.keep_base)
-        if not args.checkpoint:
-            lay_out_run(Path(args.models), Path(args.run_layout))
+        lay_out_run(Path(args.models), Path(args.run_layout))
     except smollm2_build.BuildError as e:
         print(f"build: {e}", file=sys.stderr)
         return 2
