@@ -22,7 +22,8 @@ from typing import Any
 import numpy as np
 from omegaconf import OmegaConf
 
-from contract.atomic import atomic_write
+from contract.arm import arm_list_problem
+from contract.atomic import atomic_write_set
 from contract.evallog import EvalLog, EvalLogError, load
 from contract.files import PathCheckError, output_dir
 from contract.logreader import read_log, read_logs
@@ -37,6 +38,16 @@ SUITE_FIELDS = ("suite", "suite_revision")
 SUITE_PINS = ("suite", "questions")
 # The protocol keys that say how a model is prompted: a prompt ablation of one model differs in them.
 PROMPT_KEYS = frozenset(PROMPTING_KEYS) | {"prompt_template", "fewshot", "stop", "chat"}
+
+
+# A percentile interval's tails and a permutation p-value need resamples beyond each cut: fewer than this
+# many in a tail and the interval is a few order statistics (n_boot: 1 gives an interval of one point).
+TAIL_RESAMPLES = 5
+
+
+def min_resamples(alpha: float) -> int:
+    """The fewest resamples (n_boot, n_perm) that put TAIL_RESAMPLES in each alpha/2 tail: 200 at 0.05."""
+    return math.ceil(2 * TAIL_RESAMPLES / alpha)
 
 
 class Refusal(Exception):
@@ -93,13 +104,24 @@ def read_settings(path: str | Path | None) -> Settings:
             kind = "an integer" if want is int else "a number"
             raise Refusal(f"{p}: {where}: must be {kind}, got {value!r}")
     s = Settings(**values)
-    if s.n_boot < 1 or s.n_perm < 1:
-        raise Refusal(f"{p}: analysis.n_boot and analysis.n_perm must be >= 1")
     for name in ("alpha", "fdr"):
         if not 0 < getattr(s, name) < 1:
             raise Refusal(f"{p}: analysis.{name} = {getattr(s, name)} must lie strictly between 0 and 1")
-    if s.min_effect < 0:
-        raise Refusal(f"{p}: analysis.min_effect = {s.min_effect} must be >= 0")
+    least = min_resamples(s.alpha)
+    for name in ("n_boot", "n_perm"):
+        if getattr(s, name) < least:
+            raise Refusal(
+                f"{p}: analysis.{name} = {getattr(s, name)} is too few for alpha = {s.alpha}: each tail of a "
+                f"{1 - s.alpha:.0%} interval and the smallest p-value must rest on at least "
+                f"{TAIL_RESAMPLES} resamples; set analysis.{name}: {least} or more (10000 is the default)"
+            )
+    # NaN passes every comparison (a NaN min_effect would switch the negligible rule off); a difference of
+    # two means of scores in [0, 1] is never 1 or more, so such a min_effect calls every delta negligible.
+    if not (math.isfinite(s.min_effect) and 0 <= s.min_effect < 1):
+        raise Refusal(
+            f"{p}: analysis.min_effect = {s.min_effect} must be a number in [0, 1) (the smallest delta worth "
+            "a claim, e.g. 0.01)"
+        )
     if not 0 <= s.max_failed_tool_calls <= 1:
         raise Refusal(
             f"{p}: analysis.max_failed_tool_calls = {s.max_failed_tool_calls} must be a share between 0 and 1"
@@ -124,6 +146,9 @@ def read_arm_list(path: str | Path | None) -> list[str] | None:
         return None
     if not isinstance(arms, list) or not all(isinstance(a, str) for a in arms):
         raise Refusal(f"{p}: arms: must be a list of arm names, e.g. [base, trained, +rag]")
+    problem = arm_list_problem(arms)
+    if problem:
+        raise Refusal(f"{p}: arms: {problem}")
     return list(arms)
 
 
@@ -251,21 +276,26 @@ def check_matched(
     def refuse(field: str, a: Any, b: Any, fix: str = "rerun one arm under the matched protocol") -> Refusal:
         return Refusal(f"{ref_path} vs {other_path}: {field} differs ({a!r} vs {b!r}); {fix}")
 
+    # Greedy decoding (temperature 0 in both logs) reads neither the seed nor top_p: they cannot change a
+    # token, so they may differ or be recorded in one log only (an lm-eval log records no sampling seed).
+    moot = {"seed", "top_p"} if ref.temperature == 0 and other.temperature == 0 else set()
     for name in (*PROTOCOL_FIELDS, *SUITE_FIELDS):
-        if name == "seed" and "seed" in allow:
+        if (name == "seed" and "seed" in allow) or name in moot:
             continue
         a, b = getattr(ref, name), getattr(other, name)
         if a != b:
             if a is None or b is None:
                 raise refuse(name, a, b, "it is recorded in only one log; record it in both")
             raise refuse(name, a, b)
-    checked = [*PROTOCOL_FIELDS, *SUITE_FIELDS]
+    checked = [n for n in (*PROTOCOL_FIELDS, *SUITE_FIELDS) if n not in moot]
     if ref.protocol is not None and other.protocol is not None:
         pa, pb = ref.protocol.model_dump(), other.protocol.model_dump()
         # A key left out of a dump holds its built-in value (contract.protocol): absent equals absent.
         names = [*pa, *(n for n in pb if n not in pa)]
         for name in names:
             if (name == "seed" and "seed" in allow) or (name in PROMPT_KEYS and "prompt" in allow):
+                continue
+            if name in moot:
                 continue
             if pa.get(name) != pb.get(name):
                 raise refuse(f"protocol.{name}", pa.get(name), pb.get(name))
@@ -300,7 +330,7 @@ def check_matched(
     both = [
         (it.item_id, theirs) for it in other.items if (theirs := it.sample_seeds()) and it.item_id in seeds
     ]
-    if both and "seed" not in allow:
+    if both and "seed" not in allow and "seed" not in moot:
         for item_id, theirs in both:
             mine = seeds[item_id]
             if theirs[: len(mine)] == mine[: len(theirs)]:  # the common case, compared in C
@@ -395,10 +425,22 @@ def out_folder(path: str | Path, what: str = "--out") -> Path:
 
 
 def write_outputs(out_dir: str | Path, files: dict[str, bytes]) -> None:
-    """Write each file atomically (contract.atomic): a crash never leaves half a report."""
+    """Write a report's files as one set (contract.atomic): a failure or a kill leaves the old set whole,
+    never half a file or a mix of old and new; a file that cannot be written is a Refusal naming it."""
     out = Path(out_dir)
-    for name, data in files.items():
-        atomic_write(out / name, data)
+    write_set({out / name: data for name, data in files.items()})
+
+
+def write_set(files: dict[Path, str | bytes]) -> None:
+    """atomic_write_set, with an OSError (a full disk, a read-only folder) as a one-line Refusal."""
+    try:
+        atomic_write_set(files)
+    except OSError as e:
+        where = e.filename or next(iter(files), "")
+        raise Refusal(
+            f"{where}: cannot write ({e.strerror or e}); free space or fix the folder and rerun (the "
+            "previous files are left as they were)"
+        ) from None
 
 
 def same_model(ref: EvalLog, other: EvalLog) -> bool:

@@ -352,6 +352,7 @@ def build_found(
             arm: "marginal" if (arm, reference) in MARGINAL_CONTRASTS else "unknown" for arm in found
         }
     notes: list[str] = [n for n in [ct.small_suite_note(len(order))] if n]
+    notes += [n for n in [ct.greedy_note(base_log.temperature, base_log.n_samples)] if n]
 
     contrasts = [
         _contrast(arm, reference, data, models, settings, primary) for arm in found if arm != reference
@@ -549,7 +550,11 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_REFUSED
         forest = drawing.submit("forest_figure", report)
         diagram = drawing.submit("reliability_figure", report)
-        write_outputs(Path(args.out), outputs(report, forest, diagram))
+        try:
+            write_outputs(Path(args.out), outputs(report, forest, diagram))
+        except Refusal as e:
+            print(f"refused: {e}", file=sys.stderr)
+            return EXIT_REFUSED
     for c in [*report["contrasts"], *report["marginal"]]:
         lo, hi = c["ci95"]
         print(f"{c['arm']} vs {c['reference']}: {c['naive_delta']:+.4f} [{lo:+.4f}, {hi:+.4f}] {c['claim']}")

@@ -32,12 +32,14 @@ from typing import Any
 from analysis import arm_comparison, delta, item_browser
 from analysis.align import (
     EXIT_REFUSED,
+    TAIL_RESAMPLES,
     Refusal,
     Settings,
     load_log,
+    min_resamples,
     one_model_differences,
     same_model,
-    write_outputs,
+    write_set,
 )
 from contract.digest import file_sha256
 from contract.evallog import EvalLog, collector_paused
@@ -108,11 +110,14 @@ def settings_from(args: argparse.Namespace) -> Settings:
         Settings(),
         **{k: v for k, v in vars(args).items() if k in Settings.__dataclass_fields__ and v is not None},
     )
-    if s.n_boot < 1 or s.n_perm < 1:
-        raise Refusal("--n-boot and --n-perm must be >= 1")
     for name in ("alpha", "fdr"):
         if not 0 < getattr(s, name) < 1:
             raise Refusal(f"--{name} = {getattr(s, name)} must lie strictly between 0 and 1")
+    if min(s.n_boot, s.n_perm) < min_resamples(s.alpha):
+        raise Refusal(
+            f"--n-boot {s.n_boot} and --n-perm {s.n_perm}: each must be at least {min_resamples(s.alpha)} at "
+            f"alpha {s.alpha} (at least {TAIL_RESAMPLES} resamples beyond each cut of the interval)"
+        )
     return s
 
 
@@ -187,13 +192,17 @@ def main(argv: list[str] | None = None) -> int:
     except (Refusal, PathCheckError) as e:
         print(f"refused: {e}", file=sys.stderr)
         return EXIT_REFUSED
-    write_outputs(out / "delta", delta.outputs(report))
-    write_outputs(out / "arms", arm_comparison.outputs(comparison))
     # The reports' contrast rows link to ../items.html: the item browser of exactly these logs.
     page = item_browser.render_page(
         item_browser.page_data({a: log for a, (_, log) in named.items()}, (next(iter(named)), list(named)[1]))
     )
-    write_outputs(out, {"items.html": page.encode()})
+    files = {out / "delta" / name: data for name, data in delta.outputs(report).items()}
+    files |= {out / "arms" / name: data for name, data in arm_comparison.outputs(comparison).items()}
+    try:
+        write_set({**files, out / "items.html": page.encode()})
+    except Refusal as e:
+        print(f"refused: {e}", file=sys.stderr)
+        return EXIT_REFUSED
     print(
         f"{report['claim']}: delta {report['delta_mean']:+.4f} CI {report['delta_ci95']} -> {out / 'delta'}"
     )

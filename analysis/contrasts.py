@@ -62,6 +62,17 @@ def interval_method(n_items: int) -> str:
 budget_method = interval_method
 
 
+def greedy_note(temperature: float | None, k: int) -> str | None:
+    """What a report says of k > 1 samples decoded greedily (temperature 0), or None otherwise."""
+    if temperature != 0 or k <= 1:
+        return None
+    return (
+        f"temperature 0 (greedy decoding): the k = {k} samples of an item are one answer repeated, not "
+        f"{k} draws, so pass@k for k > 1 equals pass@1 and the A/A noise floor is 0 by construction; read "
+        "the pass@1 rows only (a run at temperature 0 needs k: 1)"
+    )
+
+
 def small_suite_note(n_items: int) -> str | None:
     """What a report of this many items says about its intervals, or None at BCA_MIN_ITEMS and above."""
     return SMALL_SUITE.format(n=n_items, least=BCA_MIN_ITEMS) if n_items < BCA_MIN_ITEMS else None

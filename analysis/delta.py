@@ -158,6 +158,7 @@ def build(
         pre_arm, post_arm = "pre", "post"
     calib = calibration.section({pre_arm: pre, post_arm: post}, order, pre_arm, settings)
     notes = [n for n in [contrasts.small_suite_note(len(order))] if n]
+    notes += [n for n in [contrasts.greedy_note(pre.temperature, pre.n_samples)] if n]
     if any(f is not None for f in a.families) and a.families != b.families:
         notes.append("family labels differ between the logs; families are taken from the pre log")
     if format_section["lenient_missing"]:
@@ -311,7 +312,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"refused: {e}", file=sys.stderr)
             return EXIT_REFUSED
         diagram = drawing.submit("reliability_figure", report)
-        write_outputs(Path(args.out), outputs(report, figure[0], diagram))
+        try:
+            write_outputs(Path(args.out), outputs(report, figure[0], diagram))
+        except Refusal as e:
+            print(f"refused: {e}", file=sys.stderr)
+            return EXIT_REFUSED
     print(
         f"{report['claim']}: delta {report['delta_mean']:+.4f} CI {report['delta_ci95']} "
         f"perm p {p_text(report['perm_p'], report['perm_n'], report['perm_exact'])} -> {args.out}"

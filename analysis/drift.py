@@ -321,9 +321,14 @@ def main(argv: list[str] | None = None) -> int:
     except (Refusal, PathCheckError) as e:
         print(f"drift: {e}", file=sys.stderr)
         return EXIT_REFUSED
-    if args.record:
-        write_outputs(Path(args.record).parent, {Path(args.record).name: files.pop(Path(args.record).name)})
-    write_outputs(out, files)
+    try:
+        if args.record:
+            record = Path(args.record)
+            write_outputs(record.parent, {record.name: files.pop(record.name)})
+        write_outputs(out, files)
+    except Refusal as e:
+        print(f"drift: {e}", file=sys.stderr)
+        return EXIT_REFUSED
     print(f"drift: -> {out}")
     return 0
 

@@ -10,9 +10,10 @@ the report's reader and not under the lenient one. Per arm this module estimates
   resampled with their k samples, as the reports' per-arm pass@k intervals; Wilson's score interval with
   one sample per item);
 - the accuracy among answered: sum of scores of answered samples / number of answered samples, pooled over
-  the suite (a ratio of two item means, so each answered sample weighs the same); its interval is the
-  percentile interval of the same ratio recomputed on each item-cluster resample (resamples in which no
-  sample is answered are left out and counted);
+  the suite (a ratio of two item means, so each answered sample weighs the same); its interval is the BCa
+  interval of the same ratio recomputed on each item-cluster resample, the acceleration from the ratio's
+  influence values (resamples in which no sample is answered are left out and counted; the percentile
+  interval covered 0.89 to 0.96 in the simulated designs, BCa 0.91 to 0.99);
 
 and per contrast (arm minus reference, paired over items)
 
@@ -52,17 +53,20 @@ from typing import Any
 import numpy as np
 
 from analysis.align import Settings
-from analysis.bootstrap_ci import bootstrap_mean_ci
+from analysis.bootstrap_ci import bca_interval_means, bootstrap_mean_ci
 from analysis.contrasts import BCA_MIN_ITEMS, delta_interval, mean_contrast, primary_contrast, significant
 from analysis.proportions import wilson_interval
-from analysis.resampling import Interval, bootstrap_distribution, percentile_interval, rng_for, weighted_means
+from analysis.resampling import Interval, bootstrap_distribution, rng_for, weighted_means
 from analysis.signflip import sign_flip_test, small_suite_interval
 
 FORMAT, FORMAT_DECLINE = "FORMAT", "FORMAT (decline)"
 # The claims under the report's reader that say the score moved.
 SHIFTS = frozenset({"EXPANSION", "SHARPENING", "REGRESSION", "UNDETERMINED"})
 SHARE_METHOD = "percentile item-cluster bootstrap (items resampled with their k samples)"
-RATIO_METHOD = "percentile item-cluster bootstrap of the ratio (answered samples' scores / answered samples)"
+RATIO_METHOD = (
+    "BCa item-cluster bootstrap of the ratio (answered samples' scores / answered samples; acceleration from "
+    "its influence values)"
+)
 LENIENT_READER = "the lenient reader (every reading rule, the verifier's fallbacks included)"
 
 
@@ -116,11 +120,15 @@ def accuracy_among_answered(
         rows, _ratio, settings.n_boot, rng_for(settings.seed, f"answered-accuracy{key}")
     )[:, 0]
     finite = theta[np.isfinite(theta)]
-    lo, hi = percentile_interval(finite, settings.alpha)
-    method = "point (constant)" if lo[0] == hi[0] else RATIO_METHOD
+    ratio = float(right.sum() / n_read)
+    # The ratio's influence values (its linearisation (c_i - R a_i) / mean(a)), shifted to mean R: their
+    # skewness is the ratio's BCa acceleration (Efron 1987), so the means' BCa serves the ratio.
+    influence = (right - ratio * read) / read.mean() + ratio
+    lo, hi, methods = bca_interval_means(influence, finite[:, None], settings.alpha)
+    method = methods[0] if methods[0] != "bca" else RATIO_METHOD
     return {
         **out,
-        "accuracy": float(right.sum() / n_read),
+        "accuracy": ratio,
         "ci95": [float(lo[0]), float(hi[0])],
         "ci95_method": method,
         "empty_resamples": int(theta.size - finite.size),

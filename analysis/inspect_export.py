@@ -12,6 +12,8 @@ finish reason, tokens, passages, tool calls, path verdict). `inspect view --log-
 from __future__ import annotations
 
 import argparse
+import gc
+import os
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -156,6 +158,29 @@ def to_inspect(log: EvalLog, arm: str) -> Any:
     return InspectLog(eval=spec, status="success", results=results, samples=samples)
 
 
+def _export(log: EvalLog, arm: str, target: Path) -> str | None:
+    """Write one Inspect log under a temporary name, renamed when whole; why it failed (None: written)."""
+    from inspect_ai.log import write_eval_log
+
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    try:
+        write_eval_log(to_inspect(log, arm), str(tmp), format="eval")
+        os.replace(tmp, target)
+        return None
+    except OSError as e:
+        why = str(e.strerror or e)
+    # Out of the except block, so that the traceback no longer holds inspect_ai's zip writer: finalized
+    # now, it fails again on the same full disk, a second report of the one failure, silenced here.
+    hook = sys.unraisablehook
+    sys.unraisablehook = lambda _unraisable: None
+    try:
+        gc.collect()
+    finally:
+        sys.unraisablehook = hook
+    tmp.unlink(missing_ok=True)
+    return why
+
+
 def main(argv: list[str] | None = None) -> int:
     """Command line: one Inspect log per EvalLog given."""
     ap = argparse.ArgumentParser(
@@ -183,14 +208,19 @@ def main(argv: list[str] | None = None) -> int:
             )
             return EXIT_REFUSED
         names[arm] = path
-    from inspect_ai.log import write_eval_log
-
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     for path, log in logs:
         arm = log.arm or path.stem
         target = out / f"{arm}.eval"
-        write_eval_log(to_inspect(log, arm), str(target))
+        # Under a temporary name, renamed when whole: a full disk or a kill never leaves half an .eval file.
+        why = _export(log, arm, target)
+        if why is not None:
+            print(
+                f"refused: {target}: cannot write ({why}); free space or fix the folder, then rerun",
+                file=sys.stderr,
+            )
+            return EXIT_REFUSED
         print(f"{path} -> {target} ({len(log.items)} items x {log.n_samples} epochs)")
     return 0
 

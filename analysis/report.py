@@ -25,12 +25,11 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markdown_it import MarkdownIt
 from pydantic import ValidationError
 
-from analysis.align import Refusal, out_folder
+from analysis.align import Refusal, out_folder, write_set
 from analysis.item_browser import items_page
 from analysis.mdtext import ITEMS_PAGE, SIGNIFICANT, ci_percent, items_href, md, p_text, significance_text
 from analysis.numbers import num, pvalue, signed
 from analysis.report_models import ArmComparison, DeltaReport, ReportPart
-from contract.atomic import atomic_write
 from contract.files import PathCheckError, input_file
 from contract.protocol import MATCHED_LOG_FIELDS
 
@@ -221,8 +220,8 @@ def write(
     if logs is not None:
         pair = (delta.pre_arm, delta.post_arm)
         files[out / ITEMS_PAGE] = items_page(logs, list(arms.arms_found), pair)
-    for path, text in files.items():
-        atomic_write(path, text)
+    # One set: a failed or killed report leaves the previous pages, never some old and some new.
+    write_set(files)
     return list(files)
 
 

@@ -246,6 +246,8 @@ def build(logs_dir: str, settings: Settings, params: str | Path | None) -> dict[
         _format(t, readers, settings)
     lenient_missing = answering.missing_lenient(readers)
     notes = [n for n in [contrasts.small_suite_note(len(order))] if n]
+    first = ref_log
+    notes += [n for n in [contrasts.greedy_note(first.temperature, first.n_samples)] if n]
     if config[1] and placebo is None:
         notes.append(
             f"placebo arm {config[1]} has no log among the arms of the params file: no claim about the reward"
@@ -340,17 +342,21 @@ def main(argv: list[str] | None = None) -> int:
         figure = drawing.submit("trajectory_figure", report)
         metrics_figure = drawing.submit("trajectory_metrics_figure", report)
         typed = TrajectoryReport.model_validate(report)
-        write_outputs(
-            Path(args.out),
-            {
-                "trajectory_report.json": report_json(typed),
-                "trajectory_report.md": (
-                    render.trajectory_markdown(typed) + metrics_markdown(report)
-                ).encode(),
-                "trajectory.png": figure(),
-                "trajectory_metrics.png": metrics_figure(),
-            },
-        )
+        try:
+            write_outputs(
+                Path(args.out),
+                {
+                    "trajectory_report.json": report_json(typed),
+                    "trajectory_report.md": (
+                        render.trajectory_markdown(typed) + metrics_markdown(report)
+                    ).encode(),
+                    "trajectory.png": figure(),
+                    "trajectory_metrics.png": metrics_figure(),
+                },
+            )
+        except Refusal as e:
+            print(f"refused: {e}", file=sys.stderr)
+            return EXIT_REFUSED
     if report["status"] != DONE:
         print(f"trajectory: {report['status']}: {report['detail']} -> {args.out}")
         return 0

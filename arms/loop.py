@@ -10,9 +10,10 @@ save it and count it before the slowest sample of the batch is done.
 
 Each round generates for every still-active sample in one engine call, with the request's own stop strings
 plus "</tool_call>". A round that ends in "</tool_call>" holds one call, `<tool_call>{"name": ...,
-"arguments": {...}}</tool_call>`: its body is parsed with json.loads (never eval) and executed through the
-client, and contract.textformat.format_tool_response(result or {"error": ...}) is appended. The next round's
-prompt is the original prompt + everything generated so far + the responses, and its seed is
+"arguments": {...}}</tool_call>`: its body is parsed with json.loads (never eval; arms.tools.strict_json:
+standard JSON whose every value can be stored, so no number or string escape can crash the run) and executed
+through the client, and contract.textformat.format_tool_response(result or {"error": ...}) is appended. The
+next round's prompt is the original prompt + everything generated so far + the responses, and its seed is
 contract.seeds.round_seed(seed, round). The engine must return text that includes the matched stop string
 (the GenResult contract); a round is a tool call exactly when its text ends with "</tool_call>". Handing
 outcomes over early changes nothing of the rounds: every round's batch is the same as without on_outcome.
@@ -38,12 +39,12 @@ reached the server.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from arms.tools import strict_json
 from contract.engine import Decoding, Engine, GenRequest
 from contract.generations import ToolCallRecord
 from contract.seeds import round_seed
@@ -112,8 +113,8 @@ def parse_tool_call(segment: str) -> ParsedCall:
         return ParsedCall(raw=raw, error=f"malformed tool call: {TOOL_CALL_CLOSE} without {TOOL_CALL_OPEN}")
     raw = segment[start + len(TOOL_CALL_OPEN) : body_end].strip()
     try:
-        call = json.loads(raw)
-    except json.JSONDecodeError as e:
+        call = strict_json.loads(raw)
+    except ValueError as e:  # JSONDecodeError, NotStrictJSON, and the int-string limit of an unchecked parse
         return ParsedCall(raw=raw, error=f"malformed tool call: not JSON ({e})")
     except RecursionError:
         too_deep = True

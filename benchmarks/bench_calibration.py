@@ -27,7 +27,9 @@ at 0.9: a pure format effect) and reasoning (trained's rates shifted by +0.8 on 
 0.7). Each rep runs the delta report's claim and FORMAT call (analysis.contrasts.claim,
 analysis.answering.primary_part). Printed: the rate of FORMAT (null: a false call; format: the power;
 reasoning: a false call), of a SHARPENING / EXPANSION / UNDETERMINED claim that stands (format: the gain
-wrongly called reasoning) and of any claim, each with its Monte Carlo standard error.
+wrongly called reasoning) and of any claim, and the coverage of trained's answered-share and
+accuracy-among-answered intervals and of the answered share's change, each with its Monte Carlo standard
+error.
 
 The paper metrics' table (`--part metrics`, benchmarks/calibration_metrics.py): the coverage of the
 intervals of maj@k's, pass^k's and avg@k's deltas, of Bayes@N's credible intervals, and how well avg@k's
@@ -189,9 +191,11 @@ GAINS = {"EXPANSION", "SHARPENING", "UNDETERMINED"}
 
 
 def format_rep(
-    n: int, k: int, regime: str, design: str, settings: Settings, rng: np.random.Generator
+    n: int, k: int, regime: str, design: str, settings: Settings, rng: np.random.Generator, accuracy: float
 ) -> dict:
-    """One simulated pair under two readers: the claim under the report's reader and the FORMAT call."""
+    """One simulated pair under two readers: the claim under the report's reader, the FORMAT call, and
+    whether trained's answered share, its accuracy among answered (population value: accuracy) and the
+    answered share's change are covered by their intervals."""
     settings = dataclasses.replace(settings, seed=int(rng.integers(2**31)))
     a, b = REGIMES[regime]
     p = rng.beta(a, b, n)
@@ -212,11 +216,22 @@ def format_rep(
     )
     call = part["call"] if part is not None else None
     final = call or claim
+    row = answering.arm_row(
+        "trained", right_trained * read_trained, ReaderArrays(read_trained, None), settings
+    )
+    change = part["answered_change"] if part is not None else None
+
+    def covers(ci: list[float] | None, value: float) -> bool:
+        return ci is not None and ci[0] <= value <= ci[1]
+
     return {
         "format": call == FORMAT,
         "format_any": call in (FORMAT, FORMAT_DECLINE),
         "gain_claim": final in GAINS,
         "any_claim": final in CLAIMS or call is not None,
+        "cov_share": covers(row["answered_ci95"], form_trained),
+        "cov_accuracy": covers(row["accuracy_answered_ci95"], accuracy),
+        "cov_change": covers(change["ci95"] if change else None, form_trained - form_base),
     }
 
 
@@ -232,6 +247,9 @@ FORMAT_COLUMNS = [
         "rate of SHARPENING / EXPANSION / UNDETERMINED standing after the call",
     ),
     ("any_claim", "any claim", "rate of any claim (a FORMAT call included)"),
+    ("cov_share", "share cov", "coverage of trained's answered-share interval"),
+    ("cov_accuracy", "accuracy cov", "coverage of trained's accuracy-among-answered interval"),
+    ("cov_change", "change cov", "coverage of the answered share's change interval"),
 ]
 
 
@@ -240,18 +258,28 @@ def format_table(args: argparse.Namespace, reps: int, settings: Settings) -> Non
     print(f"FORMAT call: {reps} reps per design; format rates (base, trained): "
           + ", ".join(f"{d} {r}" for d, r in FORMAT_RATES.items()))  # fmt: skip
     print("  n  k  regime    design     " + "  ".join(f"{short:>15}" for _, short, _ in FORMAT_COLUMNS))
+    misses = 0
     for n, k, regime, design in itertools.product(args.sizes, (1, 8), REGIMES, FORMAT_RATES):
         rng = np.random.default_rng(
             [args.seed, n, k, list(REGIMES).index(regime), 10 + list(FORMAT_RATES).index(design)]
         )
-        results = [format_rep(n, k, regime, design, settings, rng) for _ in range(reps)]
+        # Trained's accuracy among answered in the population: its mean rate (the form is independent of it).
+        # (from a Generator of its own, so the reps' draws do not depend on it).
+        a, b = REGIMES[regime]
+        p = np.random.default_rng([args.seed, 99, list(REGIMES).index(regime)]).beta(a, b, 1_000_000)
+        shift = PLANTED_LOGIT if design == "reasoning" else 0.0
+        accuracy = float(expit(logit(np.clip(p, 1e-12, 1 - 1e-12)) + shift).mean())
+        results = [format_rep(n, k, regime, design, settings, rng, accuracy) for _ in range(reps)]
         cells = []
         for key, _, _ in FORMAT_COLUMNS:
             rate = float(np.mean([r[key] for r in results]))
             se = math.sqrt(max(rate * (1 - rate), 1e-12) / reps)
-            cells.append(f"{rate:.3f}+-{se:.3f}".rjust(15))
+            off = key.startswith("cov_") and rate < 1 - settings.alpha - 2 * se
+            misses += off
+            cells.append(f"{rate:.3f}+-{se:.3f}{'*' if off else ''}".rjust(15))
         print(f"{n:>3} {k:>2}  {regime:<9} {design:<10} " + "  ".join(cells), flush=True)
     print("columns: " + "; ".join(f"{short}: {what}" for _, short, what in FORMAT_COLUMNS))
+    print(f"* coverage below 0.95 - 2 s.e.: {misses}")
 
 
 def main(argv: list[str] | None = None) -> int:

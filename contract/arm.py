@@ -17,3 +17,13 @@ class ArmSpec(BaseModel):
     tools: bool
     attribution: str
     description: str | None = None
+
+
+def arm_list_problem(arms: list[str]) -> str | None:
+    """Why a params file's arm list cannot be run (empty, an arm listed twice), in a few words; else None."""
+    if not arms:
+        return "the list is empty; name the arms to run, at least [base, trained] (conf/arm/<name>.yaml each)"
+    twice = next((a for i, a in enumerate(arms) if a in arms[:i]), None)
+    if twice is not None:
+        return f"{twice!r} is listed twice; list each arm once"
+    return None

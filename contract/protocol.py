@@ -3,7 +3,7 @@ sections of params.yaml it lives among."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
@@ -30,7 +30,8 @@ class Protocol(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
     k: int = Field(ge=1)
     max_tokens: int = Field(ge=1)
-    temperature: float = Field(ge=0)
+    # allow_inf_nan: vLLM refuses an infinite temperature only once its engine has started.
+    temperature: float = Field(ge=0, allow_inf_nan=False)
     top_p: float = Field(gt=0, le=1)
     seed: int
     max_tool_calls: int = Field(default=0, ge=0)
@@ -47,7 +48,8 @@ class Protocol(BaseModel):
     prompt: str | None = Field(default=None, min_length=1)
     prompt_template: str | None = Field(default=None, min_length=1)
     fewshot: FewShot | None = None
-    stop: list[str] | None = None
+    # An empty stop string is refused by vLLM after its engine has started (and would match everywhere).
+    stop: list[Annotated[str, Field(min_length=1)]] | None = None
     answer: AnswerRule | None = None
     chat: Literal["auto"] | bool | None = None
     # Record each sample's mean token log-probability (calibration weighs answers by it); None: not recorded.

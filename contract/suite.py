@@ -117,8 +117,13 @@ class SuiteItem(BaseModel):
 
 
 def questions_sha256(items: Sequence[SuiteItem]) -> str:
-    """sha256 of what generation reads of a suite: the item ids and questions, in suite order."""
-    body = json.dumps([[it.item_id, it.question] for it in items], ensure_ascii=False, separators=(",", ":"))
+    """sha256 of what generation reads of a suite: the item ids and questions, sorted by id.
+
+    Sorted, so that reordering the suite's lines (which changes no prompt, seed or sample: each sample's seed
+    is derived from its item id) regenerates nothing; the scores are matched to items by id.
+    """
+    pairs = sorted([it.item_id, it.question] for it in items)
+    body = json.dumps(pairs, ensure_ascii=False, separators=(",", ":"))
     return text_sha256(body)
 
 
@@ -129,6 +134,7 @@ def load_suite(path: str | Path) -> list[SuiteItem]:
         raise SuiteError(f"{p}: suite file not found; point suite.path of the params file (or --suite) at it")
     items: list[SuiteItem] = []
     seen: dict[str, int] = {}
+    asked: dict[str, tuple[int, str]] = {}
     try:
         records = read_jsonl(p)
     except JsonlError as e:
@@ -153,6 +159,16 @@ def load_suite(path: str | Path) -> list[SuiteItem]:
         if item.item_id in seen:
             raise SuiteError(f"{p}:{n}: item_id: {item.item_id!r} already used on line {seen[item.item_id]}")
         seen[item.item_id] = n
+        # One question under two ids is one item counted twice: its outcomes are not independent, and the
+        # intervals would claim more items than were asked.
+        question = " ".join(item.question.split())
+        if question in asked:
+            line, first = asked[question]
+            raise SuiteError(
+                f"{p}:{n}: question: item {item.item_id!r} asks what item {first!r} asks on line {line}; "
+                "keep one of them"
+            )
+        asked[question] = (n, item.item_id)
         items.append(item)
     if not items:
         raise SuiteError(f"{p}: the suite has no items")

@@ -11,7 +11,7 @@ import types
 import typing
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import (
@@ -24,7 +24,7 @@ from pydantic import (
     model_validator,
 )
 
-from contract.arm import ArmSpec
+from contract.arm import ArmSpec, arm_list_problem
 from contract.files import PathCheckError, input_file
 from contract.names import Name
 from contract.protocol import AnswerRule, Protocol, is_protocol_key
@@ -131,6 +131,16 @@ class Params(BaseModel):
     # The checkpoints of `sweep`, in step order (load_params expands the glob once).
     _swept: list[Checkpoint] = PrivateAttr(default_factory=list)
 
+    @field_validator("arms")
+    @classmethod
+    def _arms_runnable(cls, v: list[str] | None) -> list[str] | None:
+        # Refused here, by the first stage that reads the list: DVC would otherwise fail on a missing
+        # pins/arms folder (an empty list), or the sixth stage blame the logs (an arm listed twice).
+        problem = None if v is None else arm_list_problem(v)
+        if problem:
+            raise ValueError(problem)
+        return v
+
     @property
     def source(self) -> Path:
         """The params file these settings were read from."""
@@ -191,6 +201,14 @@ def load_params(path: str | Path) -> Params:
     except ValidationError as e:
         raise ConfigError(_first_error(p, e)) from None
     params._source = p
+    proto = params.protocol
+    if proto.temperature == 0 and proto.k > 1:
+        # Greedy decoding gives one answer however often it is drawn: k copies would be tested as k draws.
+        raise ConfigError(
+            f"{p}: protocol.k: {proto.k} samples at protocol.temperature: 0 are one greedy answer repeated "
+            f"{proto.k} times, which pass@k and the A/A check would read as draws; set k: 1 for greedy "
+            "decoding, or a temperature above 0"
+        )
     params.protocol = with_preset(params.protocol, p)
     if params.sweep is not None:
         params._swept = _expand_sweep(params.sweep, p)
@@ -247,7 +265,7 @@ class TemplateHeader(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
     description: str | None = None
     answer: AnswerRule | None = None
-    stop: list[str] = Field(default_factory=list)
+    stop: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list)
     fewshot: bool = False
 
 
@@ -304,6 +322,14 @@ def with_preset(protocol: Protocol, source: Path, conf_dir: Path = CONF_DIR) -> 
         raise ConfigError(
             f"{source}: protocol.prompt and protocol.prompt_template: give one (a preset of conf/prompt/, or "
             "your own Jinja template file)"
+        )
+    # A preset is a name, never a path: `../../x` would load a template from outside conf/prompt/.
+    name = protocol.prompt
+    if name is not None and (not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*", name) or ".." in name):
+        raise ConfigError(
+            f"{source}: protocol.prompt: {name!r} is not the name of a preset of {conf_dir / 'prompt'} "
+            f"(known presets: {', '.join(known_presets(conf_dir))}); give your own template file as "
+            "protocol.prompt_template"
         )
     path = template_file(protocol, conf_dir)
     if path is None:

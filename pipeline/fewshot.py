@@ -45,12 +45,34 @@ def load_examples(spec: FewShot, source: Path) -> list[Example]:
                 ) from None
     except JsonlError as e:
         raise ConfigError(f"{source}: protocol.fewshot.path: {e}") from None
+    _check_distinct(examples[: spec.n], spec)
     if len(examples) < spec.n:
         raise ConfigError(
             f"{source}: protocol.fewshot.n = {spec.n}: {spec.path} holds {len(examples)} examples; "
             "lower n or add examples"
         )
     return examples[: spec.n]
+
+
+def _check_distinct(examples: Sequence[Example], spec: FewShot) -> None:
+    """Refuse two examples of one id, or of one question (with the same answer or two different ones)."""
+    ids: dict[str, int] = {}
+    questions: dict[str, Example] = {}
+    for i, ex in enumerate(examples, 1):
+        if ex.id in ids:
+            raise ConfigError(
+                f"{spec.path}: example {i}: id {ex.id!r} is also example {ids[ex.id]}'s; ids are unique"
+            )
+        ids[ex.id] = i
+        q = " ".join(ex.question.split())
+        if q in questions:
+            other = questions[q]
+            how = "with another answer" if other.answer != ex.answer else "again"
+            raise ConfigError(
+                f"{spec.path}: example {ex.id!r}: asks example {other.id!r}'s question {how}; keep one of "
+                "them"
+            )
+        questions[q] = ex
 
 
 def check_disjoint(examples: Sequence[Example], items: Sequence[SuiteItem], spec: FewShot) -> None:

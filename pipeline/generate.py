@@ -1,7 +1,7 @@
 """Generate one arm, resumably: the plan's requests through the engine (or the tool loop) to a file.
 
 Requests are cut into chunks of engine.chunk_size in a fixed order; each chunk is one engine call (or one
-run of the tool loop), and its finished samples are appended to <out_dir>/.partial/<arm>.jsonl and flushed
+run of the tool loop), and its finished samples are appended to <out_dir>.work/partial/<arm>.jsonl and flushed
 at once (pipeline.shards). A rerun with the same fingerprint skips finished chunks and regenerates an
 interrupted one whole, with the same composition, so it gets the same outputs; a shard with another
 fingerprint is refused unless fresh=true. The generations file is written atomically to
@@ -61,7 +61,7 @@ from pipeline.samples import (
     sample_validator,
     tool_counts,
 )
-from pipeline.settings import RunnerError, RunSettings, tool_session
+from pipeline.settings import RunnerError, RunSettings, partial_dir, tool_session
 from pipeline.shards import RunLock, Shard, ShardError, now_iso
 from pipeline.staleness import RunState, reuse, staleness, up_to_date
 
@@ -191,7 +191,7 @@ def run(
     state = staleness(settings, part, arm, params)
     if state.stale is None:
         return reuse(state)
-    lock = settings.out_dir / ".partial" / f"{settings.arm}{part_suffix(part)}.lock"
+    lock = partial_dir(settings.out_dir) / f"{settings.arm}{part_suffix(part)}.lock"
     with RunLock(lock, f"arm {settings.arm!r}{'' if part is None else f' part {settings.part}'}"):
         # A run of the same arm may have finished it between the check above and the lock.
         if not settings.force and part is None and up_to_date(state.dest, state.inputs) is None:
@@ -220,7 +220,7 @@ def _run(state: RunState, engine: Engine | None) -> Path:
             plan = part_of(plan, *part)
         todo = chunks(plan.requests, int(settings.engine["chunk_size"]))
         fingerprint = run_fingerprint(arm, params, pins, settings.engine, plan, part)
-        shard_path = settings.out_dir / ".partial" / f"{arm.name}{part_suffix(part)}.jsonl"
+        shard_path = partial_dir(settings.out_dir) / f"{arm.name}{part_suffix(part)}.jsonl"
         if part is not None and part_path(settings.out_dir, arm.name, part).is_file():
             print(f"run_arm: {arm.name}: part {part[0]}/{part[1]} already generated")
             return part_path(settings.out_dir, arm.name, part)

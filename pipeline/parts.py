@@ -2,8 +2,8 @@
 and the merge writes the arm's generations file from the N finished parts.
 
 A worker (pipeline.ray_run, a SLURM array, a DVC queue) runs `part=s/N`: its finished shard moves to
-<out_dir>/.parts/<arm>.part-s-of-N.jsonl with a record of where and how fast it ran (finish_part). The merge
-refuses a missing, incomplete or foreign part, or parts made on different engines. A tool arm's part
+<out_dir>.work/parts/<arm>.part-s-of-N.jsonl with a record of where and how fast it ran (finish_part). The
+merge refuses a missing, incomplete or foreign part, or parts made on different engines. A tool arm's part
 records the tool specs its prompts showed, so the merge plans the arm without starting a tool server.
 """
 
@@ -23,7 +23,7 @@ from pipeline.config import Params
 from pipeline.plan import Plan, plan_run
 from pipeline.provenance import record
 from pipeline.samples import RESTARTS_META, TOOL_SPECS_META, assemble, run_fingerprint, tool_counts
-from pipeline.settings import RunnerError, RunSettings, tool_session
+from pipeline.settings import RunnerError, RunSettings, partial_dir, tool_session, work_dir
 from pipeline.shards import RunLock, Shard, now_iso, recorded_meta
 from pipeline.staleness import RunState, reuse, staleness
 
@@ -61,8 +61,8 @@ def part_suffix(part: tuple[int, int] | None) -> str:
 
 
 def part_path(out_dir: Path, arm: str, part: tuple[int, int]) -> Path:
-    """Where a finished part waits for the merge: <out_dir>/.parts/<arm>.part-s-of-N.jsonl."""
-    return out_dir / ".parts" / f"{arm}{part_suffix(part)}.jsonl"
+    """Where a finished part waits for the merge: <out_dir>.work/parts/<arm>.part-s-of-N.jsonl."""
+    return work_dir(out_dir) / "parts" / f"{arm}{part_suffix(part)}.jsonl"
 
 
 def finish_part(
@@ -106,7 +106,7 @@ def merge_parts(
     state = staleness(settings, arm=arm, params=params)
     if state.stale is None:
         return reuse(state)
-    with RunLock(settings.out_dir / ".partial" / f"{settings.arm}.lock", f"arm {settings.arm!r}"):
+    with RunLock(partial_dir(settings.out_dir) / f"{settings.arm}.lock", f"arm {settings.arm!r}"):
         return _merge(state, n)
 
 

@@ -26,6 +26,7 @@ from pipeline.heavy_imports import collector_paused
 from pipeline.hub import model_dir
 from pipeline.prompts import (
     RESERVED_TEMPLATE_KWARGS,
+    check_uses_question,
     compile_template,
     is_chat_model,
     make_prompt,
@@ -224,6 +225,8 @@ def plan_run(params: Params, arm: ArmSpec, tools: Sequence[dict[str, Any]]) -> P
     template = chat_settings(params, chat, display)
     user = prompt_template(params)
     examples = fewshot_examples(params, items)
+    if user is not None:
+        check_uses_question(*user, tools, examples)
     index = open_index(params) if arm.retrieval else None
     if index is not None:
         from arms.retrieval import passages_for

@@ -96,10 +96,28 @@ def render_template(
     shots = [{"id": e.id, "question": e.question, "answer": e.answer} for e in examples]
     try:
         return template.render(question=question, passages=list(passages), tools=list(tools), examples=shots)
-    except jinja2.TemplateError as e:
+    except Exception as e:  # noqa: BLE001 - any error of a user's template (1/0, include, a huge range) is its
+        # author's to fix: one line naming the file, never a traceback
+        what = str(e).splitlines()[0] if str(e) else ""
         raise ConfigError(
-            f"{where}: cannot render ({e}); a prompt template may use question, passages, tools and examples"
+            f"{where}: cannot render ({type(e).__name__}: {what}); a prompt template may use question, "
+            "passages, tools and examples, and no include, extends or import (it is one file)"
         ) from None
+
+
+def check_uses_question(
+    template: jinja2.Template, where: str, tools: Sequence[dict[str, Any]], examples: Sequence[Any]
+) -> None:
+    """Refuse a prompt template that renders the same text whatever the question (an empty file, a
+    template that never shows `question`): every item would be asked the same thing."""
+    one, two = (
+        render_template(template, where, q, [], tools, examples) for q in ("7 + 5?", "What is 2 x 9?")
+    )
+    if one == two:
+        raise ConfigError(
+            f"{where}: renders the same prompt whatever the question (it never uses `question`), so every "
+            "item would be asked the same thing; put {{ question }} where the question goes"
+        )
 
 
 def chat_messages(

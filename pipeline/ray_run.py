@@ -2,7 +2,7 @@
 
 The arm's requests are cut into N parts by a fixed rule (items at suite positions i with i % N == s, all k
 samples of an item in one part); each part runs as a Ray task with its own engine replica (its own GPU with
-`--gpus-per-worker 1`) and writes its finished samples to <out_dir>/.parts/; the driver then merges them
+`--gpus-per-worker 1`) and writes its finished samples to <out_dir>.work/parts/; the driver then merges them
 into <out_dir>/<arm>.json. Every (item, sample) carries its own seed, so the merged file equals a
 one-worker run wherever the engine's outputs do not depend on the batch (checked on the CPU engine by
 tests/test_ray_run.py; on a GPU set VLLM_BATCH_INVARIANT=1 to make vLLM batch-invariant).
@@ -100,7 +100,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             args.arm, args.workers, args.overrides, args.address, args.gpus_per_worker, args.cpus_per_worker
         )
     except KNOWN_ERRORS as e:
-        _fail(f"{e}; finished parts are kept in <out_dir>/.parts/: rerun the same command to resume")
+        _fail(f"{e}; finished parts are kept in <out_dir>.work/parts/: rerun the same command to resume")
     except Exception as e:
         cause: Any = getattr(e, "cause", None)
         if isinstance(cause, KNOWN_ERRORS):

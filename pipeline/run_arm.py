@@ -17,6 +17,7 @@ from typing import Any
 from pipeline.config import arms_of, load_arm, load_params
 from pipeline.generate import KNOWN_ERRORS, run
 from pipeline.hydra_cli import hydra_main
+from pipeline.keep import run_kept
 from pipeline.parts import merge_parts
 from pipeline.plan import check_matched_prompting
 from pipeline.settings import os_error_line, settings_from
@@ -33,9 +34,9 @@ def _task(cfg: Any) -> None:
         params = load_params(settings.params)
         check_matched_prompting(params, list(dict.fromkeys([settings.arm, *arms_of(params)])))
         if settings.merge is not None:
-            merge_parts(settings, settings.merge, arm, params)
+            run_kept(lambda s, **kw: merge_parts(s, s.merge, **kw), settings, arm=arm, params=params)
         else:
-            run(settings, arm=arm, params=params)
+            run_kept(run, settings, arm=arm, params=params)
     except KNOWN_ERRORS as e:
         print(f"run_arm: {e}", file=sys.stderr)
         sys.exit(2)

@@ -6,6 +6,8 @@ and the arms of one model share one started engine. Each arm is still its own ru
 its own pins check, shard, resume and file. An arm whose generations file already has the same inputs (its
 pin file, arm, protocol and engine settings; the file's `inputs_sha256`) is up to date and skipped, and a
 model whose arms are all up to date starts no engine: an edit to conf/arm/+rag.yaml regenerates +rag alone.
+An arm file missing from the folder (a `dvc checkout --force` that could not restore it deletes all of them)
+is put back from its kept link in <out_dir>.work/kept/ first (pipeline.keep).
 """
 
 from __future__ import annotations
@@ -18,9 +20,10 @@ from pathlib import Path
 from pipeline.config import CONF_DIR, ConfigError, arms_of, known_arms, load_arm, load_params, unknown_arm
 from pipeline.engines import engines_started, release_engine
 from pipeline.generate import KNOWN_ERRORS, run
+from pipeline.keep import kept_path, run_kept
 from pipeline.plan import check_matched_prompting
-from pipeline.settings import compose_settings, os_error_line
-from pipeline.staleness import staleness
+from pipeline.settings import RunSettings, compose_settings, os_error_line
+from pipeline.staleness import staleness, up_to_date
 
 EPILOG = """\
 examples:
@@ -92,10 +95,9 @@ def main(argv: Sequence[str] | None = None) -> None:
             for arm in names:
                 settings = compose_settings(arm, args.overrides)
                 if args.status:
-                    why = staleness(settings).stale
-                    print(f"  {arm:<20} {'up to date' if why is None else 'to generate: ' + why}")
+                    print(f"  {arm:<20} {_status(settings)}")
                 else:
-                    run(settings)
+                    run_kept(run, settings)
             # The next model needs the memory; an engine is never shared across models.
             release_engine()
     except HydraException as e:
@@ -107,6 +109,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     if not args.status:
         n = engines_started()
         print(f"run_arms: done; {n} engine{'' if n == 1 else 's'} started", flush=True)
+
+
+def _status(settings: RunSettings) -> str:
+    """Up to date, or why the arm would be generated; a file the run would put back counts as present."""
+    state = staleness(settings)
+    kept = kept_path(state.dest)
+    restorable = state.stale is not None and not settings.force and not state.dest.exists()
+    if restorable and kept.is_file() and up_to_date(kept, state.inputs) is None:
+        return f"up to date (put back from {kept} when run)"
+    return "up to date" if state.stale is None else f"to generate: {state.stale}"
 
 
 def _fail(message: str) -> None:

@@ -71,7 +71,13 @@ def score_file(
     log = score_generations(
         gens, items, suite_name, suite_revision, digest, where=str(generations), timeout_s=timeout_s
     )
-    atomic_write(out, log.model_dump_json(indent=1, exclude_none=True) + "\n")
+    try:
+        atomic_write(out, log.model_dump_json(indent=1, exclude_none=True) + "\n")
+    except OSError as e:  # a full disk, a read-only folder: one line, and the previous log stays whole
+        raise ConfigError(
+            f"{out}: cannot write ({e.strerror or e}); free space or fix the folder, then rerun (the "
+            "previous log is left as it was)"
+        ) from None
     if log.scorer is not None and log.scorer.timeouts:
         print(
             f"score: {generations}: {log.scorer.timeouts} answers ran out of the verifier time limit and "

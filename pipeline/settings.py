@@ -17,6 +17,21 @@ from typing import Any
 from pipeline.config import CONF_DIR, engine_config, tool_server_settings
 
 
+def work_dir(out_dir: Path) -> Path:
+    """The run's own files beside out_dir, never inside it: <out_dir>.work/ (partial shards, finished
+    parts, kept links of the finished files).
+
+    DVC owns out_dir as one output: a `dvc checkout --force` that cannot restore it from the cache deletes the
+    whole folder, so what a resume needs must live where DVC never deletes (pipeline.keep).
+    """
+    return out_dir.parent / f"{out_dir.name}.work"
+
+
+def partial_dir(out_dir: Path) -> Path:
+    """Where a run appends its finished samples (<out_dir>.work/partial/<arm>.jsonl) and keeps its lock."""
+    return work_dir(out_dir) / "partial"
+
+
 class RunnerError(RuntimeError):
     """Bad input for the runner; the message names the file, the field and the fix."""
 
@@ -83,7 +98,7 @@ def compose_settings(arm: str, overrides: Sequence[str] = (), part: str | None =
 def os_error_line(e: OSError, out_dir: Path) -> str:
     """One line for a file that could not be written or read: which, why, and how to go on."""
     where = e.filename or out_dir
-    partial = out_dir / ".partial"
+    partial = partial_dir(out_dir)
     kept = (
         f"; the samples already saved in {partial} are kept"
         if partial.is_dir() and any(partial.glob("*.jsonl"))
@@ -111,8 +126,12 @@ def tool_session(settings: RunSettings, arm: str) -> Iterator[Any]:
     except ToolSessionError as e:
         if e.deaths is None:
             raise RunnerError(str(e)) from None
-        shard = settings.out_dir / ".partial" / f"{arm}.jsonl"
+        # A part's own shard and command (pipeline.parts.part_suffix spells the same name).
+        part = settings.part
+        suffix = "" if part is None else ".part-{}-of-{}".format(*(int(x) for x in part.split("/")))
+        shard = partial_dir(settings.out_dir) / f"{arm}{suffix}.jsonl"
+        again = f"arm={arm}" if part is None else f"arm={arm} part={part}"
         raise RunnerError(
-            f"tool server died {e.deaths} times; rerun `python -m pipeline.run_arm arm={arm}` to resume "
+            f"tool server died {e.deaths} times; rerun `python -m pipeline.run_arm {again}` to resume "
             f"({e}; the finished samples are kept in {shard}; conf/config.yaml tool_server sets the budget)"
         ) from None

@@ -1,6 +1,6 @@
 """Resumable shard writing: finished samples of a run, appended and flushed to disk as they come.
 
-    generations/.partial/<arm>.jsonl
+    generations.work/partial/<arm>.jsonl
         {"fingerprint": {...}, "fingerprint_sha256": "...", "started_at": "..."}     line 1
         {"item_id": "...", "index": 0, "seed": ..., "text": ..., "check": "..."}  one line per sample
         {"meta": {"engine": {...}}, "check": "..."}                              what the run learned

@@ -57,7 +57,7 @@ run_world() {
     echo "gpu_check: $name: no CPU generations in the DVC cache or remote; the run is described but not compared" >&2
     ref=""
   fi
-  rm -rf "$dir/generations"
+  rm -rf "$dir/generations" "$dir/generations.work"  # the kept links would put the CPU files back
   t0=$(date +%s)
   ( cd "$dir" && eval "$cmd" ) 2>&1 | tee "$out/$name-pipeline.log"
   t1=$(date +%s)

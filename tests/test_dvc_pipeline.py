@@ -21,6 +21,7 @@ import pytest
 import yaml
 
 from contract.jsonl import read_jsonl
+from pipeline.keep import kept_path
 
 ROOT = Path(__file__).resolve().parents[1]
 ARMS = ["base", "trained", "+rag", "+tools", "trained+rag", "trained+tools", "trained+rag+tools"]
@@ -239,10 +240,11 @@ def test_a_forced_rerun_reproduces_every_tracked_artifact_byte_for_byte(repo: Pa
     lock = (repo / "dvc.lock").read_bytes()
     # `dvc repro -f` reruns every stage; the generate stage would find its arms up to date, so the base
     # model's three arms (plain, retrieval, tools: every kind of generation, on one engine start) go first
-    # and are generated again.
+    # and are generated again: their files and the links the run keeps of them (pipeline.keep).
     again = {"base", "+rag", "+tools"}
     for arm in again:
         (repo / "generations" / f"{arm}.json").unlink()
+        kept_path(repo / "generations" / f"{arm}.json").unlink()
     out = dvc(repo, "repro", "-f").stdout
     assert regenerated(out) == again and engine_starts(out) == 1, out
     # reports/drift is the one record of history by design (persist: the scorers the last run saw, and

@@ -470,3 +470,35 @@ def test_a_long_question_answer_and_reference_are_clipped_to_head_and_tail(tmp_p
     assert "194000 characters left out" in item["q"] and "middle" not in item["q"]
     assert len(item["r"]) < item_browser.MAX_TEXT + 100
     assert len(item["a"][0][2][0][1]) < item_browser.MAX_TEXT + 100  # the answer read
+
+
+@pytest.mark.slow
+def test_a_right_to_left_override_in_a_text_is_shown_as_a_code_point_not_obeyed(
+    tmp_path: Path, browser: Any
+) -> None:
+    """U+202E in a question or a model's text would display what follows it reversed: 'tset' for 'test'."""
+    question = "Is \u202etset\u202c right?"
+    samples = [
+        [{"index": 0, "seed": 1, "score": s, "text": "Answer: \u2066abc\u2069 \u202e123"}] for s in (0, 1)
+    ]
+    for name, scores in (("base", [[0.0], [1.0]]), ("other", [[1.0], [0.0]])):
+        own = [[{**samples[i][0], "score": scores[i][0]}] for i in range(2)]
+        path = write_log(tmp_path / f"{name}.json", scores, samples=own, arm=name)
+        raw = json.loads(path.read_text())
+        for it in raw["items"]:
+            it["question"] = question
+        path.write_text(json.dumps(raw))
+    data = item_browser.page_data({a: load(tmp_path / f"{a}.json") for a in ("base", "other")})
+    page_path = tmp_path / "items.html"
+    page_path.write_text(item_browser.render_page(data))
+    net = Offline(browser)
+    page = net.open(page_path)
+    page.locator("#rows tr.item").first.click()
+    detail = page.locator("tr.detail-row").first
+    detail.locator("details.transcript summary").first.click()
+    detail.locator(".turn.model pre").first.wait_for(state="visible", timeout=5000)
+    text = detail.inner_text()
+    assert "Is \u27e8U+202E\u27e9tset\u27e8U+202C\u27e9 right?" in text, text
+    assert "\u27e8U+2066\u27e9abc\u27e8U+2069\u27e9 \u27e8U+202E\u27e9123" in text, text
+    assert not any(c in text for c in "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+    assert net.errors == [] and net.attempted == []

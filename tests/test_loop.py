@@ -36,6 +36,7 @@ from demo.charmodel import build_tokenizer
 from demo.tiny_models import TOOL_MODEL_NAME, TOOL_QUESTIONS, train_tiny_tool_model
 from pipeline.engines.vllm_engine import VllmEngine
 from pipeline.prompts import build_prompt
+from pipeline.settings import partial_dir
 from tests.conftest import committed_or_cached
 
 Script = Sequence[str | Callable[[str], str]]
@@ -536,7 +537,7 @@ def test_rag_and_tool_arms_end_to_end(vllm_engine: VllmEngine, tiny_tool_model: 
                 "suite": {"path": str(suite), "name": "sda-mini-subset", "revision": "v1.0"},
                 "models": {"base": {"path": str(tiny_tool_model)}, "trained": {"path": str(tiny_tool_model)}},
                 "rag": {"corpus": str(corpus), "index": str(tmp_path / "index"), "top_k": 3},
-                "protocol": {"k": 2, "max_tokens": 128, "temperature": 0.0, "top_p": 1.0, "seed": 1234,
+                "protocol": {"k": 1, "max_tokens": 128, "temperature": 0.0, "top_p": 1.0, "seed": 1234,
                              "max_tool_calls": 4},
             }
         )
@@ -624,7 +625,7 @@ def test_a_tool_arm_whose_server_keeps_dying_with_the_real_engine(
     params.write_text(json.dumps({
         "suite": {"path": str(suite), "name": "tools-subset", "revision": "t1"},
         "models": {"base": {"path": str(tiny_tool_model)}, "trained": {"path": str(tiny_tool_model)}},
-        "protocol": {"k": 2, "max_tokens": 128, "temperature": 0.0, "top_p": 1.0, "seed": 1234,
+        "protocol": {"k": 1, "max_tokens": 128, "temperature": 0.0, "top_p": 1.0, "seed": 1234,
                      "max_tool_calls": 4},
     }))  # fmt: skip
     pins = tmp_path / "pins"
@@ -639,7 +640,7 @@ def test_a_tool_arm_whose_server_keeps_dying_with_the_real_engine(
     calm = load_generations(generate("calm"))
     assert calm.tool_calls is not None and calm.tool_calls.failed == calm.tool_calls.restarts == 0
     n_calls = calm.tool_calls.answered
-    assert n_calls >= 4, "the tiny tool model should call a tool on most of these questions"
+    assert n_calls >= 3, "the tiny tool model should call a tool on most of these questions"
 
     monkeypatch.setenv(EXIT_EVERY_ENV, "3")
     flaky = load_generations(generate("flaky", max_restarts=n_calls))
@@ -653,7 +654,7 @@ def test_a_tool_arm_whose_server_keeps_dying_with_the_real_engine(
     ):
         generate("broken", max_restarts=1)
     assert not (tmp_path / "broken" / "+tools.json").exists()
-    assert (tmp_path / "broken" / ".partial" / "+tools.jsonl").is_file()
+    assert (partial_dir(tmp_path / "broken") / "+tools.jsonl").is_file()
     # The command line: exit 2 with one line naming the resume, nothing written but the shard.
     env = {**os.environ, "PYTHONPATH": str(root), EXIT_EVERY_ENV: "2"}
     done = subprocess.run(

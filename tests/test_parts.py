@@ -15,7 +15,7 @@ from pipeline.engines import release_engine
 from pipeline.generate import run
 from pipeline.parts import merge_parts, part_of
 from pipeline.plan import plan_run
-from pipeline.settings import RunnerError
+from pipeline.settings import RunnerError, partial_dir, work_dir
 from tests.conftest import arithmetic_items, make_world
 
 
@@ -44,10 +44,10 @@ def test_two_parts_merged_equal_the_whole_arm_byte_for_byte(world, tmp_path: Pat
     out = tmp_path / "parts"
     for s in (1, 0):
         done = run(world.settings("base", engine=hf, out_dir=out, part=f"{s}/2"))
-        assert done == out / ".parts" / f"base.part-{s}-of-2.jsonl"
+        assert done == work_dir(out) / "parts" / f"base.part-{s}-of-2.jsonl"
     merged = merge_parts(world.settings("base", engine=hf, out_dir=out), 2)
     assert merged.read_bytes() == whole.read_bytes()
-    assert not list((out / ".parts").iterdir()) and not list((out / ".partial").iterdir())
+    assert not list((work_dir(out) / "parts").iterdir()) and not list(partial_dir(out).iterdir())
     # A rerun of the merge finds the arm up to date.
     assert merge_parts(world.settings("base", engine=hf, out_dir=out), 2) == merged
 
@@ -59,7 +59,9 @@ def test_a_missing_or_foreign_part_is_refused_naming_the_file(world, tmp_path: P
     with pytest.raises(RunnerError, match=r"base.part-1-of-2.jsonl: part 1/2 of arm 'base' is missing"):
         merge_parts(world.settings("base", engine=hf, out_dir=out), 2)
     # Part 0 of 2 renamed as part 1 of 2: its fingerprint names another part, the merge refuses it.
-    (out / ".parts" / "base.part-0-of-2.jsonl").rename(out / ".parts" / "base.part-1-of-2.jsonl")
+    (work_dir(out) / "parts" / "base.part-0-of-2.jsonl").rename(
+        work_dir(out) / "parts" / "base.part-1-of-2.jsonl"
+    )
     run(world.settings("base", engine=hf, out_dir=out, part="0/2"))
     with pytest.raises(Exception, match=r"base.part-1-of-2.jsonl: .*other settings \(part"):
         merge_parts(world.settings("base", engine=hf, out_dir=out), 2)

@@ -228,7 +228,7 @@ def _params_file(tmp_path: Path, name: str = "params.yaml", **changes) -> Path:
     params = {
         "suite": {"path": str(suite), "name": "s", "revision": "1"},
         "models": {"base": {"hf": "org/model", "revision": "0123456789abcdef0123456789abcdef01234567"}},
-        "protocol": {"k": 2, "max_tokens": 8, "temperature": 0.0, "top_p": 1.0, "seed": 1},
+        "protocol": {"k": 2, "max_tokens": 8, "temperature": 1.0, "top_p": 1.0, "seed": 1},
         **changes,
     }
     p = tmp_path / name

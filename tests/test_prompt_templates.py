@@ -17,6 +17,7 @@ from pipeline.config import CONF_DIR, ConfigError, known_presets, load_arm, load
 from pipeline.pins import PinError, check_pins
 from pipeline.plan import check_matched_prompting, plan_run, ships_chat_template
 from pipeline.prompts import PLAIN_STOP, build_prompt, compile_template, render_template
+from pipeline.settings import partial_dir
 from scoring.reading import read_answer
 from scoring.verifiers import score
 from tests.conftest import arithmetic_items, make_world, with_chat_template
@@ -198,7 +199,7 @@ def test_mixed_plain_and_chat_arms_are_refused_and_chat_false_prompts_both_plain
 def test_a_partial_file_without_samples_never_blocks_a_run_with_other_settings(tmp_path, capsys) -> None:
     from pipeline.shards import Shard, ShardError
 
-    path = tmp_path / ".partial" / "base.jsonl"
+    path = partial_dir(tmp_path) / "base.jsonl"
     old = Shard(path, {"engine": {"max_model_len": None}})
     old.set_meta("engine", {"name": "vllm"})  # an engine record, but no sample: the engine never generated
     old.close()

@@ -47,6 +47,7 @@ from mcp.shared.message import SessionMessage
 from mcp_types.jsonrpc import INVALID_REQUEST, PARSE_ERROR
 from pydantic import ValidationError
 
+from arms.tools import strict_json
 from arms.tools.orbital import TOOLS, call_tool
 
 SERVER_NAME = "orbital-tools"
@@ -141,8 +142,8 @@ def malformed_reply(raw: str, problem: Exception) -> types.JSONRPCError | None:
     if not raw.strip():
         return None
     try:
-        msg = json.loads(raw)
-    except (json.JSONDecodeError, RecursionError) as e:
+        msg = strict_json.loads(raw)
+    except (ValueError, RecursionError) as e:
         return types.JSONRPCError(
             jsonrpc="2.0",
             id=_request_id(_leading_id(raw)),
@@ -170,7 +171,10 @@ def _request_id(value: Any) -> int | str | None:
 
 def _has_id(raw: str) -> bool:
     """Whether a line that parsed as a message is a JSON object with an "id" member."""
-    msg = json.loads(raw)
+    try:
+        msg = strict_json.loads(raw)
+    except (ValueError, RecursionError):
+        return _leading_id(raw) is not None or '"id"' in raw
     return isinstance(msg, dict) and "id" in msg
 
 
@@ -200,7 +204,7 @@ def _leading_id(raw: str) -> Any:
             if s[i : i + 1] != ",":
                 return None
             i += 1
-    except (json.JSONDecodeError, StopIteration, RecursionError):
+    except (ValueError, StopIteration, RecursionError):  # JSONDecodeError, the int-string limit
         return None
 
 

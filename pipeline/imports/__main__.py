@@ -129,6 +129,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--max-tokens", type=int, default=None, help="the token budget, when the source does not record it"
     )
+    ap.add_argument(
+        "--seed", type=int, default=None, help="the run's seed, when the source does not record it"
+    )
     args = ap.parse_args(argv)
     if args.tool == "jsonl":
         ap.error(
@@ -143,6 +146,13 @@ def main(argv: list[str] | None = None) -> int:
         log = assemble(
             sources, overrides, arm=args.arm, verifier=args.verifier, suite_file=suite, names=names
         )
+        if args.seed is not None:
+            if log.seed is not None and log.seed != args.seed:
+                raise ImportRefusal(
+                    f"{sources[0].path}: seed: the file records {log.seed!r}, --seed says {args.seed!r}; "
+                    "drop the flag"
+                )
+            log = log.model_copy(update={"seed": args.seed})
         atomic_write(out, log.model_dump_json(exclude_none=True, indent=1).encode())
     except (ImportRefusal, PathCheckError) as e:
         print(f"refused: {e}", file=sys.stderr)

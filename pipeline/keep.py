@@ -1,0 +1,79 @@
+"""Kept links of the finished generations files, where DVC never deletes: <out_dir>.work/kept/.
+
+DVC tracks the generations folder as one output. When its cache cannot restore the folder (the cache lost,
+one arm's file gone), `dvc checkout --force` deletes the whole folder, the intact arms included. So every
+arm file the generate commands finish, and its provenance record, is also hard-linked (no second copy on
+disk; a copy where the file system has no hard links) into <out_dir>.work/kept/, beside the partial shards
+and finished parts, which live there too (pipeline.settings.work_dir). Before an arm is checked, a missing
+file is put back from its kept link; its seal and inputs (pipeline.staleness) still decide whether it is
+reused, so a kept file never stands in for a stale one.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+from contract.provenance import provenance_path
+from pipeline.settings import RunSettings, work_dir
+
+
+def kept_path(path: Path) -> Path:
+    """Where the kept link of a file of the generations folder lives."""
+    return work_dir(path.parent) / "kept" / path.name
+
+
+def _link(src: Path, dest: Path) -> None:
+    """dest becomes src's content, atomically: a hard link (or a copy) under a temporary name, renamed."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
+    tmp.unlink(missing_ok=True)
+    try:
+        try:
+            os.link(src, tmp)
+        except OSError:  # a file system without hard links (or across devices): a copy keeps it as well
+            shutil.copyfile(src, tmp)
+        os.replace(tmp, dest)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def keep(path: Path) -> None:
+    """Link a finished file of the generations folder into kept/ (replacing an older link of it)."""
+    if path.is_file():
+        _link(path, kept_path(path))
+
+
+def restore(path: Path) -> bool:
+    """Put a missing file of the generations folder back from its kept link; True when it did."""
+    src = kept_path(path)
+    if path.exists() or not src.is_file():
+        return False
+    _link(src, path)
+    return True
+
+
+def restore_arm(out_dir: Path, arm: str, say: Callable[[str], None] = print) -> None:
+    """Put an arm's generations file and provenance record back from kept/ where they are missing."""
+    dest = out_dir / f"{arm}.json"
+    for path in (dest, provenance_path(dest)):
+        if restore(path):
+            say(f"run_arm: {arm}: put {path} back from {kept_path(path)} (it was removed from the folder)")
+
+
+def keep_arm(dest: Path) -> None:
+    """Keep an arm's finished generations file and its provenance record."""
+    keep(dest)
+    keep(provenance_path(dest))
+
+
+def run_kept(run: Callable[..., Path], settings: RunSettings, **kwargs: object) -> Path:
+    """run(settings, **kwargs) with the arm's kept files put back first and its finished files kept after."""
+    restore_arm(settings.out_dir, settings.arm)
+    dest = run(settings, **kwargs)
+    if settings.part is None:
+        keep_arm(dest)
+    return dest
