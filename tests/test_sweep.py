@@ -77,6 +77,10 @@ def test_the_sweep_makes_models_and_plain_arms_in_step_order(world: Path) -> Non
     from pipeline.config import arms_of, known_arms, load_arm, load_params
     from pipeline.settings import compose_settings
 
+    # Hydra composes a swept arm that has no conf/arm file (the run_arm, run_arms and score commands),
+    # before anything else has listed the arms.
+    settings = compose_settings("run-step-2")
+    assert settings.arm == "run-step-2" and settings.arm_node["model"] == "run-step-2"
     params = load_params("params.yaml")
     assert arms_of(params) == ["base", "trained", "run-step-2", "run-step-10"]
     assert params.models["run-step-2"].path == "ckpt/global_step_2/actor/huggingface"
@@ -88,9 +92,6 @@ def test_the_sweep_makes_models_and_plain_arms_in_step_order(world: Path) -> Non
         "parametric",
     )
     assert {"run-step-2", "run-step-10"} <= set(known_arms())
-    # Hydra composes a swept arm that has no conf/arm file (the run_arm, run_arms and score commands).
-    settings = compose_settings("run-step-2")
-    assert settings.arm == "run-step-2" and settings.arm_node["model"] == "run-step-2"
 
 
 def test_each_swept_checkpoint_is_pinned_as_any_local_model(world: Path) -> None:
