@@ -147,7 +147,9 @@ def build(logs_dir: str | Path, settings: Settings, params: str | Path | None) -
         for a in arms
     ]
     compared = [
-        {"arm": a, "reference": ref, **deltas(logs[ref], logs[a], order, settings, f"/{a}")}
+        # One key per metric, not per arm: every arm's contrast draws the same item resamples, so two
+        # arms with the same logs (a swept checkpoint and its named twin) print the same intervals.
+        {"arm": a, "reference": ref, **deltas(logs[ref], logs[a], order, settings, "")}
         for a in arms
         if a != ref
     ]
