@@ -1,8 +1,8 @@
 """The engine interface: a batch of seeded requests in, one result per request out.
 
-Both engines (pipeline/engines: vllm, hf) implement it with the same semantics, so the runner and the tool
-loop (arms/loop.py) never know which one they drive. Each request is one sample of one item (n=1) with
-its own seed; all requests of a round are submitted in one call.
+The engines (pipeline/engines: vllm, hf, openai) implement it with the same semantics, so the runner and
+the tool loop (arms/loop.py) never know which one they drive. Each request is one sample of one item (n=1)
+with its own seed; all requests of a round are submitted in one call.
 """
 
 from __future__ import annotations
@@ -24,6 +24,10 @@ class EngineInfo(BaseModel):
     driver: str | None = None
     dtype: str | None = None
     batch_invariant: bool | None = None
+    # A served engine (engine=openai): the server's host:port, never credentials (or that the runner started
+    # it on loopback), and the model id it serves under.
+    server: str | None = None
+    served_model: str | None = None
 
 
 @dataclass(frozen=True)

@@ -45,6 +45,7 @@ from pipeline.engines import (
     fit_context,
     get_engine,
     is_running,
+    server_of,
 )
 from pipeline.hub import model_dir
 from pipeline.parts import finish_part, parse_part, part_of, part_path, part_suffix
@@ -232,7 +233,9 @@ def _run(state: RunState, engine: Engine | None) -> Path:
             if engine is None:
                 # A hub model runs from its cached snapshot: the engine never reaches the hub.
                 where = model_dir(ref, arm.model, params.source)
-                cfg = fit_context(settings.engine, where, context_needed(plan, proto, arm))
+                cfg = fit_context(
+                    server_of(settings.engine, arm.model), where, context_needed(plan, proto, arm)
+                )
                 engine, engine_start_s = start_engine(cfg, arm.name, where, None)
             # The engine reads the prompts as this plan made them: chat prompts hold their own BOS token.
             if hasattr(engine, "chat"):
@@ -273,7 +276,10 @@ def _run(state: RunState, engine: Engine | None) -> Path:
 
         try:
             for chunk in pending:
-                # The whole chunk is generated even if part of it is on disk: same batch, same outputs.
+                # The whole chunk is generated even if part of it is on disk: same batch, same outputs. A
+                # served engine's batches are the server's, which no rerun reproduces: only what is missing.
+                if getattr(engine, "resumes_per_sample", False):
+                    chunk = [r for r in chunk if r.key not in shard.records]
                 generate_chunk(engine, chunk, decoding, tools_client, proto.max_tool_calls, on_outcome)
                 shard.sync()
         except BaseException as e:
@@ -343,9 +349,11 @@ def summary_line(prov: Provenance, dest: Path) -> str:
     e = prov.engine
     start = f"engine start {prov.engine_start_s:.1f} s, " if prov.engine_start_s is not None else ""
     resumed = f" ({prov.samples_resumed} resumed)" if prov.samples_resumed else ""
+    # A server someone else runs has no device or dtype the runner knows: its host instead.
+    on = ", ".join(str(x) for x in (e.version or e.name, e.device or e.server, e.dtype) if x is not None)
     return (
-        f"run_arm: {prov.arm}: {prov.samples} samples{resumed} on {e.version or e.name}, {e.device}, "
-        f"{e.dtype}; {start}generation {prov.generate_s:.1f} s, {prov.tokens_per_s:.0f} tok/s; "
+        f"run_arm: {prov.arm}: {prov.samples} samples{resumed} on {on}; "
+        f"{start}generation {prov.generate_s:.1f} s, {prov.tokens_per_s:.0f} tok/s; "
         f"wrote {dest}"
     )
 

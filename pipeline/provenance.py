@@ -97,7 +97,8 @@ def rows(generations_dir: Path, arms: list[str]) -> list[list[str]]:
         else:
             when, host, rate = record.finished_at, record.host, f"{record.tokens_per_s:.0f}"
         same = (e.version, e.device, e.driver) == here
-        out.append([arm, when, host, e.version or e.name, e.device or "", e.driver or "", rate,
+        # A server someone else ran: its host stands where the device would.
+        out.append([arm, when, host, e.version or e.name, e.device or e.server or "", e.driver or "", rate,
                     "yes" if same else f"no (here: {', '.join(here)})"])  # fmt: skip
     return out
 

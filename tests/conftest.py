@@ -31,11 +31,19 @@ from demo.worlds import write_jsonl as write_jsonl
 
 # The test modules that drive a vLLM engine in the test process. The test command (--dist loadgroup) runs
 # them one after another on one pytest-xdist worker: vLLM's import (about 15 s of a CPU) and each
-# checkpoint's engine start are paid once, not once per worker. Every other module is a group of its own,
+# checkpoint's engine start are paid once, not once per worker (test_served_engine compares vLLM's server
+# with that engine). Every other module is a group of its own,
 # as --dist loadfile would make it (module-scoped fixtures stay on one worker). test_vllm_engine is not
 # one of them: it checks that a released engine is collected, which another module's engine kept alive in
 # the same process (test_loop holds one for the session) would defeat.
-IN_PROCESS_ENGINE = {"test_demo_world", "test_layers", "test_loop", "test_ray_run", "test_runner_engine"}
+IN_PROCESS_ENGINE = {
+    "test_demo_world",
+    "test_layers",
+    "test_loop",
+    "test_ray_run",
+    "test_runner_engine",
+    "test_served_engine",
+}
 # The modules that use the SmolLM2 world's float32 checkpoints (smollm2_checkpoints): on one worker, one after
 # another, the checkpoints are built once (about 40 s of a CPU), not once on each worker at the same time.
 SMOLLM2_CHECKPOINTS = {"test_smollm2_world", "test_plain_world", "test_smollm2_grpo_world"}

@@ -76,6 +76,36 @@ def test_a_batch_larger_than_one_prefill_step_generates_with_per_request_seeds(v
     assert sum(r.prompt_tokens for r in first) > 4096
 
 
+def test_the_offline_engine_hands_each_sample_over_at_the_step_it_finishes_in(vllm_engine):
+    from vllm import SamplingParams
+    from vllm.inputs import TokensPrompt
+
+    reqs = [
+        GenRequest(
+            key=(f"q{i}", 0), prompt=build_prompt(f"What is {i} + {i % 5}?"), seed=i, max_tokens=1 + i % 16
+        )
+        for i in range(64)
+    ]
+    sampled = Decoding(temperature=1.0, top_p=1.0)
+    running: list[bool] = []
+    results = vllm_engine.generate(
+        reqs,
+        sampled,
+        on_result=lambda r: running.append(vllm_engine.llm.llm_engine.has_unfinished_requests()),
+    )
+    assert len(running) == 64 and running[0], "the first sample came only when the whole batch was done"
+    # The batch is the one LLM.generate runs: the same outputs.
+    ids = vllm_engine.tokenizer([r.prompt for r in reqs])["input_ids"]
+    params = [
+        SamplingParams(
+            n=1, seed=r.seed, temperature=1.0, top_p=1.0, max_tokens=r.max_tokens, stop=list(r.stop)
+        )
+        for r in reqs
+    ]
+    outs = vllm_engine.llm.generate([TokensPrompt(prompt_token_ids=x) for x in ids], params, use_tqdm=False)
+    assert [r.text for r in results] == [o.outputs[0].text for o in outs]
+
+
 def _count_samples(shard: Path) -> int:
     if not shard.exists():
         return 0

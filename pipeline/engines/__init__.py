@@ -1,4 +1,5 @@
-"""Engines behind one interface (contract.engine): `make_engine(cfg, model)` picks one by cfg["name"].
+"""Engines behind one interface (contract.engine): `make_engine(cfg, model)` picks one by cfg["name"]
+(vllm: offline vllm.LLM; hf: transformers; openai: an OpenAI-compatible server, its own or attached).
 
 `get_engine` keeps one started engine per process and reuses it while the model and settings stay the
 same (the arms of one model in a Hydra multirun, or a test session).
@@ -14,9 +15,14 @@ from typing import Any
 from contract.engine import Engine
 from pipeline.config import ConfigError
 
-ENGINES = ("vllm", "hf")
+ENGINES = ("vllm", "hf", "openai")
 # Keys of conf/engine/*.yaml that the runner uses itself (they shape batches, not the engine).
 RUNNER_KEYS = frozenset({"name", "chunk_size"})
+# Keys of conf/engine/openai.yaml that say how to reach a server, not what it generates: out of a run's
+# fingerprint, so a run started on one server resumes on another of the same model.
+SERVING_KEYS = frozenset(
+    {"base_url", "served_model", "api_key_env", "concurrency", "timeout_s", "retries", "start_timeout_s"}
+)
 # max_model_len: auto never goes below this (nor above the model's context), and rounds up to a power of
 # two: the arms of one model (plain, with passages, with tools) then fit one engine, and the demo models'
 # 1024-token context is what they got before auto existed.
@@ -31,20 +37,39 @@ class EngineStartError(RuntimeError):
 
 
 def settings_record(cfg: Mapping[str, Any]) -> dict[str, Any]:
-    """The engine settings a run's fingerprint holds: all but the log level (it changes what is printed),
-    max_model_len auto recorded as null, the earlier default it replaces: neither changes a text, since
-    auto always holds the run's longest prompt and budget."""
-    record = {k: v for k, v in cfg.items() if k != "log_level"}
+    """The engine settings a run's fingerprint holds: all but the log level (it changes what is printed)
+    and how a server is reached (SERVING_KEYS), max_model_len auto recorded as null, the earlier default
+    it replaces: neither changes a text, since auto always holds the run's longest prompt and budget."""
+    record = {k: v for k, v in cfg.items() if k != "log_level" and k not in SERVING_KEYS}
     if record.get("max_model_len") == "auto":
         record["max_model_len"] = None
     return record
+
+
+def server_of(cfg: Mapping[str, Any], model_key: str) -> dict[str, Any]:
+    """cfg with a base_url given per model ({base: URL, trained: [URL, URL]}) made the one of model_key (a
+    key of params.yaml models), so one command runs every arm on the servers of its own model; null there:
+    the runner's own server. A model the mapping leaves out is refused in one line."""
+    out = dict(cfg)
+    urls = out.get("base_url")
+    if out.get("name") != "openai" or not isinstance(urls, Mapping):
+        return out
+    if model_key not in urls:
+        raise ConfigError(
+            f"conf/engine/openai.yaml: base_url names servers for {', '.join(map(str, urls)) or 'no model'}, "
+            f"not for model {model_key!r}; add {model_key}: <URL> (or null: the runner starts one)"
+        )
+    out["base_url"] = urls[model_key]
+    return out
 
 
 def fit_context(cfg: Mapping[str, Any], model: str | Path, needed: int) -> dict[str, Any]:
     """cfg with max_model_len auto made a number: needed tokens (the longest prompt plus the budget), rounded
     up to a power of two, at least AUTO_MIN_LEN, never above the model's own context."""
     out = dict(cfg)
-    if out.get("name") != "vllm" or out.get("max_model_len") != "auto":
+    # The openai engine's own server runs the vllm engine's settings; an attached server has its own.
+    served = out.get("name") == "openai" and out.get("base_url") is None
+    if (out.get("name") != "vllm" and not served) or out.get("max_model_len") != "auto":
         return out
     from transformers import AutoConfig
 
@@ -96,6 +121,10 @@ def make_engine(cfg: Mapping[str, Any], model: str | None = None, revision: str 
         from pipeline.engines.vllm_engine import VllmEngine
 
         return VllmEngine(str(model), revision=revision, **kwargs)
+    if name == "openai":
+        from pipeline.engines.openai_engine import OpenAIEngine
+
+        return OpenAIEngine(str(model), revision=revision, **kwargs)
     if name == "hf":
         from pipeline.engines.hf_engine import HfEngine
 

