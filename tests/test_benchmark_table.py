@@ -63,3 +63,17 @@ def test_the_table_stage_reproduces_the_recorded_table_under_dvc(tmp_path: Path)
     dvc("repro", "--single-item", "--force", "table")
     assert {p.name: p.read_bytes() for p in (world / "reports" / "table").iterdir()} == recorded
     assert "table" not in dvc("status", "table")
+
+
+def test_the_grpo_worlds_swept_last_step_scores_as_its_named_twin() -> None:
+    # grpo-step-48 (checkpoints/verifier/global_step_48/actor/huggingface, the sweep) holds trained's weights.
+    trained = json.loads((WORLD / "evallogs" / "trained.json").read_text())
+    swept = json.loads((WORLD / "evallogs" / "sweep" / "grpo-step-48.json").read_text())
+    assert swept["arm"] == "grpo-step-48" and swept["model_name"].endswith("global_step_48/actor/huggingface")
+    assert swept["pins"]["model"] == trained["pins"]["model"]
+    assert [it["scores"] for it in swept["items"]] == [it["scores"] for it in trained["items"]]
+    table = json.loads((WORLD / "reports" / "table" / "benchmark_table.json").read_text())
+    assert [(r["arm"], r["step"]) for r in table["rows"]] == [
+        ("base", 0), ("trained", None), ("placebo", None), ("grpo-step-12", 12), ("grpo-step-24", 24),
+        ("grpo-step-48", 48),
+    ]  # fmt: skip

@@ -116,7 +116,7 @@ def test_arm_metrics_on_a_committed_log() -> None:
     from analysis.align import arm_arrays, item_order, load_log
     from analysis.passk import pass_at_k_items
 
-    log = load_log(GRPO_LOGS / "step-24.json")
+    log = load_log(GRPO_LOGS / "sweep" / "grpo-step-24.json")
     order = item_order(log)
     scores = arm_arrays(log, order).scores
     answers = [next(it for it in log.items if it.item_id == i).sample_answers() for i in order]

@@ -127,8 +127,8 @@ def test_the_trajectory_reads_the_sweep_and_plots_every_metric(tmp_path: Path) -
     (logs / "sweep").mkdir(parents=True)
     shutil.copy(GRPO_LOGS / "base.json", logs / "base.json")
     shutil.copy(GRPO_LOGS / "placebo.json", logs / "placebo.json")
-    for step, arm in ((12, "step-12"), (24, "step-24"), (48, "trained")):
-        shutil.copy(GRPO_LOGS / f"{arm}.json", logs / "sweep" / f"grpo-step-{step}.json")
+    for step in (12, 24, 48):
+        shutil.copy(GRPO_LOGS / "sweep" / f"grpo-step-{step}.json", logs / "sweep")
     params = yaml.safe_load((ROOT / "examples/smollm2-grpo/params.yaml").read_text())
     params["arms"] = ["base", "placebo"]
     params["sweep"] = {"name": "grpo", "glob": "none/global_step_*", "base": "base"}
@@ -156,8 +156,8 @@ def test_the_benchmark_table_lists_arms_then_swept_steps(tmp_path: Path) -> None
     (logs / "sweep").mkdir(parents=True)
     for arm in ("base", "trained"):
         shutil.copy(GRPO_LOGS / f"{arm}.json", logs / f"{arm}.json")
-    shutil.copy(GRPO_LOGS / "step-24.json", logs / "sweep" / "grpo-step-24.json")
-    shutil.copy(GRPO_LOGS / "step-12.json", logs / "sweep" / "grpo-step-12.json")
+    shutil.copy(GRPO_LOGS / "sweep" / "grpo-step-24.json", logs / "sweep")
+    shutil.copy(GRPO_LOGS / "sweep" / "grpo-step-12.json", logs / "sweep")
     params = yaml.safe_load((ROOT / "examples/smollm2-grpo/params.yaml").read_text())
     params["arms"] = ["base", "trained"]
     params["analysis"].update(n_boot=200, n_perm=200)
