@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,7 @@ from contract.files import PathCheckError, output_dir
 from contract.logreader import read_log, read_logs
 from contract.protocol import MATCHED_LOG_FIELDS, PARAMS_SECTIONS, PROMPTING_KEYS
 from contract.provenance import NOT_RECORDED
+from contract.sweep import SweepError, check_section
 
 EXIT_REFUSED = 2
 PROTOCOL_FIELDS = MATCHED_LOG_FIELDS
@@ -148,6 +150,33 @@ def read_arm_list(path: str | Path | None) -> list[str] | None:
     if problem:
         raise Refusal(f"{p}: arms: {problem}")
     return list(arms)
+
+
+SWEEP_FOLDER = "sweep"  # <logs>/sweep/<arm>.json: the swept checkpoints' logs (pipeline.score_sweep)
+
+
+def log_path(folder: str | Path, arm: str) -> Path:
+    """An arm's log: <folder>/<arm>.json, or a swept checkpoint's <folder>/sweep/<arm>.json."""
+    direct = Path(folder) / f"{arm}.json"
+    swept = Path(folder) / SWEEP_FOLDER / f"{arm}.json"
+    return swept if not direct.is_file() and swept.is_file() else direct
+
+
+def read_swept(path: str | Path | None, logs_dir: str | Path) -> tuple[str, list[tuple[str, int]]] | None:
+    """params.yaml `sweep`: its base arm and the swept arms whose logs are in <logs>/sweep, with their steps,
+    in step order; None without a sweep. The logs, not the glob, say which checkpoints ran, so an analysis
+    needs no checkpoint folder."""
+    section = read_section(path, "sweep")
+    if section is None:
+        return None
+    try:
+        s = check_section(section, str(path or "params.yaml"))
+    except SweepError as e:
+        raise Refusal(str(e)) from None
+    pattern = re.compile(rf"^{re.escape(s['name'])}-step-(\d+)$")
+    found = [(p.stem, pattern.match(p.stem)) for p in (Path(logs_dir) / SWEEP_FOLDER).glob("*.json")]
+    arms = sorted(((a, int(m.group(1))) for a, m in found if m), key=lambda x: x[1])
+    return s["base"], arms
 
 
 def generated_by(log: EvalLog) -> str:

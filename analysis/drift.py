@@ -63,6 +63,8 @@ def read_folder(folder: Path, arms: list[str] | None) -> dict[str, tuple[Path, E
     """The logs of a folder by arm name (the log's arm, else its stem), limited to arms when given."""
     paths = sorted(folder.glob("*.json")) if arms is None else [folder / f"{a}.json" for a in arms]
     paths = [p for p in paths if p.is_file()]
+    if not paths:
+        raise Refusal(f"{folder}: no EvalLog (*.json) in this folder; give the folder that holds the logs")
     found: dict[str, tuple[Path, EvalLog]] = {}
     for path, log in zip(paths, load_logs(paths, samples=False), strict=True):
         found[log.arm or path.stem] = (path, log)

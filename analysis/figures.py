@@ -154,6 +154,43 @@ def forest_figure(r: dict[str, Any]) -> bytes:
 
 
 @_literal_text
+def trajectory_metrics_figure(r: dict[str, Any]) -> bytes:
+    """Every paper metric of every checkpoint over its training step (the reference at 0); the spreads of
+    avg@k (sd over runs) and Bayes@N (posterior sd) as bars. Positions in training order where a step is
+    not known."""
+    rows = r.get("metrics") or []
+    if r["status"] != "done" or not rows:
+        fig = Figure(figsize=(6, 1.6), layout="tight")
+        ax = fig.subplots()
+        ax.axis("off")
+        ax.text(0.5, 0.5, f"trajectory: {r['status']}", ha="center", va="center")
+        return _png(fig)
+    by_step = all(row["step"] is not None for row in rows)
+    xs = [row["step"] if by_step else i for i, row in enumerate(rows)]
+    k = rows[0]["k"]
+    fig = Figure(figsize=(7, 4), layout="tight")
+    ax = fig.subplots()
+    series = [("avg", "avg_sd", f"avg@{k} ± sd over runs"), ("maj", None, f"maj@{k}"),
+              ("pass_at_k", None, f"pass@{k}"), ("pass_hat", None, f"pass^{k}"),
+              ("bayes", "bayes_sd", f"Bayes@{k} ± posterior sd")]  # fmt: skip
+    for i, (key, sd, label) in enumerate(series):
+        if any(row[key] is None for row in rows):
+            continue
+        ys = [row[key] for row in rows]
+        err = [row[sd] for row in rows] if sd else None
+        ax.errorbar(xs, ys, yerr=err, fmt="o-", color=f"C{i}", capsize=3, label=label)
+    if by_step:
+        ax.set_xlabel(f"training step ({rows[0]['arm']} at 0)")
+    else:
+        ax.set_xticks(xs, [row["arm"] for row in rows], fontsize=8)
+        ax.set_xlabel("checkpoint (training order)")
+    ax.set_ylabel("score")
+    ax.set_title("Paper metrics over the checkpoints")
+    ax.legend(fontsize=7)
+    ax.grid(alpha=0.3)
+    return _png(fig)
+
+
 def trajectory_figure(r: dict[str, Any]) -> bytes:
     """Delta over the reference per checkpoint in training order with CIs; the placebo; trained vs placebo."""
     if r["status"] != "done":

@@ -72,8 +72,33 @@ PIPELINE_REPORTS = (
 )
 
 
-def context(delta: DeltaReport, arms: ArmComparison, out: Path | None = None) -> dict[str, Any]:
-    """Everything the templates need, taken from the two reports.
+# The benchmark table's overall numbers on the index page and in metrics.json (analysis.benchmark_table).
+TABLE_FILE = "benchmark_table.json"
+TABLE_METRICS = ("avg", "avg_sd", "maj", "pass_at_k", "pass_hat", "bayes", "bayes_sd")
+
+
+def read_table(table_dir: Path | None) -> dict[str, Any] | None:
+    """The benchmark table's JSON, or None when there is no table folder or file (a run without the stage)."""
+    if table_dir is None or not (table_dir / TABLE_FILE).is_file():
+        return None
+    try:
+        return json.loads((table_dir / TABLE_FILE).read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        raise Refusal(f"{table_dir / TABLE_FILE}: cannot read: {e}; rerun the table stage (dvc repro)") from e
+
+
+def table_rows(table: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """Each arm's overall paper metrics (the table's `all` column), for the page and metrics.json."""
+    if table is None:
+        return []
+    return [{"arm": r["arm"], "step": r["step"], **{m: r["cells"]["all"][m] for m in TABLE_METRICS}}
+            for r in table["rows"]]  # fmt: skip
+
+
+def context(
+    delta: DeltaReport, arms: ArmComparison, table: dict[str, Any] | None = None, out: Path | None = None
+) -> dict[str, Any]:
+    """Everything the templates need, taken from the two reports (and the benchmark table, when made).
 
     out: the page's folder; the trajectory and drift reports there are linked too.
     """
@@ -121,10 +146,13 @@ def context(delta: DeltaReport, arms: ArmComparison, out: Path | None = None) ->
             *others,
             ("Item browser", ITEMS_PAGE, "the items that flipped between any two arms, with transcripts"),
         ],
+        "table": table_rows(table),
+        "table_k": table["k"] if table else None,
+        "table_families": [f for f in table["families"] if f != "all"] if table else [],
     }
 
 
-def metrics(delta: DeltaReport, arms: ArmComparison) -> dict[str, Any]:
+def metrics(delta: DeltaReport, arms: ArmComparison, table: dict[str, Any] | None = None) -> dict[str, Any]:
     """The headline numbers DVC tracks as metrics: what a person compares across experiments.
 
     trained minus base (mean, interval, p, verdict), the claim, every arm's naive delta over base and its
@@ -154,6 +182,10 @@ def metrics(delta: DeltaReport, arms: ArmComparison) -> dict[str, Any]:
         lenient = fmt.contrast.lenient
         out["lenient"] = {"mean": lenient.delta, "lo": lenient.ci95[0], "hi": lenient.ci95[1],
                           "p": lenient.p_value, "significant": lenient.significant}  # fmt: skip
+    rows = table_rows(table)
+    if rows:
+        # The paper metrics over all items, metric by metric and arm by arm (the benchmark table's `all`).
+        out["paper"] = {m: {r["arm"]: r[m] for r in rows} for m in TABLE_METRICS}
     return out
 
 
@@ -178,7 +210,12 @@ def plot_tables(delta: DeltaReport, arms: ArmComparison) -> dict[str, str]:
 
 
 def write(
-    delta_dir: Path, arms_dir: Path, out: Path, logs: Path | None = None, pipeline: bool = True
+    delta_dir: Path,
+    arms_dir: Path,
+    out: Path,
+    logs: Path | None = None,
+    table_dir: Path | None = None,
+    pipeline: bool = True,
 ) -> list[Path]:
     """Render the index page, the reports' HTML, the metrics, the plot data and (with logs) the item browser.
 
@@ -195,7 +232,8 @@ def write(
     )
     # The markdown page's counterpart of the HTML page's autoescape: every text from a log goes through it.
     env.filters["md"] = md
-    ctx = context(delta, arms, out)
+    table = read_table(table_dir)
+    ctx = context(delta, arms, table, out)
     html_env = Environment(loader=FileSystemLoader(TEMPLATES), undefined=StrictUndefined, autoescape=True)
     files = {
         out / "index.md": env.get_template("index.md.j2").render(ctx),
@@ -203,7 +241,7 @@ def write(
     }
     if pipeline:
         # DVC's metrics and plot data: what `dvc metrics show` and `dvc plots show` read.
-        files[out / "metrics.json"] = json.dumps(metrics(delta, arms), indent=2, sort_keys=True) + "\n"
+        files[out / "metrics.json"] = json.dumps(metrics(delta, arms, table), indent=2, sort_keys=True) + "\n"
         for name, text in plot_tables(delta, arms).items():
             files[out / "plots" / name] = text
     for folder, (key, stem) in zip((delta_dir, arms_dir), RENDERED.items(), strict=True):
@@ -235,10 +273,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--out", default="reports", help="folder for index.md, index.html, items.html, metrics.json, plots/"
     )
+    ap.add_argument(
+        "--table", default="reports/table", help="folder with benchmark_table.json (left out where absent)"
+    )
     args = ap.parse_args(argv)
     try:
         out_folder(args.out)
-        written = write(Path(args.delta), Path(args.arms), Path(args.out), Path(args.logs))
+        written = write(Path(args.delta), Path(args.arms), Path(args.out), Path(args.logs), Path(args.table))
     except Refusal as e:
         print(f"report: {e}", file=sys.stderr)
         return 2

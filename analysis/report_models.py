@@ -608,6 +608,8 @@ class TrajectoryReport(ReportPart):
     reward_claim: str | None = None
     answering: list[ArmAnswering] | None = None
     lenient_missing: list[str] | None = None
+    # Each checkpoint's paper metrics (analysis.paper_metrics.ArmMetrics) and its training step.
+    metrics: Loose = None
     limits: str | None = None
     n_tests: int | None = None
     settings: Settings

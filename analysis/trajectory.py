@@ -15,11 +15,13 @@ fails on it.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 from typing import Any
 
 from analysis import answering, contrasts, render
+from analysis import paper_metrics as pm
 from analysis.align import (
     EXIT_REFUSED,
     Refusal,
@@ -28,21 +30,26 @@ from analysis.align import (
     check_matched,
     item_order,
     load_logs,
+    log_path,
     out_folder,
     read_arm_list,
     read_section,
     read_settings,
+    read_swept,
     settings_dict,
     write_outputs,
 )
+from analysis.benchmark_table import answers_of
 from analysis.contrasts import mean_contrast, too_few_items
 from analysis.drawing import Drawing
 from analysis.html_page import markdown_page
+from analysis.mdtext import md
 from analysis.prompting import prompt_line
 from analysis.report_models import TrajectoryReport, report_json
 from contract.evallog import collector_paused
 
 NOT_CONFIGURED, ARMS_MISSING, DONE = "not configured", "arms missing", "done"
+STEP_IN_NAME = re.compile(r"step[-_](\d+)$")
 CONFIGURE = (
     "add to params.yaml `trajectory: {checkpoints: [base, <a checkpoint's plain arm>, ..., trained], "
     "placebo: <the random-reward run's plain arm>}` and those arms to `arms` (docs/worlds.md: The checkpoint "
@@ -53,10 +60,27 @@ CONFIGURE = (
 TRAJECTORY_KEYS: tuple[str, ...] = ("checkpoints", "placebo")
 
 
-def read_trajectory(path: str | Path | None) -> tuple[list[str], str | None] | None:
-    """params.yaml `trajectory` as (checkpoint arms, placebo arm or None); None when there is no section."""
+def swept_checkpoints(path: str | Path | None, logs_dir: str | Path) -> list[str] | None:
+    """The checkpoints a params.yaml `sweep` makes: its base arm, then each swept arm with a log, in step
+    order; None without a sweep."""
+    swept = read_swept(path, logs_dir)
+    return None if swept is None else [swept[0], *(a for a, _ in swept[1])]
+
+
+def read_trajectory(
+    path: str | Path | None, logs_dir: str | Path = "evallogs"
+) -> tuple[list[str], str | None] | None:
+    """params.yaml `trajectory` as (checkpoint arms, placebo arm or None); None when there is no section.
+
+    With a `sweep`, `trajectory.checkpoints` may be left out (or the section too): the checkpoints are then
+    the sweep's base and its swept arms in step order.
+    """
     p = Path(path) if path is not None else Path("params.yaml")
     section = read_section(p, "trajectory")
+    swept = swept_checkpoints(p, logs_dir)
+    unnamed = section is None or (isinstance(section, dict) and "checkpoints" not in section)
+    if swept is not None and unnamed:
+        section = {**(section or {}), "checkpoints": swept}
     if section is None:
         return None
     if not isinstance(section, dict):
@@ -177,14 +201,16 @@ LIMITS = (
 
 def build(logs_dir: str, settings: Settings, params: str | Path | None) -> dict[str, Any]:
     """The trajectory report as a JSON-ready dict, or a short one when it is not configured or arms miss."""
-    config = read_trajectory(params)
+    config = read_trajectory(params, logs_dir)
     if config is None:
         return _short(NOT_CONFIGURED, f"no trajectory section in the params file; {CONFIGURE}.", settings)
     checkpoints, placebo = config
-    run = read_arm_list(params)
+    listed = read_arm_list(params)
+    swept = swept_checkpoints(params, logs_dir) or []
+    run = None if listed is None else [*listed, *swept]
     folder = Path(logs_dir)
     wanted = [*checkpoints, *([placebo] if placebo else [])]
-    absent = [a for a in wanted if (run is not None and a not in run) or not (folder / f"{a}.json").is_file()]
+    absent = [a for a in wanted if (run is not None and a not in run) or not log_path(folder, a).is_file()]
     if [a for a in absent if a in checkpoints]:
         return _short(
             ARMS_MISSING,
@@ -200,7 +226,7 @@ def build(logs_dir: str, settings: Settings, params: str | Path | None) -> dict[
     if placebo in absent:
         placebo = None
     present = [*checkpoints, *([placebo] if placebo else [])]
-    paths = [folder / f"{a}.json" for a in present]
+    paths = [log_path(folder, a) for a in present]
     # Side by side on the spare CPUs; every sample validated, then dropped.
     logs = dict(zip(present, zip(paths, load_logs(paths, samples=False), strict=True), strict=True))
     ref = checkpoints[0]
@@ -249,12 +275,52 @@ def build(logs_dir: str, settings: Settings, params: str | Path | None) -> dict[
         "reward_contrast": versus,
         "reward_claim": reward_claim(versus, settings),
         "answering": [answering.arm_row(a, data[a].scores, readers[a], settings) for a in logs],
+        "metrics": metrics_by_step(checkpoints, {a: log for a, (_, log) in logs.items()}, order),
         "lenient_missing": lenient_missing,
         "limits": LIMITS,
         "n_tests": sum(1 for t in tests if not contrasts.is_primary(t["reference"], t["arm"])),
         "settings": settings_dict(settings),
         "notes": notes,
     }
+
+
+def metrics_by_step(checkpoints: list[str], logs: dict[str, Any], order: list[str]) -> list[dict[str, Any]]:
+    """Each checkpoint's paper metrics over all items (analysis.paper_metrics) and its training step: the
+    number its name ends in (a swept arm's `<name>-step-12`, `step-12`), the reference at 0, else None."""
+    rows = []
+    for i, arm in enumerate(checkpoints):
+        log = logs[arm]
+        scores = arm_arrays(log, order).scores
+        m = STEP_IN_NAME.search(arm)
+        step = 0 if i == 0 else (int(m.group(1)) if m else None)
+        rows.append({"arm": arm, "step": step, **pm.arm_metrics(scores, answers_of(log, order)).as_dict()})
+    return rows
+
+
+def metrics_markdown(report: dict[str, Any]) -> str:
+    """The paper metrics of every checkpoint as a markdown table (empty when the report is short)."""
+    rows = report.get("metrics")
+    if not rows:
+        return ""
+    k = rows[0]["k"]
+    lines = [
+        "",
+        "## Paper metrics by step",
+        "",
+        f"Over all {rows[0]['n_items']} items (analysis/paper_metrics.py; the benchmark table has them per "
+        "family).",
+        "",
+        f"| arm | step | avg@{k} ± sd over runs | maj@{k} | pass@{k} | pass^{k} | Bayes@{k} ± sd |",
+        "| --- | ---: | --- | ---: | ---: | ---: | --- |",
+    ]
+    for r in rows:
+        maj = "n/a" if r["maj"] is None else f"{r['maj']:.3f}"
+        step = "n/a" if r["step"] is None else str(r["step"])
+        lines.append(
+            f"| {md(r['arm'])} | {step} | {r['avg']:.3f} ± {r['avg_sd']:.3f} | {maj} | "
+            f"{r['pass_at_k']:.3f} | {r['pass_hat']:.3f} | {r['bayes']:.3f} ± {r['bayes_sd']:.3f} |"
+        )
+    return "\n".join(lines) + "\n"
 
 
 # The logs live until the report is written and the run makes little cyclic garbage: no collection.
@@ -278,8 +344,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"refused: {e}", file=sys.stderr)
             return EXIT_REFUSED
         figure = drawing.submit("trajectory_figure", report)
+        metrics_figure = drawing.submit("trajectory_metrics_figure", report)
         typed = TrajectoryReport.model_validate(report)
-        text = render.trajectory_markdown(typed)
+        text = render.trajectory_markdown(typed) + metrics_markdown(report)
         try:
             write_outputs(
                 Path(args.out),
@@ -289,6 +356,7 @@ def main(argv: list[str] | None = None) -> int:
                     # The HTML rendering the report page links to.
                     "trajectory_report.html": markdown_page(text, "Checkpoint trajectory").encode(),
                     "trajectory.png": figure(),
+                    "trajectory_metrics.png": metrics_figure(),
                 },
             )
         except Refusal as e:

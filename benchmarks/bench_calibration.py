@@ -30,6 +30,10 @@ reasoning: a false call), of a SHARPENING / EXPANSION / UNDETERMINED claim that 
 wrongly called reasoning) and of any claim, and the coverage of trained's answered-share and
 accuracy-among-answered intervals and of the answered share's change, each with its Monte Carlo standard
 error.
+
+The paper metrics' table (`--part metrics`, benchmarks/calibration_metrics.py): the coverage of the
+intervals of maj@k's, pass^k's and avg@k's deltas, of Bayes@N's credible intervals, and how well avg@k's
+spread estimates the seed-to-seed sd, each with its Monte Carlo standard error.
 """
 
 from __future__ import annotations
@@ -52,6 +56,7 @@ from analysis.format_effect import FORMAT, FORMAT_DECLINE, ReaderArrays
 from analysis.noise_floor import aa_noise_floor
 from analysis.passk import k_grid
 from analysis.resampling import Interval
+from benchmarks.calibration_metrics import metrics_table
 
 REGIMES = {"sparse": (0.5, 2.5), "middling": (2.0, 2.0)}
 PLANTED_LOGIT = 0.8
@@ -289,14 +294,18 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument(
         "--part",
-        choices=("all", "verdicts", "format"),
+        choices=("all", "verdicts", "format", "metrics"),
         default="all",
-        help="the verdicts' table, the FORMAT call's, or both (default)",
+        help="the verdicts' table, the FORMAT call's, or both (default); metrics: the paper metrics' table",
     )
     args = ap.parse_args(argv)
     reps, n_boot = (40, 400) if args.quick else (args.reps, args.n_boot)
     settings = Settings(n_boot=n_boot, n_perm=n_boot)
     started, cpu = time.perf_counter(), time.process_time()
+    if args.part == "metrics":
+        metrics_table(args.sizes, reps, settings, args.seed, REGIMES)
+        print(f"time: {time.perf_counter() - started:.1f} s wall, {time.process_time() - cpu:.1f} s CPU")
+        return 0
     if args.part != "verdicts":
         format_table(args, reps, settings)
     if args.part == "format":

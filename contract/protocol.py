@@ -89,7 +89,16 @@ MATCHED_LOG_FIELDS: tuple[str, ...] = tuple(LOG_FIELDS.values())
 
 # The top-level sections of params.yaml; pipeline.config and analysis.align refuse any other key, so a typo
 # (`analysys:`) is an error instead of a section nobody reads while the defaults run.
-PARAMS_SECTIONS: tuple[str, ...] = ("suite", "models", "rag", "protocol", "analysis", "arms", "trajectory")
+PARAMS_SECTIONS: tuple[str, ...] = (
+    "suite",
+    "models",
+    "rag",
+    "protocol",
+    "analysis",
+    "arms",
+    "trajectory",
+    "sweep",
+)
 
 
 def is_protocol_key(key: object) -> bool:

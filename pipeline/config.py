@@ -29,6 +29,7 @@ from contract.arm import ArmSpec, arm_list_problem
 from contract.files import PathCheckError, input_file
 from contract.names import Name
 from contract.protocol import AnswerRule, Protocol, is_protocol_key
+from contract.sweep import Checkpoint, SweepError, expand
 
 CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
 _HEX = frozenset("0123456789abcdef")
@@ -124,8 +125,12 @@ class Params(BaseModel):
     arms: list[str] | None = None
     # The checkpoint trajectory's arms (read and checked by analysis.trajectory; generation ignores it).
     trajectory: dict[str, Any] | None = None
+    # Every checkpoint of a training run (contract.sweep): one model and one plain arm per folder of a glob.
+    sweep: dict[str, Any] | None = None
     # The file these were read from, so that messages name the params file actually given.
     _source: Path = PrivateAttr(default=Path("params.yaml"))
+    # The checkpoints of `sweep`, in step order (load_params expands the glob once).
+    _swept: list[Checkpoint] = PrivateAttr(default_factory=list)
 
     @field_validator("arms")
     @classmethod
@@ -206,7 +211,52 @@ def load_params(path: str | Path) -> Params:
             "decoding, or a temperature above 0"
         )
     params.protocol = with_preset(params.protocol, p)
+    if params.sweep is not None:
+        params._swept = _expand_sweep(params.sweep, p)
+        for c in params._swept:
+            # A checkpoint params.yaml names itself keeps its entry (its pin, its display name).
+            params.models.setdefault(c.arm, ModelRef(path=c.path))
     return params
+
+
+def _expand_sweep(section: Any, source: Path) -> list[Checkpoint]:
+    """The sweep's checkpoints (paths relative to the folder the pipeline runs in, where params.yaml is)."""
+    try:
+        return expand(section, ".", where=str(source))
+    except SweepError as e:
+        raise ConfigError(str(e)) from None
+
+
+def swept_arms(path: str | Path = "params.yaml") -> list[str]:
+    """The plain arms a params file's sweep makes, in step order; [] when the file or its sweep is absent.
+
+    Read from the file itself (not a Params) because the Hydra commands name an arm before they read
+    params.yaml; a sweep that cannot be expanded is refused when load_params reads the file.
+    """
+    p = Path(path)
+    if not p.is_file():
+        return []
+    try:
+        section = (yaml.safe_load(p.read_text()) or {}).get("sweep")
+        return [c.arm for c in expand(section, ".", where=str(p))] if section is not None else []
+    except (yaml.YAMLError, AttributeError, SweepError):
+        return []
+
+
+def plain_arm(model: str) -> dict[str, Any]:
+    """A swept checkpoint's arm: its model alone, no retrieval, no tools, its delta parametric."""
+    return {"model": model, "retrieval": False, "tools": False, "attribution": "parametric"}
+
+
+def register_swept_arms(path: str | Path = "params.yaml", conf_dir: Path = CONF_DIR) -> list[str]:
+    """Put each swept arm that has no conf/arm file into Hydra's config store, so `arm=<name>` composes."""
+    from hydra.core.config_store import ConfigStore
+
+    names = [a for a in swept_arms(path) if not (conf_dir / "arm" / f"{a}.yaml").is_file()]
+    store = ConfigStore.instance()
+    for name in names:
+        store.store(group="arm", name=name, node=plain_arm(name))
+    return names
 
 
 class TemplateHeader(BaseModel):
@@ -301,8 +351,9 @@ def with_preset(protocol: Protocol, source: Path, conf_dir: Path = CONF_DIR) -> 
 
 
 def known_arms(conf_dir: Path = CONF_DIR) -> list[str]:
-    """Names of the arms defined in conf/arm/."""
-    return sorted(p.stem for p in (conf_dir / "arm").glob("*.yaml"))
+    """Names of the arms defined in conf/arm/, and the swept arms of params.yaml (registered with Hydra)."""
+    files = sorted(p.stem for p in (conf_dir / "arm").glob("*.yaml"))
+    return files + [a for a in register_swept_arms(conf_dir=conf_dir) if a not in files]
 
 
 def unknown_arm(name: str, conf_dir: Path = CONF_DIR) -> str:
@@ -322,8 +373,10 @@ def did_you_mean(name: str, known: list[str]) -> str:
 
 
 def arms_of(params: Params, conf_dir: Path = CONF_DIR) -> list[str]:
-    """The arms the pipeline runs: params.yaml `arms`, or every arm of conf/arm/ when it names none."""
-    return list(params.arms) if params.arms is not None else known_arms(conf_dir)
+    """The arms the pipeline runs: params.yaml `arms` (every arm of conf/arm/ when it names none), then the
+    swept checkpoints' plain arms in step order."""
+    listed = list(params.arms) if params.arms is not None else known_arms(conf_dir)
+    return listed + [c.arm for c in params._swept if c.arm not in listed]
 
 
 def _protocol_keys_in(node: Any, where: str = "") -> list[str]:
@@ -342,6 +395,9 @@ def _protocol_keys_in(node: Any, where: str = "") -> list[str]:
 def load_arm(name: str, conf_dir: Path = CONF_DIR, composed: Mapping[str, Any] | None = None) -> ArmSpec:
     """Read conf/arm/<name>.yaml (or the composed Hydra node for it) and refuse protocol keys."""
     path = conf_dir / "arm" / f"{name}.yaml"
+    if not path.is_file() and name in swept_arms():
+        # A swept checkpoint's plain arm: made from params.yaml `sweep`, no file to read.
+        return ArmSpec(name=name, **plain_arm(name))
     if not path.is_file():
         known = known_arms(conf_dir)
         raise ConfigError(

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pipeline.config import CONF_DIR, engine_config, tool_server_settings
+from pipeline.config import CONF_DIR, engine_config, register_swept_arms, tool_server_settings
 
 
 def work_dir(out_dir: Path) -> Path:
@@ -88,6 +88,7 @@ def compose_settings(arm: str, overrides: Sequence[str] = (), part: str | None =
     """RunSettings of conf/config.yaml for arm with overrides (and a part), as the command line composes."""
     from hydra import compose, initialize_config_dir
 
+    register_swept_arms()  # a swept checkpoint's arm has no conf/arm file: Hydra finds it in its store
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         settings = settings_from(compose("config", overrides=[f"arm={arm}", *overrides]), arm)
     if part is not None:

@@ -72,8 +72,8 @@ _CONDITION = re.compile(
     re.I,
 )
 _STATED = re.compile(
-    rf"\b(?:is|are|was|were|equals|equal\s+to|becomes|gives|yields|totals?|=)\s*(?:exactly\s+|just\s+|"
-    rf"only\s+|about\s+|approximately\s+)?(?P<ans>{_SPAN}|{_NUM})(?![\d]|[.,]\d)",
+    rf"(?:\b(?:is|are|was|were|equals|equal\s+to|becomes|gives|yields|totals?)\b|(?<![<>!=\\])=(?!=))\s*(?:exactly\s+|just\s+|"
+    rf"only\s+|about\s+|approximately\s+)?(?P<ans>{_SPAN}|{_NUM})(?![\d]|[.,]\d|\s*[-+*/\u00d7\u00f7^=]\s*[\d(\\$])",
     re.DOTALL,
 )
 _THERE_ARE = re.compile(

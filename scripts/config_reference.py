@@ -1,9 +1,9 @@
 """The configuration reference of the documentation site, generated from the code's own lists of keys.
 
 Keys come from what validates them (pipeline.config.Params and its models, analysis.align.Settings,
-analysis.trajectory.TRAJECTORY_KEYS, pipeline.config.ToolServerSettings) and from the commented YAML files
-of conf/; meanings of params.yaml keys come from docs/configuration_keys.yaml. A key the code accepts and
-the meanings file does not explain (or the reverse), or a page whose tables differ from what the code gives,
+analysis.trajectory.TRAJECTORY_KEYS, contract.sweep.KEYS) and from the commented YAML files of conf/;
+meanings of params.yaml keys come from docs/configuration_keys.yaml. A key the code accepts and the
+meanings file does not explain (or the reverse), or a page whose tables differ from what the code gives,
 fails the site build (`mkdocs build --strict`: this file is its hook) and `scripts/config_reference.py`,
 so the page cannot drift from the code; `--write` refreshes the tables.
 """
@@ -76,6 +76,7 @@ def params_keys() -> list[tuple[str, str]]:
 
     from analysis.align import Settings
     from analysis.trajectory import TRAJECTORY_KEYS
+    from contract.sweep import KEYS as SWEEP_KEYS
     from pipeline.config import Params
 
     rows: list[tuple[str, str]] = []
@@ -84,6 +85,8 @@ def params_keys() -> list[tuple[str, str]]:
             rows.extend((f"analysis.{f.name}", f"`{f.default!r}`") for f in fields(Settings))
         elif key == "trajectory":
             rows.extend((f"trajectory.{name}", "see meaning") for name in TRAJECTORY_KEYS)
+        elif key == "sweep":
+            rows.extend((f"sweep.{name}", "unset (no sweep)") for name in SWEEP_KEYS)
         else:
             rows.append((key, default))
     return rows

@@ -61,9 +61,13 @@ def test_champ_responses_agree_with_the_hand_labels() -> None:
         ("There are 239 strings of length 6 where adjacent digits differ by at most 1.", "239"),
         ("Hence the number is 10 which is 1,000.99.", "1,000.99"),
         ("Therefore, the probability that Alice wins the game is $\\frac{2}{3}$.", "\\frac{2}{3}"),
+        # A stated value that goes on as an expression is not the answer; its result is (a SmolLM2 sample).
+        ("so the total number of stickers each child gets is 3 * 9 = 27 stickers.", "27"),
+        # '<=' states a relation, not a value.
+        ("Thus $x <= 2$ is our answer.", None),
     ],
 )
-def test_a_final_sentence_is_read_as_the_answer_it_states(text: str, want: str) -> None:
+def test_a_final_sentence_is_read_as_the_answer_it_states(text: str, want: str | None) -> None:
     assert final_statement(text) == want
 
 

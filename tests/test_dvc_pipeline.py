@@ -30,7 +30,7 @@ PER_FAMILY = 2
 # cache); it writes the same pins when nothing changed, so nothing downstream reruns.
 ALWAYS_RUN = {"pin"}
 # The stages after scoring, and the pin stage: what is left to rerun when generations and logs are back.
-ANALYSES = {"pin", "delta", "arms", "trajectory", "drift", "report"}
+ANALYSES = {"pin", "delta", "arms", "trajectory", "table", "drift", "report"}
 
 pytestmark = pytest.mark.slow
 
@@ -385,7 +385,8 @@ def test_an_answer_checking_edit_rescores_without_an_engine(repo: Path) -> None:
     scorer = repo / "scoring" / "scorer.py"
     before, lock = scorer.read_text(), (repo / "dvc.lock").read_text()
     scorer.write_text(before.replace('SCORER_VERSION = "', 'SCORER_VERSION = "test-'))
-    assert stale_stages(repo) == {f"score@{a}" for a in ARMS}
+    # score-sweep runs the same scorer (on no checkpoint here: the demo has no sweep).
+    assert stale_stages(repo) == {f"score@{a}" for a in ARMS} | {"score-sweep"}
     out = dvc(repo, "repro").stdout
     ran = ran_stages(out)
     assert {f"score@{a}" for a in ARMS} <= ran
@@ -450,7 +451,7 @@ def test_two_experiments_and_exp_show_lists_the_headline_metrics(repo: Path) -> 
     if not before:
         dvc(repo, "exp", "run", "-S", "analysis.n_boot=300")
     ran = reran(dvc(repo, "exp", "run", "-S", "analysis.alpha=0.1").stdout)
-    assert ran <= {"delta", "arms", "trajectory", "drift", "report"}, ran
+    assert ran <= {"delta", "arms", "trajectory", "table", "drift", "report"}, ran
     assert len(experiments(repo)) == max(len(before), 1) + 1
     shown = dvc(repo, "exp", "show", "--json").stdout
     assert '"mean"' in shown and "trained+rag+tools" in shown

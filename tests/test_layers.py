@@ -156,7 +156,9 @@ def _covered(path: str, deps: list[str]) -> bool:
     return any(path == d or path.startswith(d.rstrip("/") + "/") for d in deps)
 
 
-@pytest.mark.parametrize("stage", ["score", "delta", "arms", "trajectory", "drift", "report", "index"])
+@pytest.mark.parametrize(
+    "stage", ["score", "score-sweep", "delta", "arms", "trajectory", "table", "drift", "report", "index"]
+)
 def test_dvc_stages_depend_on_all_the_code_they_run(stage: str) -> None:
     spec = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"][stage]
     body = spec.get("do", spec)

@@ -93,24 +93,29 @@ def test_the_verifier_reward_is_the_math_verifier() -> None:
     assert reward(texts, **kw) == [1.0, 1.0, 0.0]
 
 
-def test_the_checkpoints_are_named_in_training_order_with_the_placebo_last() -> None:
+def test_the_rewarded_runs_checkpoints_are_swept_in_training_order_with_the_placebo_last() -> None:
     params = _params()
-    checkpoints, placebo = params["trajectory"]["checkpoints"], params["trajectory"]["placebo"]
-    assert checkpoints[0] == "base" and placebo == "placebo"
-    assert params["arms"] == [*checkpoints, placebo] and params["protocol"]["k"] >= 4
-    assert list(build.CHECKPOINTS) == [*checkpoints[1:], placebo]
-    for arm in build.CHECKPOINTS:
+    assert params["arms"] == ["base", "trained", "placebo"] and params["protocol"]["k"] >= 4
+    assert params["trajectory"] == {"placebo": "placebo"}  # the checkpoints: the sweep's, base first
+    sweep = params["sweep"]
+    assert sweep == {
+        "name": "grpo",
+        "glob": "checkpoints/verifier/global_step_*/actor/huggingface",
+        "base": "base",
+    }
+    for arm in ("trained", "placebo"):
         assert params["models"][arm]["path"] == f"models/{arm}"
         assert yaml.safe_load((ROOT / "conf" / "arm" / f"{arm}.yaml").read_text())["model"] == arm
-    steps = [
-        int(re.fullmatch(r"adapters/verifier/step-(\d+)", build.CHECKPOINTS[a]).group(1))
-        for a in checkpoints[1:]
-    ]
+    # build.py lays each rewarded checkpoint out at its adapter's step, as verl names its folders.
+    for arm, step in build.RUN_STEPS.items():
+        assert build.CHECKPOINTS[arm] == f"adapters/verifier/step-{step}"
+    steps = list(build.RUN_STEPS.values())
     assert steps == sorted(steps) and len(set(steps)) == len(steps)
     # The saved steps are 25%, 50% and 100% of the run; the placebo's adapter is of the same last step.
     rows = _csv(WORLD / "logs" / "verifier.csv")
     assert steps == grpo.checkpoint_steps(len(rows))
-    assert build.CHECKPOINTS[placebo] == f"adapters/random/step-{steps[-1]}"
+    assert build.CHECKPOINTS["placebo"] == f"adapters/random/step-{steps[-1]}"
+    assert build.RUN_STEPS["trained"] == steps[-1]
 
 
 def test_both_runs_logged_the_same_steps_and_the_placebo_rate_is_the_first_step_reward() -> None:
@@ -206,6 +211,8 @@ def test_a_reduced_run_trains_the_placebo_and_writes_the_trajectory(tmp_path: Pa
         "--adapters",
         str(tmp_path),
         "--keep-base",
+        "--run-layout",
+        str(tmp_path / "world" / "checkpoints" / "verifier"),
     ]
     _run([*build_cmd, *flags], WORLD)
 
@@ -221,8 +228,10 @@ def test_a_reduced_run_trains_the_placebo_and_writes_the_trajectory(tmp_path: Pa
     _run([py, "-m", "pipeline.run_arms", "engine=hf", "progress=false"], world)
     for arm in params["arms"]:
         _run([py, "-m", "pipeline.score", f"arm={arm}"], world)
+    _run([py, "-m", "pipeline.score_sweep"], world)
     _run([py, "-m", "analysis.trajectory", "--logs", "evallogs", "--out", "reports/trajectory"], world)
     report = json.loads((world / "reports" / "trajectory" / "trajectory_report.json").read_text())
-    assert report["status"] == "done" and report["checkpoints"] == params["trajectory"]["checkpoints"]
+    swept = [f"grpo-step-{n}" for n in build.RUN_STEPS.values()]
+    assert report["status"] == "done" and report["checkpoints"] == ["base", *swept]
     assert report["placebo"] == "placebo" and report["n_items"] == 3
     assert (world / "reports" / "trajectory" / "trajectory.png").is_file()

@@ -3,6 +3,9 @@
     models/base/      SmolLM2-135M-Instruct as a float32 checkpoint, built as the SmolLM2 world builds it
     models/<arm>/     base with one committed LoRA adapter (adapters/, made by grpo.py) merged in: the
                       rewarded run's checkpoints in training order and the placebo's last (CHECKPOINTS)
+    checkpoints/verifier/global_step_<n>/actor/huggingface/
+                      the rewarded run's checkpoints laid out as verl saves them (hard links to models/<arm>,
+                      no second copy), which params.yaml `sweep` finds by a glob (RUN_STEPS)
 
 None of them is committed (about 540 MB each); the SmolLM2 world's build (examples/smollm2/build.py, imported,
 not copied) converts the GGUF file and merges each adapter, byte for byte the same on every run. `--sha256`
@@ -13,6 +16,8 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -62,6 +67,29 @@ def build_all(
     return built
 
 
+# The rewarded run's checkpoints and their training steps, laid out as verl saves a run's checkpoints.
+RUN_STEPS = {"step-12": 12, "step-24": 24, "trained": 48}
+
+
+def lay_out_run(models: Path, root: Path) -> list[Path]:
+    """Hard-link each built checkpoint of RUN_STEPS to <root>/global_step_<n>/actor/huggingface."""
+    laid = []
+    for arm, step in RUN_STEPS.items():
+        src = models / arm
+        if not (src / "config.json").is_file():
+            continue
+        dest = root / f"global_step_{step}" / "actor" / "huggingface"
+        if dest.exists():
+            shutil.rmtree(dest)
+        dest.mkdir(parents=True)
+        for f in sorted(src.iterdir()):
+            if f.is_file():
+                os.link(f, dest / f.name)
+        laid.append(dest)
+        print(f"build: {dest} (hard links to {src})", flush=True)
+    return laid
+
+
 def main(argv: list[str] | None = None) -> int:
     """Command line: build base and the checkpoints; exit 2 with one line on bad input."""
     ap = argparse.ArgumentParser(prog="python build.py", description=__doc__.split("\n\n")[0])
@@ -78,6 +106,11 @@ def main(argv: list[str] | None = None) -> int:
         "--keep-base", action="store_true", help="merge into the models/base already there (no conversion)"
     )
     ap.add_argument("--sha256", action="store_true", help="print each built model.safetensors' sha256")
+    ap.add_argument(
+        "--run-layout",
+        default=str(HERE / "checkpoints" / "verifier"),
+        help="where the rewarded run's checkpoints are laid out as verl's global_step_<n>/actor/huggingface",
+    )
     args = ap.parse_args(argv)
     try:
         checkpoints = dict(CHECKPOINTS)
@@ -92,6 +125,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.keep_base and args.only == "base":
             raise smollm2_build.BuildError("--keep-base with --only base: nothing to build")
         built = build_all(Path(args.models), Path(args.adapters), args.only, checkpoints, args.keep_base)
+        lay_out_run(Path(args.models), Path(args.run_layout))
     except smollm2_build.BuildError as e:
         print(f"build: {e}", file=sys.stderr)
         return 2

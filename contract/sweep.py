@@ -1,0 +1,86 @@
+"""Every checkpoint of a training run: params.yaml `sweep`, a glob over checkpoint folders, made into models,
+plain arms and the trajectory without writing each by hand.
+
+    sweep:
+      name: grpo                                         # arm prefix: grpo-step-12, grpo-step-24, ...
+      glob: runs/grpo/global_step_*/actor/huggingface    # verl; TRL: runs/grpo/checkpoint-*
+      base: base                                         # the arm at step 0 (the trajectory's reference)
+
+The glob is read relative to the folder the pipeline runs in (where params.yaml is, as every other path of
+params.yaml). Each folder it matches is a checkpoint; its step is the number of the path's last component
+that names a step (`global_step_12`, `checkpoint-12`, `step-12`, `step_12`), and the checkpoints are
+ordered by it (not by the text: global_step_100 comes after global_step_20). Two folders with one step, or a
+folder with no step in its path, are refused. The pipeline (pipeline.config) adds one model and one plain
+arm (the model alone, no retrieval, no tools) per checkpoint, named `<name>-step-<N>`; the trajectory's
+checkpoints, unless params.yaml names them, are the base arm and then every swept arm in step order.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+# A path component that names a training step: verl's global_step_N, TRL's checkpoint-N, step-N / step_N.
+STEP = re.compile(r"^(?:global_step|checkpoint|step)[-_](\d+)$")
+KEYS = ("name", "glob", "base")
+
+
+class SweepError(ValueError):
+    """A sweep section that cannot be used; the message names the field and the fix."""
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """One swept checkpoint: its arm (and model) name, its folder and its training step."""
+
+    arm: str
+    path: str
+    step: int
+
+
+def step_of(path: str) -> int | None:
+    """The training step a checkpoint path names (its last component that names one), or None."""
+    for part in reversed(Path(path).parts):
+        m = STEP.match(part)
+        if m:
+            return int(m.group(1))
+    return None
+
+
+def check_section(section: Any, where: str = "params.yaml") -> dict[str, str]:
+    """The sweep section as {name, glob, base}; SweepError naming the field otherwise."""
+    if not isinstance(section, dict):
+        raise SweepError(f"{where}: sweep: must be a mapping of {', '.join(KEYS)}")
+    unknown = sorted(set(section) - set(KEYS))
+    if unknown:
+        raise SweepError(f"{where}: sweep.{unknown[0]}: unknown key; known keys: {', '.join(KEYS)}")
+    for key in KEYS:
+        if not isinstance(section.get(key), str) or not section[key]:
+            raise SweepError(f"{where}: sweep.{key}: must be a non-empty string (e.g. {_EXAMPLE[key]})")
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", section["name"]):
+        raise SweepError(f"{where}: sweep.name: {section['name']!r} must be letters, digits, '.', '_', '-'")
+    return {k: section[k] for k in KEYS}
+
+
+_EXAMPLE = {"name": "grpo", "glob": "runs/grpo/global_step_*/actor/huggingface", "base": "base"}
+
+
+def expand(section: Any, root: str | Path = ".", where: str = "params.yaml") -> list[Checkpoint]:
+    """The checkpoints a sweep section names, in step order (paths as the glob wrote them, under root)."""
+    s = check_section(section, where)
+    root = Path(root)
+    found = sorted(str(p.relative_to(root)) for p in root.glob(s["glob"]) if p.is_dir())
+    by_step: dict[int, str] = {}
+    for path in found:
+        step = step_of(path)
+        if step is None:
+            raise SweepError(
+                f"{where}: sweep.glob matches {path}, whose path names no step (global_step_N, checkpoint-N, "
+                "step-N); narrow the glob"
+            )
+        if step in by_step:
+            raise SweepError(f"{where}: sweep.glob matches {by_step[step]} and {path}, both step {step}")
+        by_step[step] = path
+    return [Checkpoint(f"{s['name']}-step-{n}", by_step[n], n) for n in sorted(by_step)]
