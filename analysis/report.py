@@ -252,6 +252,10 @@ def write(
             raise Refusal(f"{source}: not found; run the {key} stage first (dvc repro)") from None
         title = f"{'Delta report' if key == 'delta' else 'Arm comparison'}: {delta.suite}"
         files[folder / f"{stem}.html"] = markdown_page(text, title)
+    if table is not None and table_dir is not None and (table_dir / "benchmark_table.md").is_file():
+        # The benchmark table's HTML rendering, which the page links (a browser shows markdown as text).
+        text = (table_dir / "benchmark_table.md").read_text()
+        files[table_dir / "benchmark_table.html"] = markdown_page(text, f"Benchmark table: {delta.suite}")
     if logs is not None:
         pair = (delta.pre_arm, delta.post_arm)
         files[out / ITEMS_PAGE] = items_page(logs, list(arms.arms_found), pair)
@@ -274,12 +278,15 @@ def main(argv: list[str] | None = None) -> int:
         "--out", default="reports", help="folder for index.md, index.html, items.html, metrics.json, plots/"
     )
     ap.add_argument(
-        "--table", default="reports/table", help="folder with benchmark_table.json (left out where absent)"
+        "--table",
+        default=None,
+        help="folder with benchmark_table.json (default OUT/table; left out where absent)",
     )
     args = ap.parse_args(argv)
     try:
         out_folder(args.out)
-        written = write(Path(args.delta), Path(args.arms), Path(args.out), Path(args.logs), Path(args.table))
+        table = Path(args.table) if args.table is not None else Path(args.out) / "table"
+        written = write(Path(args.delta), Path(args.arms), Path(args.out), Path(args.logs), table)
     except Refusal as e:
         print(f"report: {e}", file=sys.stderr)
         return 2
