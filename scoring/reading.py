@@ -104,16 +104,7 @@ class Reading:
 
 def boxed_contents(text: str) -> list[str]:
     """Contents of every balanced \\boxed{...} in text, in order, stripped."""
-    out, start = [], text.find(_BOXED)
-    while start != -1:
-        depth, i = 1, start + len(_BOXED)
-        while i < len(text) and depth:
-            depth += {"{": 1, "}": -1}.get(text[i], 0)
-            i += 1
-        if depth == 0:
-            out.append(text[start + len(_BOXED) : i - 1].strip())
-        start = text.find(_BOXED, start + len(_BOXED))
-    return out
+    return [text[start + len(_BOXED) : end - 1].strip() for start, end in box_spans(text)]
 
 
 def last_boxed(text: str) -> str | None:
