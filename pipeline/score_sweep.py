@@ -15,6 +15,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from contract.atomic import atomic_write
 from pipeline.config import ConfigError, load_params
 from pipeline.score import KNOWN_ERRORS, _summary, default_timeout, score_file
 
@@ -36,6 +37,10 @@ def score_sweep(params_path: Path, generations: Path, out: Path, timeout_s: floa
                          timeout_s=timeout_s)  # fmt: skip
         print(_summary(log, out / f"{arm}.json"), flush=True)
         written.append(out / f"{arm}.json")
+    # The folder is a DVC output: never empty (DVC warns on an empty output on every run without a sweep).
+    # Not a .json file: readers take the folder's *.json as the logs.
+    listing = "".join(f"{arm}\n" for arm in arms) or "no sweep in params.yaml: no swept checkpoint\n"
+    atomic_write(out / "scored.txt", listing)
     return written
 
 
