@@ -20,7 +20,7 @@ from analysis import arm_comparison
 from analysis.align import Settings
 from arms.tools.server import EXIT_EVERY_ENV
 from contract.engine import Decoding, EngineInfo, GenRequest, GenResult
-from contract.evallog import load
+from contract.evallog import FORMAT_VERSION, load
 from contract.generations import load_generations
 from contract.textformat import TOOL_RESPONSE_CLOSE, TOOL_RESPONSE_OPEN, format_tool_call
 from demo.charmodel import build_tokenizer
@@ -223,7 +223,7 @@ def test_calls_that_kill_every_server_are_failed_counted_scored_and_the_arm_left
     assert "run_arm: warning: 4 of 4 tool calls of +tools failed" in capsys.readouterr().err
     logs = {arm: load(world.score(arm)) for arm in ("base", "+tools")}
     log = logs["+tools"]
-    assert log.format_version == 3
+    assert log.format_version == FORMAT_VERSION
     assert log.tool_calls is not None
     # Every call but the first restarts the server its predecessor's retry left dead, and each restarts it
     # again for its own retry.
