@@ -45,6 +45,7 @@ from contract.digest import text_sha256
 from contract.files import PathCheckError, input_file, output_file
 from contract.jsonl import JsonlError, jsonl_lines, parse_jsonl_line, read_jsonl_text
 from contract.suite import SuiteError, SuiteItem, Verifier, is_finite_number, load_suite
+from pipeline.field_map import parse_field_map
 from scoring import verifiers
 from scoring.numbers import number_value, written_numbers
 from scoring.reading import boxed_contents
@@ -112,17 +113,10 @@ class Frozen:
 
 def parse_fields(pairs: Sequence[str]) -> dict[str, str]:
     """--field TARGET=SOURCE pairs as {target: source}; refuse an unknown target or a malformed pair."""
-    out: dict[str, str] = {}
-    for pair in pairs:
-        target, sep, source = pair.partition("=")
-        if not sep or not source:
-            raise FreezeError(f"--field {pair!r}: write it as TARGET=SOURCE, e.g. --field question=problem")
-        if target not in TARGETS:
-            raise FreezeError(
-                f"--field {pair!r}: {target!r} is not a suite field; one of {', '.join(TARGETS)}"
-            )
-        out[target] = source
-    return out
+    try:
+        return parse_field_map(pairs, TARGETS, "suite field", "question=problem")
+    except ValueError as e:
+        raise FreezeError(str(e)) from None
 
 
 def verifier_spec(name: str | None, rel_tol: float, abs_tol: float) -> dict[str, Any] | None:

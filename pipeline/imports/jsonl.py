@@ -44,6 +44,7 @@ from contract.files import PathCheckError, input_file, output_file
 from contract.jsonl import JsonlError, read_jsonl
 from contract.suite import SuiteItem
 from contract.textformat import ANSWER_TAG
+from pipeline.field_map import parse_field_map
 from pipeline.imports.common import ImportRefusal, ItemDraft, Source, SuiteFile, assemble, plain_text
 from scoring import verifiers
 from scoring.reading import LENIENT_TEXT
@@ -75,17 +76,10 @@ class Reading:
 
 def parse_fields(pairs: Sequence[str]) -> dict[str, str]:
     """--field TARGET=SOURCE pairs as {target: source}; refuse an unknown target or a malformed pair."""
-    out: dict[str, str] = {}
-    for pair in pairs:
-        target, sep, source = pair.partition("=")
-        if not sep or not source:
-            raise ImportRefusal(f"--field {pair!r}: write it as TARGET=SOURCE, e.g. --field text=response")
-        if target not in TARGETS:
-            raise ImportRefusal(
-                f"--field {pair!r}: {target!r} is not a line field; one of {', '.join(TARGETS)}"
-            )
-        out[target] = source
-    return out
+    try:
+        return parse_field_map(pairs, TARGETS, "line field", "text=response")
+    except ValueError as e:
+        raise ImportRefusal(str(e)) from None
 
 
 def _field(path: Path, n: int, row: dict[str, Any], target: str, fields: dict[str, str]) -> Any:
