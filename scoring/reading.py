@@ -89,6 +89,10 @@ _MOVED_ON = re.compile(
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z\\$])|\n\s*\n")
 
 
+class UnknownRule(ValueError):
+    """A protocol.answer that names no rule of RULES."""
+
+
 @dataclass(frozen=True)
 class Reading:
     """The answer read from a text (None: none found) and, without one, why; parsed: math-verify's parse
@@ -336,7 +340,7 @@ def read_answer(
     if rule is None:
         return parity_reading(body, verifier)
     if rule not in RULES:
-        raise ValueError(f"protocol.answer: {rule!r} is not a rule; known: {', '.join(RULES)}")
+        raise UnknownRule(f"protocol.answer: {rule!r} is not a rule; known: {', '.join(RULES)}")
     read, missing = RULES[rule]
     answer = read(body)
     return Reading(answer, how=rule) if answer is not None else Reading(None, missing)

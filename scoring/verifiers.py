@@ -32,7 +32,7 @@ from contract.suite import NumericVerifier, SuiteItem, Verifier
 from contract.textformat import ANSWER_TAG
 from scoring import mathverify
 from scoring.numbers import parse_number
-from scoring.reading import RULE_TEXT, Reading, last_boxed, marked_lines, read_answer, read_lenient
+from scoring.reading import Reading, UnknownRule, last_boxed, marked_lines, read_answer, read_lenient
 from scoring.timelimit import DEFAULT_TIMEOUT_S, AnswerTimeout, time_limit
 
 # Bump whenever a built-in verifier or the answer reading can give another verdict; the EvalLog records it
@@ -299,10 +299,11 @@ def score_both(
 ) -> tuple[Verdict, Verdict]:
     """The verdicts of the report's reader and of the lenient reader (scoring.reading) on one text; the
     second is the first wherever the report's reader read an answer."""
-    if rule is not None and rule not in RULE_TEXT:
-        raise VerifierError(f"protocol.answer: {rule!r} is not a rule; known: {', '.join(RULE_TEXT)}")
     limit = getattr(item.verifier, "timeout_s", None) or timeout_s
-    strict = _read_in_time(lambda: read_answer(text, chat=chat, verifier=item.verifier, rule=rule), limit)
+    try:
+        strict = _read_in_time(lambda: read_answer(text, chat=chat, verifier=item.verifier, rule=rule), limit)
+    except UnknownRule as e:
+        raise VerifierError(str(e)) from None
     first = verdict_of(item, strict, timeout_s)
     lenient = _read_in_time(lambda: read_lenient(text, strict, item.verifier), limit)
     return first, (first if lenient is strict else verdict_of(item, lenient, timeout_s))
