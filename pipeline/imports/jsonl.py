@@ -47,7 +47,7 @@ from contract.textformat import ANSWER_TAG
 from pipeline.field_map import parse_field_map
 from pipeline.imports.common import ImportRefusal, ItemDraft, Source, SuiteFile, assemble, plain_text
 from scoring import verifiers
-from scoring.reading import LENIENT_TEXT
+from scoring.reading import LENIENT_TEXT, RULE_TEXT
 from scoring.scorer import SCORER_NAME, SCORER_VERSION, answer_setting, verifier_infos
 from scoring.timelimit import DEFAULT_TIMEOUT_S
 
@@ -318,7 +318,7 @@ def parser() -> argparse.ArgumentParser:
         help="read answers as the pipeline reads chat output (default) or plain output (the first 'Answer:')",
     )  # fmt: skip
     ap.add_argument(
-        "--answer-rule", choices=sorted(verifiers.RULE_TEXT), default=None,
+        "--answer-rule", choices=sorted(RULE_TEXT), default=None,
         help="the prompt's answer rule (protocol.answer), where the prompt set one",
     )  # fmt: skip
     ap.add_argument(
