@@ -1,4 +1,4 @@
-"""`--field TARGET=SOURCE` options (pipeline.freeze, pipeline.imports jsonl): a field's name in a source."""
+"""`--field TARGET=SOURCE` options (pipeline.freeze, interop.imports jsonl): a field's name in a source."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Any tool's generations, one JSON line per sample, into an EvalLog judged by this project's verifier.
 
-    python -m pipeline.imports jsonl FILE... --suite S --temperature T --max-tokens N --out LOG
+    python -m interop.imports jsonl FILE... --suite S --temperature T --max-tokens N --out LOG
         [--field item_id=id --field text=response ...] [--reading chat|plain] [--answer-rule RULE]
         [--model NAME --generator TEXT --top-p P --seed S --arm A --suite-name N --suite-revision R]
 
@@ -44,8 +44,8 @@ from contract.files import PathCheckError, input_file, output_file
 from contract.jsonl import JsonlError, read_jsonl
 from contract.suite import SuiteItem
 from contract.textformat import ANSWER_TAG
+from interop.imports.common import ImportRefusal, ItemDraft, Source, SuiteFile, assemble, plain_text
 from pipeline.field_map import parse_field_map
-from pipeline.imports.common import ImportRefusal, ItemDraft, Source, SuiteFile, assemble, plain_text
 from scoring import verifiers
 from scoring.reading import LENIENT_TEXT, RULE_TEXT
 from scoring.scorer import SCORER_NAME, SCORER_VERSION, answer_setting, verifier_infos
@@ -299,7 +299,7 @@ def imported_log(
 def parser() -> argparse.ArgumentParser:
     """The jsonl command's options."""
     ap = argparse.ArgumentParser(
-        prog="python -m pipeline.imports jsonl",
+        prog="python -m interop.imports jsonl",
         description=__doc__.split("\n\n")[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="\n\n".join(__doc__.split("\n\n")[1:]),
@@ -348,8 +348,8 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Command line (python -m pipeline.imports jsonl): read the files, judge every text, write the log."""
-    from pipeline.imports.__main__ import EXIT_REFUSED, read_suite
+    """Command line (python -m interop.imports jsonl): read the files, judge every text, write the log."""
+    from interop.imports.__main__ import EXIT_REFUSED, read_suite
 
     args = parser().parse_args(argv)
     try:

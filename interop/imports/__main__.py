@@ -1,9 +1,9 @@
 """Import another tool's per-sample logs into one EvalLog, so that the analyses can compare them.
 
-    python -m pipeline.imports lm-eval   samples_<task>_<date>.jsonl... --out evallogs/base.json
-    python -m pipeline.imports inspect   logs/<run>.eval...             --out evallogs/base.json
-    python -m pipeline.imports lighteval details_<task>_<date>.parquet... --out evallogs/base.json
-    python -m pipeline.imports jsonl     texts.jsonl... --suite S --temperature T --max-tokens N --out L
+    python -m interop.imports lm-eval   samples_<task>_<date>.jsonl... --out evallogs/base.json
+    python -m interop.imports inspect   logs/<run>.eval...             --out evallogs/base.json
+    python -m interop.imports lighteval details_<task>_<date>.parquet... --out evallogs/base.json
+    python -m interop.imports jsonl     texts.jsonl... --suite S --temperature T --max-tokens N --out L
                                          (any tool's texts, one sample a line; its own --help)
 
 Several SRC files make one log of one model on one suite: the same documents in each, aligned by their own
@@ -26,8 +26,8 @@ from pathlib import Path
 from contract.atomic import atomic_write
 from contract.files import PathCheckError, input_file, output_file
 from contract.suite import SuiteError, load_suite
-from pipeline.imports import inspect_logs, jsonl, lighteval_details, lmeval
-from pipeline.imports.common import VERIFIER_TYPES, ImportRefusal, Source, SuiteFile, assemble
+from interop.imports import inspect_logs, jsonl, lighteval_details, lmeval
+from interop.imports.common import VERIFIER_TYPES, ImportRefusal, Source, SuiteFile, assemble
 
 EXIT_REFUSED = 2
 
@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["jsonl"]:
         return jsonl.main(argv[1:])  # its own options (field mapping, reading): see its --help
     ap = argparse.ArgumentParser(
-        prog="python -m pipeline.imports",
+        prog="python -m interop.imports",
         description=__doc__.split("\n\n")[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="\n\n".join(__doc__.split("\n\n")[1:]),
@@ -135,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.tool == "jsonl":
         ap.error(
-            "jsonl takes its own options: write it first, python -m pipeline.imports jsonl FILE... (--help)"
+            "jsonl takes its own options: write it first, python -m interop.imports jsonl FILE... (--help)"
         )
     try:
         out = output_file(args.out, "--out")

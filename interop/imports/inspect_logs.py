@@ -16,7 +16,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from pipeline.imports.common import ImportRefusal, ItemDraft, Source, plain_text, text_hash, unit_score
+from interop.imports.common import ImportRefusal, ItemDraft, Source, plain_text, text_hash, unit_score
 
 TOOL = "inspect-ai"
 

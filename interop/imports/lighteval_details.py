@@ -21,7 +21,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from pipeline.imports.common import (
+from interop.imports.common import (
     ImportRefusal,
     ItemDraft,
     Source,

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from contract.jsonl import JsonlError, read_jsonl
-from pipeline.imports.common import (
+from interop.imports.common import (
     ImportRefusal,
     ItemDraft,
     Source,
