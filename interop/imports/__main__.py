@@ -27,12 +27,14 @@ from contract.atomic import atomic_write
 from contract.files import PathCheckError, input_file, output_file
 from contract.suite import SuiteError, load_suite
 from interop.imports import inspect_logs, jsonl, lighteval_details, lmeval
-from interop.imports.common import VERIFIER_TYPES, ImportRefusal, Source, SuiteFile, assemble
+from interop.imports.judging import VERIFIER_TYPES
+from interop.imports.log_builder import build_log
+from interop.imports.tool_file import ImportRefusal, SuiteFile, ToolFile
 
 EXIT_REFUSED = 2
 
 
-def read_sources(args: argparse.Namespace) -> list[Source]:
+def read_files(args: argparse.Namespace) -> list[ToolFile]:
     """Each SRC file read by the importer of its tool."""
     paths = [input_file(p, "SRC") for p in args.src]
     if args.id_field is not None and args.tool != "lm-eval":
@@ -140,16 +142,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         out = output_file(args.out, "--out")
         suite = read_suite(args.suite)
-        sources = read_sources(args)
+        files = read_files(args)
         overrides = {"temperature": args.temperature, "top_p": args.top_p, "max_tokens": args.max_tokens}
         names = {"suite": args.suite_name, "suite_revision": args.suite_revision}
-        log = assemble(
-            sources, overrides, arm=args.arm, verifier=args.verifier, suite_file=suite, names=names
-        )
+        log = build_log(files, overrides, arm=args.arm, verifier=args.verifier, suite_file=suite, names=names)
         if args.seed is not None:
             if log.seed is not None and log.seed != args.seed:
                 raise ImportRefusal(
-                    f"{sources[0].path}: seed: the file records {log.seed!r}, --seed says {args.seed!r}; "
+                    f"{files[0].path}: seed: the file records {log.seed!r}, --seed says {args.seed!r}; "
                     "drop the flag"
                 )
             log = log.model_copy(update={"seed": args.seed})

@@ -1,4 +1,4 @@
-"""Inspect AI logs (.eval or .json) into a Source, read with inspect-ai's own read_eval_log.
+"""Inspect AI logs (.eval or .json) into a ToolFile, read with inspect-ai's own read_eval_log.
 
 Each sample of an Inspect log is one (sample id, epoch): epochs become the item's samples in epoch order.
 The score is the chosen scorer's value turned into a number by inspect-ai's value_to_float (C = 1, I = 0,
@@ -16,7 +16,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from interop.imports.common import ImportRefusal, ItemDraft, Source, plain_text, text_hash, unit_score
+from interop.imports.tool_file import ImportRefusal, ItemDraft, ToolFile, plain_text, text_hash, unit_score
 
 TOOL = "inspect-ai"
 
@@ -80,8 +80,8 @@ class _Unreadable(logging.Handler):
         self.count += 1
 
 
-def read(path: Path, scorer: str | None = None) -> Source:
-    """One Inspect log file as a Source; refuse an incomplete log, an errored sample or an unknown scorer."""
+def read(path: Path, scorer: str | None = None) -> ToolFile:
+    """One Inspect log file, read; refuse an incomplete log, an errored sample or an unknown scorer."""
     from inspect_ai.log import read_eval_log
     from inspect_ai.scorer import value_to_float
 
@@ -115,7 +115,7 @@ def read(path: Path, scorer: str | None = None) -> Source:
     metric_log = logging.getLogger(value_to_float.__module__)
     config = log.eval.model_generate_config
     version = log.eval.packages.get("inspect_ai", "(version not recorded)")
-    source = Source(
+    read_file = ToolFile(
         path=path,
         tool=TOOL,
         version=version,
@@ -156,7 +156,7 @@ def read(path: Path, scorer: str | None = None) -> Source:
         turns, calls = _transcript(s.messages)
         family = (s.metadata or {}).get("family")
         prompt = plain_text(path, f"{where}: input", _prompt(s))
-        draft = source.items.setdefault(
+        draft = read_file.items.setdefault(
             str(s.id),
             ItemDraft(
                 prompt=prompt,
@@ -179,4 +179,4 @@ def read(path: Path, scorer: str | None = None) -> Source:
             "tool_calls": calls or None,
             "mean_logprob": _mean_logprob(s.output),
         })  # fmt: skip
-    return source
+    return read_file

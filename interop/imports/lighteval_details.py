@@ -1,4 +1,4 @@
-"""lighteval details files (details_<task>_<date>.parquet) into a Source, read with pyarrow.
+"""lighteval details files (details_<task>_<date>.parquet) into a ToolFile, read with pyarrow.
 
 The format followed is lighteval 0.13's (src/lighteval/logging/evaluation_tracker.py save_details and
 info_loggers.py DetailsLogger.Detail): one row per document with three columns, `doc` (the Doc: query,
@@ -21,10 +21,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-from interop.imports.common import (
+from interop.imports.tool_file import (
     ImportRefusal,
     ItemDraft,
-    Source,
+    ToolFile,
     checked_decoding,
     one_setting,
     plain_text,
@@ -60,8 +60,8 @@ def _gold(path: Path, where: str, doc: dict[str, Any]) -> str:
 
 def read(
     path: Path, metric: str | None = None, verifier: str | None = None, results: Path | None = None
-) -> Source:
-    """One details parquet file as a Source; refuse what it cannot read, naming row and field."""
+) -> ToolFile:
+    """One details parquet file as a ToolFile; refuse what it cannot read, naming row and field."""
     import pyarrow.parquet as pq
 
     m = _NAME.match(path.name)
@@ -96,7 +96,7 @@ def read(
             f"{path}: row {ids.index(False)}: doc.id: missing, though other rows have "
             "one; each document needs one"
         )
-    source = Source(
+    read_file = ToolFile(
         path=path,
         tool=TOOL,
         version=f"(commit {sha})" if sha and sha != "?" else "(version not recorded)",
@@ -156,11 +156,11 @@ def read(
                     "{exact,numeric,math,choice,suite}"
                 )
             chosen_metrics.add(None)
-        if item_id in source.items:
+        if item_id in read_file.items:
             raise ImportRefusal(f"{path}: {where}: doc.id: appears twice")
         query = response.get("input") if isinstance(response.get("input"), str) else doc.get("query")
         query = plain_text(path, f"{where}: doc.query", query) if query is not None else None
-        source.items[item_id] = ItemDraft(
+        read_file.items[item_id] = ItemDraft(
             prompt=query,
             family=task,
             reference=_gold(path, where, doc) if verifier is not None and verifier != "suite" else None,
@@ -177,10 +177,10 @@ def read(
             f"{path}: metric: some documents carry the metric and some do not; one log is scored one way: "
             "choose a metric every row has (--metric) or judge with --verifier"
         )
-    source.metric = chosen_metrics.pop() if chosen_metrics else None
-    source.decoding = {
+    read_file.metric = chosen_metrics.pop() if chosen_metrics else None
+    read_file.decoding = {
         "temperature": settings.get("temperature"),
         "top_p": settings.get("top_p"),
         "max_tokens": settings.get("max_tokens") or settings.get("generation_size"),
     }
-    return source
+    return read_file

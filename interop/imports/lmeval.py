@@ -1,4 +1,4 @@
-"""lm-evaluation-harness `--log_samples` files (samples_<task>_<date>.jsonl) into a Source.
+"""lm-evaluation-harness `--log_samples` files (samples_<task>_<date>.jsonl) into a ToolFile.
 
 The format followed is lm-evaluation-harness 0.4's (lm_eval/evaluator.py and
 lm_eval/loggers/evaluation_tracker.py; lm_eval/result_schema.py SampleResult): one JSON line per document
@@ -27,10 +27,10 @@ from pathlib import Path
 from typing import Any
 
 from contract.jsonl import JsonlError, read_jsonl
-from interop.imports.common import (
+from interop.imports.tool_file import (
     ImportRefusal,
     ItemDraft,
-    Source,
+    ToolFile,
     checked_decoding,
     one_setting,
     plain_text,
@@ -148,8 +148,8 @@ def read(
     verifier: str | None = None,
     filter_name: str | None = None,
     id_field: str | None = None,
-) -> Source:
-    """One samples_<task>_<date>.jsonl as a Source; refuse what it cannot read, naming line and field."""
+) -> ToolFile:
+    """One samples_<task>_<date>.jsonl as a ToolFile; refuse what it cannot read, naming line and field."""
     m = _NAME.match(path.name)
     if m is None:
         raise ImportRefusal(
@@ -199,7 +199,7 @@ def read(
         # The harness writes into <output_path>/<model name, sanitized>/: the folder names the model.
         model = f"{path.parent.name} (the folder name; no results_{date}.json beside the samples)"
         model_from = "the folder the harness wrote into"
-    source = Source(
+    read_file = ToolFile(
         path=path,
         tool=TOOL,
         version=results.get("lm_eval_version")
@@ -266,14 +266,14 @@ def read(
         doc = row.get("doc")
         key = _own_id(path, where, doc, named) if named else str(doc_id)
         assert key is not None  # _id_field checked every row
-        if key in source.items:
+        if key in read_file.items:
             raise ImportRefusal(
                 f"{path}: {where}: {'doc.' + named if named else 'doc_id'}: {key!r} appears twice for filter "
                 f"{filter_name!r}; each document once"
             )
         target = row["target"]
         doc_hash = row.get("doc_hash")
-        source.items[key] = ItemDraft(
+        read_file.items[key] = ItemDraft(
             prompt=prompt,
             family=task,
             reference=plain_text(path, f"{where}: target", target) if isinstance(target, str) else target,
@@ -287,6 +287,6 @@ def read(
             f"{path}: metrics: some documents carry the metric {metric or 'exact_match'!r} and some do not; "
             "one log is scored one way: choose a metric every line has (--metric) or judge with --verifier"
         )
-    source.metric = chosen_metrics.pop()
-    source.decoding = {name: settings.get(name) for name in ("temperature", "top_p", "max_tokens")}
-    return source
+    read_file.metric = chosen_metrics.pop()
+    read_file.decoding = {name: settings.get(name) for name in ("temperature", "top_p", "max_tokens")}
+    return read_file
