@@ -65,11 +65,8 @@ def read_suite(path: str | None) -> SuiteFile | None:
     return SuiteFile(Path(path), items)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Command line: read the SRC files, write the EvalLog."""
-    argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["jsonl"]:
-        return jsonl.main(argv[1:])  # its own options (field mapping, reading): see its --help
+def parser() -> argparse.ArgumentParser:
+    """The options of lm-eval, inspect and lighteval imports (jsonl has its own: interop.imports.jsonl)."""
     ap = argparse.ArgumentParser(
         prog="python -m interop.imports",
         description=__doc__.split("\n\n")[0],
@@ -134,6 +131,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--seed", type=int, default=None, help="the run's seed, when the source does not record it"
     )
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line: read the SRC files, write the EvalLog."""
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["jsonl"]:
+        return jsonl.main(argv[1:])  # its own options (field mapping, reading): see its --help
+    ap = parser()
     args = ap.parse_args(argv)
     if args.tool == "jsonl":
         ap.error(
