@@ -85,24 +85,24 @@ def parse_fields(pairs: Sequence[str]) -> dict[str, str]:
 
 def _field(path: Path, n: int, row: dict[str, Any], target: str, fields: dict[str, str]) -> Any:
     """The line's value for target (None when an optional field is absent); refuse a missing required one."""
-    source = fields.get(target, target)
-    if source not in row or row[source] is None:
+    name = fields.get(target, target)
+    if name not in row or row[name] is None:
         if target in REQUIRED or target in fields:
             raise ImportRefusal(
-                f"{path}:{n}: field {source!r} (for {target}) is missing; its fields: "
+                f"{path}:{n}: field {name!r} (for {target}) is missing; its fields: "
                 f"{', '.join(sorted(row))}; name another with --field {target}=FIELD"
             )
         return None
-    value = row[source]
+    value = row[name]
     kind = SAMPLE_FIELDS.get(target, str)
     if target == "item_id" and isinstance(value, int) and not isinstance(value, bool):
         value = str(value)  # an id written as a number names the same item
     if not isinstance(value, kind) or isinstance(value, bool):
         raise ImportRefusal(
-            f"{path}:{n}: field {source!r} (for {target}): {value!r:.60} is not "
+            f"{path}:{n}: field {name!r} (for {target}): {value!r:.60} is not "
             + ("an integer" if kind is int else "a string")
         )
-    return plain_text(path, f"line {n}: field {source!r}", value) if kind is str else value
+    return plain_text(path, f"line {n}: field {name!r}", value) if kind is str else value
 
 
 def _scored_text(text: str, prompt: str | None, reading: Reading) -> str:
