@@ -244,7 +244,7 @@ def check_scorers(ref_path: str | Path, ref: EvalLog, other_path: str | Path, ot
     if a != b:
         raise Refusal(
             f"{ref_path} vs {other_path}: scorer differs ({a!r} vs {b!r}); logs scored differently are not "
-            "one measurement: rescore both with one scorer (dvc repro, or pipeline.imports --verifier)"
+            "one measurement: rescore both with one scorer (dvc repro, or interop.imports --verifier)"
         )
     mine = {v.type: v for v in ref.scorer.verifiers or []}  # type: ignore[union-attr]
     for v in other.scorer.verifiers or []:  # type: ignore[union-attr]

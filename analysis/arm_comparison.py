@@ -280,7 +280,7 @@ def tool_call_problem(arm: str, log: EvalLog, max_failed: float) -> str | None:
             if log.scorer is not None and "imported_from" in log.scorer.settings:
                 return (
                     "its log records tool calls but not how many failed (imported before the importer "
-                    "counted them); import it again (python -m pipeline.imports)"
+                    "counted them); import it again (python -m interop.imports)"
                 )
             return (
                 f"its log records tool calls but not how many failed (format_version {log.format_version}, "

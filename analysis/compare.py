@@ -16,7 +16,7 @@ Two logs of one model (the same pinned weights, else the same model name) are co
 in arm, prompt, seed or driver: an A/A of two seeds or arms, a prompt ablation, a cross-tool parity check
 (the model through another tool and through this pipeline). The reports say so, and the claim is that
 label with the delta, never a training effect or a parametric reasoning gain. Logs imported from other
-tools (python -m pipeline.imports) and pipeline logs alike; the same refusals as those commands (another
+tools (python -m interop.imports) and pipeline logs alike; the same refusals as those commands (another
 protocol, item set, suite, seeds, scorer or verifier version; one model under the same settings twice):
 one line naming both files and the field, exit 2, nothing written. Settings default to the analysis
 defaults (python -m analysis.delta's without a params.yaml), whatever folder it runs in.
@@ -67,7 +67,7 @@ def arm_names(paths: list[str], logs: list[EvalLog]) -> dict[str, tuple[Path, Ev
         if name in found:
             raise Refusal(
                 f"{found[name][0]} and {path}: both are arm {name!r}; keep one log per arm (name one with "
-                "python -m pipeline.imports ... --arm NAME)"
+                "python -m interop.imports ... --arm NAME)"
             )
         found[name] = (Path(path), log)
     return found

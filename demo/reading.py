@@ -4,8 +4,8 @@
 
 Two sets of look-ups: the 70 suite look-ups with the runner's BM25 top-3 (arms.retrieval.passages_for,
 both `rag.order` settings), and 100 training look-ups rewritten about new fictional satellites that are in no
-catalog (train.fresh_satellite_problem, the new passage at the gold passage's BM25 rank), so the effect is
-also shown on data that is not the suite.
+catalog (transcripts.fresh_satellite_problem, the new passage at the gold passage's BM25 rank), so the
+effect is also shown on data that is not the suite.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ ORDERS = ("plain", "best_first", "best_last")
 
 def greedy_correct(model: Any, prompts: list[str], problems: list[dict[str, Any]]) -> int:
     """How many prompts the model answers right, greedy, judged by the project's oracle."""
-    from demo.train import judge, sample
+    from demo.oracle_sampling import judge, sample
 
     outs = sample(model, prompts, 1, 12, 0, temperature=0)
     return sum(judge(p, q, o[0]).score == 1.0 for o, p, q in zip(outs, problems, prompts, strict=True))
@@ -52,12 +52,12 @@ def suite_lookups(model: Any, index: Any) -> dict[str, int]:
 
 def new_satellite_lookups(model: Any, n: int = 100, seed: int = 11) -> dict[str, int]:
     """Right answers on n training look-ups about new satellites, their passage first or last of three."""
-    from demo import train
+    from demo import transcripts
 
-    problems, docs = train.load_world()
+    problems, docs = transcripts.load_world()
     rng = random.Random(seed)
     lookups = [p for p in problems if p["family"] == "lookup"]
-    fresh = [train.fresh_satellite_problem(p, docs, rng) for p in rng.sample(lookups, n)]
+    fresh = [transcripts.fresh_satellite_problem(p, docs, rng) for p in rng.sample(lookups, n)]
     correct = {}
     for order in ORDERS[1:]:
         prompts = []

@@ -1,4 +1,8 @@
-"""`--field TARGET=SOURCE` options (pipeline.freeze, pipeline.imports jsonl): a field's name in a source."""
+"""`--field TARGET=SOURCE` options (pipeline.freeze, interop.imports jsonl): a field's name in a source.
+
+A source is the file such a command is given to convert (SRC: a dataset to freeze, another tool's texts to
+import); SOURCE names one of its records' fields, read for the project's field TARGET.
+"""
 
 from __future__ import annotations
 
@@ -12,10 +16,10 @@ def parse_field_map(
     not in targets (kind: what a target is, 'suite field'; example: a well-formed pair)."""
     out: dict[str, str] = {}
     for pair in pairs:
-        target, sep, source = pair.partition("=")
-        if not sep or not source:
+        target, sep, name = pair.partition("=")
+        if not sep or not name:
             raise ValueError(f"--field {pair!r}: write it as TARGET=SOURCE, e.g. --field {example}")
         if target not in targets:
             raise ValueError(f"--field {pair!r}: {target!r} is not a {kind}; one of {', '.join(targets)}")
-        out[target] = source
+        out[target] = name
     return out

@@ -15,7 +15,7 @@ from pathlib import Path
 from contract.digest import file_sha256
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("contract", "pipeline", "arms", "scoring", "analysis", "demo")
+PACKAGES = ("contract", "pipeline", "arms", "scoring", "analysis", "interop", "demo")
 
 # What an arm's generation runs: the runner's own code, plus the augmentations the arm uses. The tool server
 # is started as a subprocess (python -m arms.tools.server), so no import reaches it: it is named here.

@@ -21,7 +21,7 @@ CASES = [
     (["analysis.trajectory", "--logs", "{d}", "--out", "{f}"], r"--out {f}: is a file; give a folder"),
     (["analysis.report", "--delta", "{loopdir}", "--arms", "{d}", "--out", "{o}"], r"delta_report.json"),
     (["analysis.report", "--delta", "{d}", "--arms", "{d}", "--out", "{f}"], r"--out {f}: is a file"),
-    (["analysis.inspect_export", "{d}", "--out", "{o}"], r"log {d}: is a folder; give a file"),
+    (["interop.inspect_export", "{d}", "--out", "{o}"], r"log {d}: is a folder; give a file"),
 ]  # fmt: skip
 
 

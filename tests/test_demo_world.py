@@ -159,7 +159,8 @@ def test_bm25_top3_finds_the_catalog_passage_for_every_named_satellite(
 
 
 def test_training_transcripts_use_the_runner_formats(train: list[dict]) -> None:
-    from demo.train import TokenStream, render
+    from demo.token_stream import TokenStream
+    from demo.transcripts import render
 
     docs = {d["doc_id"]: d["text"] for d in _jsonl(CORPUS)}
     rng = random.Random(0)

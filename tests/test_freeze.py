@@ -238,7 +238,7 @@ def test_a_math_reference_read_in_part_is_found_by_the_numbers_that_decide_nothi
     answer: str, part: str | None
 ) -> None:
     from contract.suite import SuiteItem
-    from pipeline.freeze import read_in_part
+    from pipeline.freeze.references import read_in_part
 
     item = SuiteItem(item_id="x", family="f", question="q", answer=answer, verifier={"type": "math"})
     assert read_in_part(item) == part

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from analysis.compare import main as compare_main
 from contract.evallog import load
 from contract.jsonl import read_jsonl
-from pipeline.imports.__main__ import main as imports_main
+from interop.imports.__main__ import main as imports_main
 
 DATE = "2026-01-02T03-04-05.678901"
 GREEDY = {"until": ["\nQuestion:"], "do_sample": False, "max_gen_toks": 32}
@@ -91,7 +91,7 @@ def write_run(
 
 
 def imports(capsys: pytest.CaptureFixture[str], *args: str | Path) -> tuple[int, str]:
-    """(exit status, stderr) of python -m pipeline.imports ARGS, in this process."""
+    """(exit status, stderr) of python -m interop.imports ARGS, in this process."""
     rc = imports_main([str(a) for a in args])
     return rc, capsys.readouterr().err
 

@@ -1,4 +1,4 @@
-"""`python -m pipeline.imports jsonl`: any tool's texts, one sample a line, judged as the pipeline judges.
+"""`python -m interop.imports jsonl`: any tool's texts, one sample a line, judged as the pipeline judges.
 
 The pipeline's log of real samples (the GRPO world's committed base arm: SmolLM2 texts, 48 items x 4) is
 rescored by the pipeline's own scorer (scoring.scorer.score_generations, so the test holds whatever the
@@ -20,7 +20,7 @@ from contract.digest import file_sha256
 from contract.evallog import EvalLog, load
 from contract.generations import Generations, GenItem, GenSample, prompt_sha256
 from contract.suite import load_suite
-from pipeline.imports.__main__ import main as imports_main
+from interop.imports.__main__ import main as imports_main
 from scoring.scorer import SCORER_VERSION, score_generations
 from tests.conftest import ROOT
 

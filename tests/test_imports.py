@@ -22,9 +22,9 @@ from typing import Any
 import pytest
 
 from analysis.compare import main as compare_main
-from analysis.inspect_export import main as export_main
 from contract.evallog import load
-from pipeline.imports.__main__ import main as imports_main
+from interop.imports.__main__ import main as imports_main
+from interop.inspect_export import main as export_main
 
 ROOT = Path(__file__).resolve().parents[1]
 N_ITEMS, EPOCHS = 8, 3
@@ -45,7 +45,7 @@ class Cli:
 
     def __call__(self, command: str, *args: str | Path) -> tuple[int, str]:
         """(exit status, stderr) of `python -m <command> args`."""
-        main = {"pipeline.imports": imports_main, "analysis.compare": compare_main}[command]
+        main = {"interop.imports": imports_main, "analysis.compare": compare_main}[command]
         rc = main([str(a) for a in args])
         return rc, self.capsys.readouterr().err
 
@@ -131,7 +131,7 @@ def pair(tmp_path_factory: pytest.TempPathFactory) -> Pair:
     trained_src = inspect_log(
         folder / "trained", "mockllm/trained", {c for c in cells if (c[0] + c[1]) % 3 != 1}
     )
-    r = run("pipeline.imports", "inspect", str(base_src), "--out", "base.json", cwd=folder)
+    r = run("interop.imports", "inspect", str(base_src), "--out", "base.json", cwd=folder)
     assert r.returncode == 0, r.stderr
     assert imports_main(["inspect", str(trained_src), "--out", str(folder / "trained.json")]) == 0
     return Pair(base_src, trained_src, folder / "base.json", folder / "trained.json")
@@ -282,27 +282,27 @@ def test_inspect_logs_of_one_model_append_their_epochs_and_others_are_refused(
     pair: Pair, cli: Cli, tmp_path: Path
 ) -> None:
     more = inspect_log(tmp_path / "more", "mockllm/base", {(0, 1)}, epochs=1)
-    rc, err = cli("pipeline.imports", "inspect", pair.base_src, more, "--out", tmp_path / "four.json")
+    rc, err = cli("interop.imports", "inspect", pair.base_src, more, "--out", tmp_path / "four.json")
     assert rc == 0, err
     four = load(tmp_path / "four.json")
     assert four.n_samples == EPOCHS + 1
     assert {it.item_id: it.scores[:EPOCHS] for it in four.items} == inspect_scores(pair.base_src)
     assert [it.scores[EPOCHS] for it in four.items] == [1.0] + [0.0] * (N_ITEMS - 1)
     out = tmp_path / "x.json"
-    rc, err = cli("pipeline.imports", "inspect", pair.base_src, pair.base_src, "--out", out)
+    rc, err = cli("interop.imports", "inspect", pair.base_src, pair.base_src, "--out", out)
     assert rc == 2 and "the same file given twice" in err
-    rc, err = cli("pipeline.imports", "inspect", pair.base_src, pair.trained_src, "--out", out)
+    rc, err = cli("interop.imports", "inspect", pair.base_src, pair.trained_src, "--out", out)
     assert rc == 2 and "model_name differs ('mockllm/base' vs 'mockllm/trained')" in err
-    rc, err = cli("pipeline.imports", "inspect", pair.base, "--out", out)
+    rc, err = cli("interop.imports", "inspect", pair.base, "--out", out)
     assert rc == 2 and f"{pair.base}: not an Inspect log" in err and err.count("\n") == 1
-    rc, err = cli("pipeline.imports", "inspect", pair.base_src, "--scorer", "f1", "--out", out)
+    rc, err = cli("interop.imports", "inspect", pair.base_src, "--scorer", "f1", "--out", out)
     assert rc == 2 and "epoch 1: scores.f1: missing" in err
     from inspect_ai.log import read_eval_log, write_eval_log
 
     odd = read_eval_log(str(pair.base_src))
     odd.samples[3].scores["match"].value = "maybe"  # type: ignore[index]
     write_eval_log(odd, str(tmp_path / "odd.eval"))
-    rc, err = cli("pipeline.imports", "inspect", tmp_path / "odd.eval", "--out", out)
+    rc, err = cli("interop.imports", "inspect", tmp_path / "odd.eval", "--out", out)
     where = f"sample {odd.samples[3].id!r} epoch {odd.samples[3].epoch}"  # type: ignore[index]
     assert rc == 2 and f"{where}: scores.match.value: 'maybe' is not a score" in err
     assert not out.exists()
@@ -378,9 +378,9 @@ def test_an_lm_eval_sample_file_with_repeats_imports_with_its_k_samples(tmp_path
         texts = [f" {d + 1 if (d + j) % 2 == 0 else d + 5}" for j in range(k)]
         lines.append(lm_eval_line(d, texts, str(d + 1), SAMPLING))
     src = write_lm_eval(tmp_path / "run", lines)
-    rc, err = cli("pipeline.imports", "lm-eval", src, "--out", tmp_path / "a.json")
+    rc, err = cli("interop.imports", "lm-eval", src, "--out", tmp_path / "a.json")
     assert rc == 2 and "resps: 4 responses (repeats) but one score per document" in err
-    r = run("pipeline.imports", "lm-eval", str(src), "--verifier", "numeric", "--out", "a.json", cwd=tmp_path)
+    r = run("interop.imports", "lm-eval", str(src), "--verifier", "numeric", "--out", "a.json", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     log = load(tmp_path / "a.json")
     assert log.n_samples == k and [it.item_id for it in log.items] == [str(d) for d in range(6)]
@@ -409,7 +409,7 @@ def test_lm_eval_runs_of_one_sample_each_append_and_their_metric_is_the_score(
             for d in range(5)
         ]
         srcs.append(str(write_lm_eval(tmp_path / f"run{run_no}", lines)))
-    rc, err = cli("pipeline.imports", "lm-eval", *srcs, "--out", tmp_path / "a.json")
+    rc, err = cli("interop.imports", "lm-eval", *srcs, "--out", tmp_path / "a.json")
     assert rc == 0, err
     log = load(tmp_path / "a.json")
     assert log.n_samples == 2 and log.temperature == 0.0
@@ -423,31 +423,31 @@ def test_lm_eval_refusals_name_the_file_and_field(tmp_path: Path, cli: Cli) -> N
     lines = [lm_eval_line(d, [" 1", " 2"], "1", SAMPLING) for d in range(3)]
     lines[2]["resps"] = [[" 1", " 2", " 3"]]
     src = write_lm_eval(tmp_path / "unequal", lines)
-    rc, err = cli("pipeline.imports", "lm-eval", src, "--verifier", "numeric", "--out", tmp_path / "a.json")
+    rc, err = cli("interop.imports", "lm-eval", src, "--verifier", "numeric", "--out", tmp_path / "a.json")
     assert rc == 2 and "samples: item '0' has 2 samples, item '2' has 3" in err
 
     lines = [lm_eval_line(d, [" 1"], "1", SAMPLING) for d in range(3)]
     lines[1]["arguments"]["gen_args_0"]["arg_1"] = {**SAMPLING, "temperature": 1.0}
     src = write_lm_eval(tmp_path / "mixed", lines)
-    rc, err = cli("pipeline.imports", "lm-eval", src, "--out", tmp_path / "a.json")
+    rc, err = cli("interop.imports", "lm-eval", src, "--out", tmp_path / "a.json")
     assert rc == 2 and f"{src}: line 2 (doc_id 1): temperature is 1.0, earlier rows have 0.6" in err
 
     a = write_lm_eval(tmp_path / "a", [lm_eval_line(d, [" 1"], "1", SAMPLING) for d in range(3)])
     b = write_lm_eval(tmp_path / "b", [lm_eval_line(d, [" 1"], "1", SAMPLING) for d in range(1, 4)])
-    rc, err = cli("pipeline.imports", "lm-eval", a, b, "--out", tmp_path / "a.json")
+    rc, err = cli("interop.imports", "lm-eval", a, b, "--out", tmp_path / "a.json")
     # Named by doc_id (the documents carry no id of their own), the files are aligned by doc_hash.
     assert rc == 2 and f"{b}: line 3 (doc_id 3): no document of {a} has this content" in err
 
     bad = tmp_path / "bad" / f"samples_arith_{DATE}.jsonl"
     bad.parent.mkdir()
     bad.write_text('{"doc_id": 0, "resps": [[" 1"]]}\n')
-    rc, err = cli("pipeline.imports", "lm-eval", bad, "--out", tmp_path / "a.json")
+    rc, err = cli("interop.imports", "lm-eval", bad, "--out", tmp_path / "a.json")
     assert rc == 2 and f"{bad}: line 1: metrics: missing" in err
     bad.write_text('{"doc_id": 0, "resps": [[" 1"]]}\nnot json\n')
-    rc, err = cli("pipeline.imports", "lm-eval", bad, "--out", tmp_path / "a.json")
+    rc, err = cli("interop.imports", "lm-eval", bad, "--out", tmp_path / "a.json")
     assert rc == 2 and f"{bad}:2: not JSON" in err
     (tmp_path / "results.jsonl").write_text(bad.read_text())
-    rc, err = cli("pipeline.imports", "lm-eval", tmp_path / "results.jsonl", "--out", tmp_path / "a.json")
+    rc, err = cli("interop.imports", "lm-eval", tmp_path / "results.jsonl", "--out", tmp_path / "a.json")
     assert rc == 2 and "file name: not samples_<task>_<date>.jsonl" in err
     assert all("Traceback" not in x for x in err.splitlines()) and not (tmp_path / "a.json").exists()
 
@@ -507,10 +507,10 @@ def test_a_lighteval_details_file_imports_with_its_samples(tmp_path: Path, cli: 
         texts = [f"The answer is {d + 1 if j <= d % n else d}" for j in range(n)]
         rows.append(lighteval_row(d, texts, {f"pass@k:k=1&n={n}": ((d % n) + 1) / n}))
     src = write_lighteval(tmp_path / "out", rows, {"temperature": 0.7, "top_p": 0.95, "max_new_tokens": 48})
-    rc, err = cli("pipeline.imports", "lighteval", src, "--out", tmp_path / "a.json")
+    rc, err = cli("interop.imports", "lighteval", src, "--out", tmp_path / "a.json")
     assert rc == 2 and "model_response.text: 3 samples but one score per document" in err
     r = run(
-        "pipeline.imports", "lighteval", str(src), "--verifier", "numeric", "--out", "a.json", cwd=tmp_path
+        "interop.imports", "lighteval", str(src), "--verifier", "numeric", "--out", "a.json", cwd=tmp_path
     )
     assert r.returncode == 0, r.stderr
     log = load(tmp_path / "a.json")
@@ -528,7 +528,7 @@ def test_a_lighteval_details_file_imports_with_its_samples(tmp_path: Path, cli: 
 def test_a_lighteval_file_of_one_sample_per_document_scores_with_its_metric(tmp_path: Path, cli: Cli) -> None:
     rows = [lighteval_row(d, [f"{d}"], {"extractive_match": float(d % 2)}) for d in range(4)]
     src = write_lighteval(tmp_path / "out", rows, {})
-    rc, err = cli("pipeline.imports", "lighteval", src, "--out", tmp_path / "a.json")
+    rc, err = cli("interop.imports", "lighteval", src, "--out", tmp_path / "a.json")
     assert rc == 0, err
     log = load(tmp_path / "a.json")
     # No temperature in the run's generation parameters: lighteval's default (greedy) ran.
@@ -536,7 +536,7 @@ def test_a_lighteval_file_of_one_sample_per_document_scores_with_its_metric(tmp_
     assert {it.item_id: it.scores for it in log.items} == {f"doc{d}": [float(d % 2)] for d in range(4)}
     rows[1]["metric"] = {"extractive_match": 3.0}
     src = write_lighteval(tmp_path / "bad", rows, {})
-    rc, err = cli("pipeline.imports", "lighteval", src, "--out", tmp_path / "a.json")
+    rc, err = cli("interop.imports", "lighteval", src, "--out", tmp_path / "a.json")
     assert rc == 2 and "row 1 (doc id 'doc1'): metric.extractive_match: 3.0 is not a score in [0, 1]" in err
 
 
@@ -553,11 +553,11 @@ def test_lighteval_files_without_ids_align_by_query_and_a_file_twice_is_refused(
 
     a = write_lighteval(tmp_path / "a", rows([0, 1, 2, 3], 0), {})
     b = write_lighteval(tmp_path / "b", rows([2, 0, 3, 1], 1), {})
-    rc, err = cli("pipeline.imports", "lighteval", a, b, "--out", tmp_path / "x.json")
+    rc, err = cli("interop.imports", "lighteval", a, b, "--out", tmp_path / "x.json")
     assert rc == 0, err
     # Named by row of the first file; the second's rows found by the query's hash, not by position.
     assert {it.item_id: [s.text for s in it.samples or []] for it in load(tmp_path / "x.json").items} == {
         str(d): [f"{d}", f"{d + 1}"] for d in range(4)
     }
-    rc, err = cli("pipeline.imports", "lighteval", a, a, "--out", tmp_path / "y.json")
+    rc, err = cli("interop.imports", "lighteval", a, a, "--out", tmp_path / "y.json")
     assert rc == 2 and "the same file given twice" in err

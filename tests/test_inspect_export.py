@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from analysis.inspect_export import main as export_main
 from contract.evallog import EvalLog
+from interop.inspect_export import main as export_main
 
 K = 3
 

@@ -32,6 +32,8 @@ ALLOWED = {
     "scoring": {"contract"},
     "analysis": {"contract"},
     "pipeline": {"contract", "arms", "scoring"},
+    # Other tools' logs, both directions: nothing imports it.
+    "interop": {"contract", "scoring", "pipeline"},
     "demo": {"contract", "arms", "scoring", "pipeline"},
 }
 

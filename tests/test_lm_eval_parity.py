@@ -21,7 +21,7 @@ import pytest
 
 from analysis.compare import main as compare_main
 from contract.evallog import load
-from pipeline.imports.__main__ import main as imports_main
+from interop.imports.__main__ import main as imports_main
 from pipeline.prompts import PLAIN_STOP
 from tests.conftest import arithmetic_items, make_world
 

@@ -87,7 +87,7 @@ def test_scoring_onto_a_full_disk_is_one_line_and_keeps_the_previous_log(tmp_pat
 def test_an_inspect_export_onto_a_full_disk_is_one_line_and_leaves_no_half_file(tmp_path: Path) -> None:
     logs = make_world(tmp_path / "evallogs", arms_=["base", "trained"])
     out = tmp_path / "inspect"
-    done = _run(5000, "analysis.inspect_export", str(logs / "base.json"), "--out", str(out))
+    done = _run(5000, "interop.inspect_export", str(logs / "base.json"), "--out", str(out))
     _one_line(done, "base.eval: cannot write")
     assert not (out / "base.eval").exists() and not _temporaries(tmp_path)
 

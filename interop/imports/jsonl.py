@@ -1,6 +1,6 @@
 """Any tool's generations, one JSON line per sample, into an EvalLog judged by this project's verifier.
 
-    python -m pipeline.imports jsonl FILE... --suite S --temperature T --max-tokens N --out LOG
+    python -m interop.imports jsonl FILE... --suite S --temperature T --max-tokens N --out LOG
         [--field item_id=id --field text=response ...] [--reading chat|plain] [--answer-rule RULE]
         [--model NAME --generator TEXT --top-p P --seed S --arm A --suite-name N --suite-revision R]
 
@@ -44,8 +44,9 @@ from contract.files import PathCheckError, input_file, output_file
 from contract.jsonl import JsonlError, read_jsonl
 from contract.suite import SuiteItem
 from contract.textformat import ANSWER_TAG
+from interop.imports.log_builder import build_log
+from interop.imports.tool_file import ImportRefusal, ItemDraft, SuiteFile, ToolFile, plain_text
 from pipeline.field_map import parse_field_map
-from pipeline.imports.common import ImportRefusal, ItemDraft, Source, SuiteFile, assemble, plain_text
 from scoring import verifiers
 from scoring.reading import LENIENT_TEXT, RULE_TEXT
 from scoring.scorer import SCORER_NAME, SCORER_VERSION, answer_setting, verifier_infos
@@ -84,24 +85,24 @@ def parse_fields(pairs: Sequence[str]) -> dict[str, str]:
 
 def _field(path: Path, n: int, row: dict[str, Any], target: str, fields: dict[str, str]) -> Any:
     """The line's value for target (None when an optional field is absent); refuse a missing required one."""
-    source = fields.get(target, target)
-    if source not in row or row[source] is None:
+    name = fields.get(target, target)
+    if name not in row or row[name] is None:
         if target in REQUIRED or target in fields:
             raise ImportRefusal(
-                f"{path}:{n}: field {source!r} (for {target}) is missing; its fields: "
+                f"{path}:{n}: field {name!r} (for {target}) is missing; its fields: "
                 f"{', '.join(sorted(row))}; name another with --field {target}=FIELD"
             )
         return None
-    value = row[source]
+    value = row[name]
     kind = SAMPLE_FIELDS.get(target, str)
     if target == "item_id" and isinstance(value, int) and not isinstance(value, bool):
         value = str(value)  # an id written as a number names the same item
     if not isinstance(value, kind) or isinstance(value, bool):
         raise ImportRefusal(
-            f"{path}:{n}: field {source!r} (for {target}): {value!r:.60} is not "
+            f"{path}:{n}: field {name!r} (for {target}): {value!r:.60} is not "
             + ("an integer" if kind is int else "a string")
         )
-    return plain_text(path, f"line {n}: field {source!r}", value) if kind is str else value
+    return plain_text(path, f"line {n}: field {name!r}", value) if kind is str else value
 
 
 def _scored_text(text: str, prompt: str | None, reading: Reading) -> str:
@@ -125,8 +126,8 @@ class Judged:
 
 def read(
     path: Path, fields: dict[str, str], suite: SuiteFile, reading: Reading, model: str, generator: str
-) -> tuple[Source, Judged]:
-    """One JSONL file as a Source whose samples the verifier has judged, and what else the judging gave;
+) -> tuple[ToolFile, Judged]:
+    """One JSONL file as a ToolFile whose samples the verifier has judged, and what else the judging gave;
     refuse a line it cannot read, naming the file, the line and the field."""
     try:
         rows = read_jsonl(path)
@@ -135,7 +136,7 @@ def read(
     if not rows:
         raise ImportRefusal(f"{path}: no lines; nothing to import")
     by_id = {it.item_id: it for it in suite.items}
-    source = Source(
+    read_file = ToolFile(
         path=path,
         tool=TOOL,
         version=f"({generator})",
@@ -168,7 +169,7 @@ def read(
         judged.timeouts += verdict.timed_out
         judged.read_by[verdict.read_by or "none"] += 1
         judged.lenient.setdefault(item_id, []).append(lenient.score)
-        draft = source.items.setdefault(
+        draft = read_file.items.setdefault(
             item_id,
             ItemDraft(
                 prompt=prompt,
@@ -190,11 +191,11 @@ def read(
             "no_answer_reason": verdict.reason,
             **{name: _field(path, n, row, name, fields) for name in SAMPLE_FIELDS},
         })  # fmt: skip
-    return source, judged
+    return read_file, judged
 
 
 def _question_texts(question: str | None, prompt: str | None, item: SuiteItem) -> tuple[str, ...]:
-    """What assemble looks for the suite's question in (besides the prompt): the line's question; for lines
+    """What build_log looks for the suite's question in (besides the prompt): the line's question; for lines
     that carry neither a question nor a prompt, the suite's own (the item is then matched by its id alone)."""
     if question is not None:
         return (question,)
@@ -214,12 +215,12 @@ def _judge(
         raise ImportRefusal(f"{path}:{n}: suite {e}") from None
 
 
-def check_k(sources: Sequence[Source]) -> int:
+def check_k(files: Sequence[ToolFile]) -> int:
     """The samples per item over all files; refuse unequal counts, naming two items and where they differ."""
     counts: Counter[str] = Counter()
-    per_file = {src.path: {key: len(d.samples) for key, d in src.items.items()} for src in sources}
-    for files in per_file.values():
-        counts.update(files)
+    per_file = {file.path: {key: len(d.samples) for key, d in file.items.items()} for file in files}
+    for of_file in per_file.values():
+        counts.update(of_file)
     ks = sorted(set(counts.values()))
     if len(ks) > 1:
         few = min(counts, key=lambda k: (counts[k], k))
@@ -251,15 +252,15 @@ def imported_log(
 ) -> EvalLog:
     """The EvalLog of the files' samples, each judged by its suite item as the pipeline's scorer judges."""
     read_files = [read(p, fields, suite, reading, model, generator) for p in paths]
-    sources = [src for src, _ in read_files]
-    for src in sources:
-        src.seed = seed
-    check_k(sources)
+    files = [file for file, _ in read_files]
+    for file in files:
+        file.seed = seed
+    check_k(files)
     names = dict(names or {})
     names.setdefault("suite_revision", None)
     names["suite_revision"] = names["suite_revision"] or f"sha256:{file_sha256(suite.path)[:12]}"
-    log = assemble(sources, overrides, arm=arm, suite_file=suite, names=names)
-    # assemble kept each verdict as the source's score; the scorer that gave it is the pipeline's own, so
+    log = build_log(files, overrides, arm=arm, suite_file=suite, names=names)
+    # build_log kept each verdict as the tool's score; the scorer that gave it is the pipeline's own, so
     # the log names it as the pipeline's logs do (analysis.align compares name, version and verifiers).
     by = f"{SCORER_NAME} verifier"
     scorer = ScorerInfo(
@@ -280,7 +281,7 @@ def imported_log(
         timeouts=sum(j.timeouts for _, j in read_files),
         read_by=dict(sorted(sum((j.read_by for _, j in read_files), Counter()).items())),
     )
-    # assemble appends each item's samples file by file, in the order given: so do its lenient scores.
+    # build_log appends each item's samples file by file, in the order given: so do its lenient scores.
     items = [
         it.model_copy(
             update={
@@ -299,7 +300,7 @@ def imported_log(
 def parser() -> argparse.ArgumentParser:
     """The jsonl command's options."""
     ap = argparse.ArgumentParser(
-        prog="python -m pipeline.imports jsonl",
+        prog="python -m interop.imports jsonl",
         description=__doc__.split("\n\n")[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="\n\n".join(__doc__.split("\n\n")[1:]),
@@ -348,8 +349,8 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Command line (python -m pipeline.imports jsonl): read the files, judge every text, write the log."""
-    from pipeline.imports.__main__ import EXIT_REFUSED, read_suite
+    """Command line (python -m interop.imports jsonl): read the files, judge every text, write the log."""
+    from interop.imports.__main__ import EXIT_REFUSED, read_suite
 
     args = parser().parse_args(argv)
     try:

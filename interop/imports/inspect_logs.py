@@ -1,4 +1,4 @@
-"""Inspect AI logs (.eval or .json) into a Source, read with inspect-ai's own read_eval_log.
+"""Inspect AI logs (.eval or .json) into a ToolFile, read with inspect-ai's own read_eval_log.
 
 Each sample of an Inspect log is one (sample id, epoch): epochs become the item's samples in epoch order.
 The score is the chosen scorer's value turned into a number by inspect-ai's value_to_float (C = 1, I = 0,
@@ -16,7 +16,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from pipeline.imports.common import ImportRefusal, ItemDraft, Source, plain_text, text_hash, unit_score
+from interop.imports.tool_file import ImportRefusal, ItemDraft, ToolFile, plain_text, text_hash, unit_score
 
 TOOL = "inspect-ai"
 
@@ -80,10 +80,9 @@ class _Unreadable(logging.Handler):
         self.count += 1
 
 
-def read(path: Path, scorer: str | None = None) -> Source:
-    """One Inspect log file as a Source; refuse an incomplete log, an errored sample or an unknown scorer."""
+def _log(path: Path) -> Any:
+    """The Inspect log of a finished run with its samples, read by inspect-ai's read_eval_log."""
     from inspect_ai.log import read_eval_log
-    from inspect_ai.scorer import value_to_float
 
     try:
         log = read_eval_log(str(path))
@@ -100,22 +99,16 @@ def read(path: Path, scorer: str | None = None) -> Source:
         raise ImportRefusal(
             f"{path}: status: is {log.status!r}; import only a log whose run finished (success)"
         )
-    samples = log.samples or []
-    if not samples:
+    if not log.samples:
         raise ImportRefusal(f"{path}: samples: the log holds no samples (written with --no-log-samples?)")
-    names = sorted({name for s in samples for name in (s.scores or {})})
-    if scorer is None:
-        if len(names) != 1:
-            raise ImportRefusal(
-                f"{path}: scores: the log has scorers {names}; choose the one to import with --scorer NAME"
-            )
-        scorer = names[0]
-    to_float = value_to_float()
-    unreadable = _Unreadable()
-    metric_log = logging.getLogger(value_to_float.__module__)
+    return log
+
+
+def _tool_file(path: Path, log: Any, scorer: str) -> ToolFile:
+    """The log's run settings (its eval spec), no documents yet."""
     config = log.eval.model_generate_config
     version = log.eval.packages.get("inspect_ai", "(version not recorded)")
-    source = Source(
+    return ToolFile(
         path=path,
         tool=TOOL,
         version=version,
@@ -131,32 +124,56 @@ def read(path: Path, scorer: str | None = None) -> Source:
         model_from="the log's eval.model",
         k_is_setting=False,
     )
+
+
+def _score(path: Path, where: str, s: Any, scorer: str) -> tuple[Any, float]:
+    """The sample's Score under the scorer and its value as a number (value_to_float), unchecked."""
+    from inspect_ai.scorer import value_to_float
+
+    if s.error is not None:
+        raise ImportRefusal(f"{path}: {where}: error: {s.error.message}; rerun the sample or drop it")
+    score = (s.scores or {}).get(scorer)
+    if score is None:
+        raise ImportRefusal(f"{path}: {where}: scores.{scorer}: missing; rescore the log (inspect score)")
+    if isinstance(score.value, dict | list):
+        raise ImportRefusal(
+            f"{path}: {where}: scores.{scorer}.value: {score.value!r} holds several values, not one score"
+        )
+    unreadable = _Unreadable()
+    metric_log = logging.getLogger(value_to_float.__module__)
+    metric_log.addHandler(unreadable)
+    try:
+        value = value_to_float()(score.value)
+    finally:
+        metric_log.removeHandler(unreadable)
+    if unreadable.count:
+        raise ImportRefusal(
+            f"{path}: {where}: scores.{scorer}.value: {score.value!r} is not a score inspect-ai's "
+            "value_to_float reads (C, I, P, N, yes/no, a number)"
+        )
+    return score, value
+
+
+def read(path: Path, scorer: str | None = None) -> ToolFile:
+    """One Inspect log file, read; refuse an incomplete log, an errored sample or an unknown scorer."""
+    log = _log(path)
+    samples = log.samples
+    names = sorted({name for s in samples for name in (s.scores or {})})
+    if scorer is None:
+        if len(names) != 1:
+            raise ImportRefusal(
+                f"{path}: scores: the log has scorers {names}; choose the one to import with --scorer NAME"
+            )
+        scorer = names[0]
+    read_file = _tool_file(path, log, scorer)
     for s in sorted(samples, key=lambda s: (str(s.id), s.epoch)):
         where = f"sample {s.id!r} epoch {s.epoch}"
-        if s.error is not None:
-            raise ImportRefusal(f"{path}: {where}: error: {s.error.message}; rerun the sample or drop it")
-        score = (s.scores or {}).get(scorer)
-        if score is None:
-            raise ImportRefusal(f"{path}: {where}: scores.{scorer}: missing; rescore the log (inspect score)")
-        if isinstance(score.value, dict | list):
-            raise ImportRefusal(
-                f"{path}: {where}: scores.{scorer}.value: {score.value!r} holds several values, not one score"
-            )
-        metric_log.addHandler(unreadable)
-        try:
-            value = to_float(score.value)
-        finally:
-            metric_log.removeHandler(unreadable)
-        if unreadable.count:
-            raise ImportRefusal(
-                f"{path}: {where}: scores.{scorer}.value: {score.value!r} is not a score inspect-ai's "
-                "value_to_float reads (C, I, P, N, yes/no, a number)"
-            )
+        score, value = _score(path, where, s, scorer)
         usage = s.output.usage if s.output is not None else None
         turns, calls = _transcript(s.messages)
         family = (s.metadata or {}).get("family")
         prompt = plain_text(path, f"{where}: input", _prompt(s))
-        draft = source.items.setdefault(
+        draft = read_file.items.setdefault(
             str(s.id),
             ItemDraft(
                 prompt=prompt,
@@ -179,4 +196,4 @@ def read(path: Path, scorer: str | None = None) -> Source:
             "tool_calls": calls or None,
             "mean_logprob": _mean_logprob(s.output),
         })  # fmt: skip
-    return source
+    return read_file

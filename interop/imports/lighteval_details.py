@@ -1,4 +1,4 @@
-"""lighteval details files (details_<task>_<date>.parquet) into a Source, read with pyarrow.
+"""lighteval details files (details_<task>_<date>.parquet) into a ToolFile, read with pyarrow.
 
 The format followed is lighteval 0.13's (src/lighteval/logging/evaluation_tracker.py save_details and
 info_loggers.py DetailsLogger.Detail): one row per document with three columns, `doc` (the Doc: query,
@@ -21,10 +21,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-from pipeline.imports.common import (
+from interop.imports.tool_file import (
     ImportRefusal,
     ItemDraft,
-    Source,
+    ToolFile,
     checked_decoding,
     one_setting,
     plain_text,
@@ -58,10 +58,8 @@ def _gold(path: Path, where: str, doc: dict[str, Any]) -> str:
     return str(doc["choices"][index])
 
 
-def read(
-    path: Path, metric: str | None = None, verifier: str | None = None, results: Path | None = None
-) -> Source:
-    """One details parquet file as a Source; refuse what it cannot read, naming row and field."""
+def _rows(path: Path) -> tuple[str, str, list[dict[str, Any]]]:
+    """The file's task and date (from its name) and its rows, read with pyarrow."""
     import pyarrow.parquet as pq
 
     m = _NAME.match(path.name)
@@ -70,13 +68,17 @@ def read(
             f"{path}: file name: not details_<task>_<date>.parquet as lighteval names its details; "
             "keep its name"
         )
-    task, date = m["task"], m["date"]
     if not path.is_file():
         raise ImportRefusal(f"{path}: file not found")
     try:
         rows = pq.read_table(path).to_pylist()
     except Exception as e:  # pyarrow raises several types for a file that is not parquet
         raise ImportRefusal(f"{path}: not a parquet file pyarrow can read: {e}") from e
+    return m["task"], m["date"], rows
+
+
+def _run(path: Path, date: str, results: Path | None) -> tuple[Path | None, dict[str, Any]]:
+    """The run's results file (--results, else the one beside the details) and its content ({}: none)."""
     found = results or results_beside(path, date)
     run: dict[str, Any] = {}
     if found is not None:
@@ -86,6 +88,11 @@ def read(
             raise ImportRefusal(f"{found}: cannot read the run's results: {e}") from None
     if run and not isinstance(run, dict):
         raise ImportRefusal(f"{found}: is a JSON {type(run).__name__}, not lighteval's results object")
+    return found, run
+
+
+def _tool_file(path: Path, task: str, date: str, run: dict[str, Any], rows: list[dict[str, Any]]) -> ToolFile:
+    """The file's run settings and how its documents are named (doc.id, else row), no documents yet."""
     general = run.get("config_general") or {}
     params = (general.get("model_config") or {}).get("generation_parameters") or {}
     sha = general.get("lighteval_sha")
@@ -96,7 +103,7 @@ def read(
             f"{path}: row {ids.index(False)}: doc.id: missing, though other rows have "
             "one; each document needs one"
         )
-    source = Source(
+    return ToolFile(
         path=path,
         tool=TOOL,
         version=f"(commit {sha})" if sha and sha != "?" else "(version not recorded)",
@@ -112,21 +119,90 @@ def read(
         positional=positional,
         model_from="the results file's config_general.model_name",
     )
+
+
+def _run_decoding(path: Path, found: Path | None, run: dict[str, Any]) -> dict[str, Any]:
+    """The decoding the results file records ({} without one), each setting checked."""
     settings: dict[str, Any] = {}
     if run:
+        general = run.get("config_general") or {}
+        params = (general.get("model_config") or {}).get("generation_parameters") or {}
         # lighteval's default is greedy: GenerationParameters.temperature defaults to 0.
         settings["temperature"] = params.get("temperature", 0.0)
         settings["top_p"] = params.get("top_p")
         settings["max_tokens"] = params.get("max_new_tokens")
         for name in ("temperature", "top_p", "max_tokens"):
             checked_decoding(found or path, f"generation_parameters.{name}", name, settings[name])
+    return settings
+
+
+def _tool_score(
+    path: Path, where: str, texts: list[str], scores: dict[str, Any], metric: str | None, verifier: str | None
+) -> tuple[float | None, str | None]:
+    """The row's per-document score and the metric that gave it (None, None: each text is judged)."""
+    if len(texts) == 1:
+        names = sorted(k for k, v in scores.items() if v is not None)
+        chosen = metric or (names[0] if len(names) == 1 else None)
+        if verifier is None and (chosen is None or scores.get(chosen) is None):
+            raise ImportRefusal(f"{path}: {where}: metric: {names}; choose the score with --metric NAME")
+        if chosen is not None and scores.get(chosen) is not None:
+            tool_score = unit_score(path, f"{where}: metric.{chosen}", scores[chosen])
+            return tool_score, chosen
+        return None, None
+    if verifier is None:
+        raise ImportRefusal(
+            f"{path}: {where}: model_response.text: {len(texts)} samples but one score per document "
+            f"({', '.join(sorted(scores))}); judge each sample with --verifier "
+            "{exact,numeric,math,choice,suite}"
+        )
+    return None, None
+
+
+def _draft(
+    path: Path,
+    where: str,
+    task: str,
+    row: dict[str, Any],
+    texts: list[str],
+    tool_score: float | None,
+    verifier: str | None,
+) -> ItemDraft:
+    """One row's document: its query, gold choice (judged against), texts with token counts, content hash."""
+    doc, response = row["doc"], row["model_response"]
+    out_tokens = response.get("output_tokens") or []
+    tokens = [len(t) for t in out_tokens] if len(out_tokens) == len(texts) else [None] * len(texts)
+    prompt_tokens = len(response.get("input_tokens") or []) or None
+    query = response.get("input") if isinstance(response.get("input"), str) else doc.get("query")
+    query = plain_text(path, f"{where}: doc.query", query) if query is not None else None
+    return ItemDraft(
+        prompt=query,
+        family=task,
+        reference=_gold(path, where, doc) if verifier is not None and verifier != "suite" else None,
+        samples=[
+            {"text": t, "tool_score": tool_score, "gen_tokens": tokens[j], "prompt_tokens": prompt_tokens}
+            for j, t in enumerate(texts)
+        ],
+        content=text_hash(doc["query"]) if isinstance(doc.get("query"), str) else None,
+        texts=tuple(v for v in (doc.get("query"), response.get("input")) if isinstance(v, str)),
+        where=where,
+    )
+
+
+def read(
+    path: Path, metric: str | None = None, verifier: str | None = None, results: Path | None = None
+) -> ToolFile:
+    """One details parquet file, read; refuse what it cannot read, naming row and field."""
+    task, date, rows = _rows(path)
+    found, run = _run(path, date, results)
+    read_file = _tool_file(path, task, date, run, rows)
+    settings = _run_decoding(path, found, run)
     chosen_metrics: set[str | None] = set()
     for n, row in enumerate(rows):
         for key in ("doc", "model_response", "metric"):
             if not isinstance(row.get(key), dict):
                 raise ImportRefusal(f"{path}: row {n}: {key}: missing; not a lighteval details row")
-        doc, response, scores = row["doc"], row["model_response"], row["metric"]
-        item_id = str(n) if positional else plain_text(path, f"row {n}: doc.id", str(doc["id"]))
+        doc, response = row["doc"], row["model_response"]
+        item_id = str(n) if read_file.positional else plain_text(path, f"row {n}: doc.id", str(doc["id"]))
         where = f"row {n} (doc id {item_id!r})"
         if doc.get("generation_size") is not None and settings.get("max_tokens") is None:
             one_setting(path, where, "generation_size", doc["generation_size"], settings)
@@ -136,51 +212,20 @@ def read(
                 f"{path}: {where}: model_response.text: no generated text (a loglikelihood task?)"
             )
         texts = [plain_text(path, f"{where}: model_response.text[{j}]", t) for j, t in enumerate(texts)]
-        out_tokens = response.get("output_tokens") or []
-        tokens = [len(t) for t in out_tokens] if len(out_tokens) == len(texts) else [None] * len(texts)
-        prompt_tokens = len(response.get("input_tokens") or []) or None
-        tool_score = None
-        if len(texts) == 1:
-            names = sorted(k for k, v in scores.items() if v is not None)
-            chosen = metric or (names[0] if len(names) == 1 else None)
-            if verifier is None and (chosen is None or scores.get(chosen) is None):
-                raise ImportRefusal(f"{path}: {where}: metric: {names}; choose the score with --metric NAME")
-            if chosen is not None and scores.get(chosen) is not None:
-                tool_score = unit_score(path, f"{where}: metric.{chosen}", scores[chosen])
-            chosen_metrics.add(chosen if tool_score is not None else None)
-        else:
-            if verifier is None:
-                raise ImportRefusal(
-                    f"{path}: {where}: model_response.text: {len(texts)} samples but one score per document "
-                    f"({', '.join(sorted(scores))}); judge each sample with --verifier "
-                    "{exact,numeric,math,choice,suite}"
-                )
-            chosen_metrics.add(None)
-        if item_id in source.items:
+        tool_score, chosen = _tool_score(path, where, texts, row["metric"], metric, verifier)
+        chosen_metrics.add(chosen)
+        if item_id in read_file.items:
             raise ImportRefusal(f"{path}: {where}: doc.id: appears twice")
-        query = response.get("input") if isinstance(response.get("input"), str) else doc.get("query")
-        query = plain_text(path, f"{where}: doc.query", query) if query is not None else None
-        source.items[item_id] = ItemDraft(
-            prompt=query,
-            family=task,
-            reference=_gold(path, where, doc) if verifier is not None and verifier != "suite" else None,
-            samples=[
-                {"text": t, "tool_score": tool_score, "gen_tokens": tokens[j], "prompt_tokens": prompt_tokens}
-                for j, t in enumerate(texts)
-            ],
-            content=text_hash(doc["query"]) if isinstance(doc.get("query"), str) else None,
-            texts=tuple(v for v in (doc.get("query"), response.get("input")) if isinstance(v, str)),
-            where=where,
-        )
+        read_file.items[item_id] = _draft(path, where, task, row, texts, tool_score, verifier)
     if len(chosen_metrics) > 1:
         raise ImportRefusal(
             f"{path}: metric: some documents carry the metric and some do not; one log is scored one way: "
             "choose a metric every row has (--metric) or judge with --verifier"
         )
-    source.metric = chosen_metrics.pop() if chosen_metrics else None
-    source.decoding = {
+    read_file.metric = chosen_metrics.pop() if chosen_metrics else None
+    read_file.decoding = {
         "temperature": settings.get("temperature"),
         "top_p": settings.get("top_p"),
         "max_tokens": settings.get("max_tokens") or settings.get("generation_size"),
     }
-    return source
+    return read_file

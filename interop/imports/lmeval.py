@@ -1,4 +1,4 @@
-"""lm-evaluation-harness `--log_samples` files (samples_<task>_<date>.jsonl) into a Source.
+"""lm-evaluation-harness `--log_samples` files (samples_<task>_<date>.jsonl) into a ToolFile.
 
 The format followed is lm-evaluation-harness 0.4's (lm_eval/evaluator.py and
 lm_eval/loggers/evaluation_tracker.py; lm_eval/result_schema.py SampleResult): one JSON line per document
@@ -27,10 +27,10 @@ from pathlib import Path
 from typing import Any
 
 from contract.jsonl import JsonlError, read_jsonl
-from pipeline.imports.common import (
+from interop.imports.tool_file import (
     ImportRefusal,
     ItemDraft,
-    Source,
+    ToolFile,
     checked_decoding,
     one_setting,
     plain_text,
@@ -142,21 +142,14 @@ def _doc_texts(doc: Any) -> tuple[str, ...]:
     return tuple(v for v in doc.values() if isinstance(v, str))
 
 
-def read(
-    path: Path,
-    metric: str | None = None,
-    verifier: str | None = None,
-    filter_name: str | None = None,
-    id_field: str | None = None,
-) -> Source:
-    """One samples_<task>_<date>.jsonl as a Source; refuse what it cannot read, naming line and field."""
+def _lines(path: Path) -> tuple[str, str, list[tuple[int, Any]]]:
+    """The file's task and date (from its name) and its lines (line number, value)."""
     m = _NAME.match(path.name)
     if m is None:
         raise ImportRefusal(
             f"{path}: file name: not samples_<task>_<date>.jsonl as lm-evaluation-harness names its "
             "--log_samples files; keep the harness's name (it carries the task and the run)"
         )
-    task, date = m["task"], m["date"]
     try:
         lines = read_jsonl(path)
     except JsonlError as e:
@@ -165,8 +158,13 @@ def read(
         raise ImportRefusal(
             f"{path}: the file holds no sample lines (empty); the run wrote none: rerun it with --log_samples"
         )
-    results = _results(path, date)
-    config = results.get("config") or {}
+    return m["task"], m["date"], lines
+
+
+def _rows(
+    path: Path, lines: list[tuple[int, Any]], filter_name: str | None
+) -> tuple[str, list[tuple[int, dict[str, Any]]]]:
+    """The filter chosen and its sample lines (line number, row), each checked as the harness writes it."""
     rows: list[tuple[int, dict[str, Any]]] = []
     for n, row in lines:
         for key in ("doc_id", "resps", "metrics", "target"):
@@ -192,14 +190,21 @@ def read(
     rows = [(n, row) for n, row in rows if row.get("filter", "none") == filter_name]
     if not rows:
         raise ImportRefusal(f"{path}: filter: no line of filter {filter_name!r}; the file has {filters}")
-    named = _id_field(path, rows, id_field)
+    return filter_name, rows
+
+
+def _tool_file(
+    path: Path, task: str, date: str, results: dict[str, Any], filter_name: str, named: str | None
+) -> ToolFile:
+    """The file's run settings (from the results file beside it, else the folder's name), no documents yet."""
+    config = results.get("config") or {}
     model = results.get("model_name")
     model_from = f"{path.parent / f'results_{date}.json'} model_name"
     if not model:
         # The harness writes into <output_path>/<model name, sanitized>/: the folder names the model.
         model = f"{path.parent.name} (the folder name; no results_{date}.json beside the samples)"
         model_from = "the folder the harness wrote into"
-    source = Source(
+    return ToolFile(
         path=path,
         tool=TOOL,
         version=results.get("lm_eval_version")
@@ -216,6 +221,64 @@ def read(
         positional=named is None,
         model_from=model_from,
     )
+
+
+def _decoding(path: Path, where: str, kwargs: dict[str, Any], settings: dict[str, Any]) -> None:
+    """Record the line's decoding settings (its generation kwargs) in settings, equal on every line."""
+    # lm-eval's default decoding is greedy: temperature 0.0 unless do_sample (models/huggingface.py).
+    temperature = kwargs.get("temperature", 1.0 if kwargs.get("do_sample") else 0.0)
+    for name, key, value in (
+        ("temperature", "temperature", temperature),
+        ("top_p", "top_p", kwargs.get("top_p")),
+        ("max_tokens", "max_gen_toks", kwargs.get("max_gen_toks")),
+    ):
+        checked_decoding(path, f"{where}: arguments.gen_args_0.arg_1.{key}", name, value)
+        one_setting(path, where, name, value, settings)
+
+
+def _tool_score(
+    path: Path,
+    where: str,
+    row: dict[str, Any],
+    texts: list[str | None],
+    metric: str | None,
+    verifier: str | None,
+) -> tuple[float | None, str | None]:
+    """The line's per-document score and the metric that gave it (None, None: each text is judged)."""
+    names = row["metrics"]
+    chosen = metric or ("exact_match" if "exact_match" in names else (names[0] if len(names) == 1 else None))
+    if len(texts) == 1 and texts[0] is not None:
+        if verifier is None and (chosen is None or chosen not in row):
+            raise ImportRefusal(
+                f"{path}: {where}: metrics: {names}; choose the per-document score with --metric NAME"
+            )
+        scored = chosen is not None and chosen in row
+        tool_score = unit_score(path, f"{where}: {chosen}", row[chosen]) if scored else None
+        return tool_score, chosen if tool_score is not None else None
+    if verifier is None:
+        raise ImportRefusal(
+            f"{path}: {where}: resps: {len(texts)} responses (repeats) but one score per document "
+            f"({', '.join(names)}); judge each response with --verifier "
+            "{exact,numeric,math,choice,suite}, or import one file per run"
+        )
+    if any(t is None for t in texts):
+        raise ImportRefusal(f"{path}: {where}: resps: repeats of a loglikelihood task hold no text to judge")
+    return None, None
+
+
+def read(
+    path: Path,
+    metric: str | None = None,
+    verifier: str | None = None,
+    filter_name: str | None = None,
+    id_field: str | None = None,
+) -> ToolFile:
+    """One samples_<task>_<date>.jsonl, read; refuse what it cannot read, naming line and field."""
+    task, date, lines = _lines(path)
+    results = _results(path, date)
+    filter_name, rows = _rows(path, lines, filter_name)
+    named = _id_field(path, rows, id_field)
+    read_file = _tool_file(path, task, date, results, filter_name, named)
     settings: dict[str, Any] = {}
     chosen_metrics: set[str | None] = set()
     for n, row in rows:
@@ -226,54 +289,20 @@ def read(
         prompt, kwargs = _gen_args(path, where, row.get("arguments"))
         texts = _texts(path, where, row["resps"])
         if kwargs is not None:
-            # lm-eval's default decoding is greedy: temperature 0.0 unless do_sample (models/huggingface.py).
-            temperature = kwargs.get("temperature", 1.0 if kwargs.get("do_sample") else 0.0)
-            for name, key, value in (
-                ("temperature", "temperature", temperature),
-                ("top_p", "top_p", kwargs.get("top_p")),
-                ("max_tokens", "max_gen_toks", kwargs.get("max_gen_toks")),
-            ):
-                checked_decoding(path, f"{where}: arguments.gen_args_0.arg_1.{key}", name, value)
-                one_setting(path, where, name, value, settings)
-        names = row["metrics"]
-        chosen = metric or (
-            "exact_match" if "exact_match" in names else (names[0] if len(names) == 1 else None)
-        )
-        if len(texts) == 1 and texts[0] is not None:
-            if verifier is None and (chosen is None or chosen not in row):
-                raise ImportRefusal(
-                    f"{path}: {where}: metrics: {names}; choose the per-document score with --metric NAME"
-                )
-            tool_score = (
-                unit_score(path, f"{where}: {chosen}", row[chosen])
-                if chosen is not None and chosen in row
-                else None
-            )
-            chosen_metrics.add(chosen if tool_score is not None else None)
-        else:
-            if verifier is None:
-                raise ImportRefusal(
-                    f"{path}: {where}: resps: {len(texts)} responses (repeats) but one score per document "
-                    f"({', '.join(names)}); judge each response with --verifier "
-                    "{exact,numeric,math,choice,suite}, or import one file per run"
-                )
-            if any(t is None for t in texts):
-                raise ImportRefusal(
-                    f"{path}: {where}: resps: repeats of a loglikelihood task hold no text to judge"
-                )
-            tool_score = None
-            chosen_metrics.add(None)
+            _decoding(path, where, kwargs, settings)
+        tool_score, chosen = _tool_score(path, where, row, texts, metric, verifier)
+        chosen_metrics.add(chosen)
         doc = row.get("doc")
         key = _own_id(path, where, doc, named) if named else str(doc_id)
         assert key is not None  # _id_field checked every row
-        if key in source.items:
+        if key in read_file.items:
             raise ImportRefusal(
                 f"{path}: {where}: {'doc.' + named if named else 'doc_id'}: {key!r} appears twice for filter "
                 f"{filter_name!r}; each document once"
             )
         target = row["target"]
         doc_hash = row.get("doc_hash")
-        source.items[key] = ItemDraft(
+        read_file.items[key] = ItemDraft(
             prompt=prompt,
             family=task,
             reference=plain_text(path, f"{where}: target", target) if isinstance(target, str) else target,
@@ -287,6 +316,6 @@ def read(
             f"{path}: metrics: some documents carry the metric {metric or 'exact_match'!r} and some do not; "
             "one log is scored one way: choose a metric every line has (--metric) or judge with --verifier"
         )
-    source.metric = chosen_metrics.pop()
-    source.decoding = {name: settings.get(name) for name in ("temperature", "top_p", "max_tokens")}
-    return source
+    read_file.metric = chosen_metrics.pop()
+    read_file.decoding = {name: settings.get(name) for name in ("temperature", "top_p", "max_tokens")}
+    return read_file

@@ -1,6 +1,6 @@
 """Export EvalLogs to Inspect AI's log format, so that `inspect view` browses every arm's transcripts.
 
-    python -m analysis.inspect_export evallogs/*.json --out DIR
+    python -m interop.inspect_export evallogs/*.json --out DIR
 
 writes DIR/<arm>.eval per log (arm: the log's `arm`, else its file stem) through inspect-ai's own types
 (EvalLog, EvalSample, Score) and writer (write_eval_log). Each of our k samples of an item is one Inspect
@@ -19,8 +19,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from analysis.align import EXIT_REFUSED, Refusal, load_log, out_folder
-from contract.evallog import EvalLog, ItemResult, SampleRecord
+from contract.evallog import EvalLog, EvalLogError, ItemResult, SampleRecord, load
+from contract.files import PathCheckError, output_dir
+
+# The exit status of a refusal, as every command of the project's.
+EXIT_REFUSED = 2
 
 
 def _created(log: EvalLog) -> str:
@@ -143,7 +146,7 @@ def to_inspect(log: EvalLog, arm: str) -> Any:
             "driver": log.driver,
             "scorer": log.scorer.model_dump() if log.scorer is not None else None,
             "pins": log.pins,
-            "exported_by": "reasoning-delta analysis.inspect_export",
+            "exported_by": "reasoning-delta interop.inspect_export",
         },
     )
     results = EvalResults(
@@ -184,7 +187,7 @@ def _export(log: EvalLog, arm: str, target: Path) -> str | None:
 def main(argv: list[str] | None = None) -> int:
     """Command line: one Inspect log per EvalLog given."""
     ap = argparse.ArgumentParser(
-        prog="python -m analysis.inspect_export",
+        prog="python -m interop.inspect_export",
         description=__doc__.split("\n\n")[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="\n\n".join(__doc__.split("\n\n")[1:]),
@@ -193,9 +196,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", required=True, help="folder for <arm>.eval")
     args = ap.parse_args(argv)
     try:
-        out_folder(args.out)
-        logs = [(Path(p), load_log(p)) for p in args.logs]
-    except Refusal as e:
+        output_dir(args.out, "--out")
+        logs = [(Path(p), load(p)) for p in args.logs]
+    except (PathCheckError, EvalLogError) as e:
         print(f"refused: {e}", file=sys.stderr)
         return EXIT_REFUSED
     names: dict[str, Path] = {}

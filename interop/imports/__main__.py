@@ -1,9 +1,9 @@
 """Import another tool's per-sample logs into one EvalLog, so that the analyses can compare them.
 
-    python -m pipeline.imports lm-eval   samples_<task>_<date>.jsonl... --out evallogs/base.json
-    python -m pipeline.imports inspect   logs/<run>.eval...             --out evallogs/base.json
-    python -m pipeline.imports lighteval details_<task>_<date>.parquet... --out evallogs/base.json
-    python -m pipeline.imports jsonl     texts.jsonl... --suite S --temperature T --max-tokens N --out L
+    python -m interop.imports lm-eval   samples_<task>_<date>.jsonl... --out evallogs/base.json
+    python -m interop.imports inspect   logs/<run>.eval...             --out evallogs/base.json
+    python -m interop.imports lighteval details_<task>_<date>.parquet... --out evallogs/base.json
+    python -m interop.imports jsonl     texts.jsonl... --suite S --temperature T --max-tokens N --out L
                                          (any tool's texts, one sample a line; its own --help)
 
 Several SRC files make one log of one model on one suite: the same documents in each, aligned by their own
@@ -26,13 +26,15 @@ from pathlib import Path
 from contract.atomic import atomic_write
 from contract.files import PathCheckError, input_file, output_file
 from contract.suite import SuiteError, load_suite
-from pipeline.imports import inspect_logs, jsonl, lighteval_details, lmeval
-from pipeline.imports.common import VERIFIER_TYPES, ImportRefusal, Source, SuiteFile, assemble
+from interop.imports import inspect_logs, jsonl, lighteval_details, lmeval
+from interop.imports.judging import VERIFIER_TYPES
+from interop.imports.log_builder import build_log
+from interop.imports.tool_file import ImportRefusal, SuiteFile, ToolFile
 
 EXIT_REFUSED = 2
 
 
-def read_sources(args: argparse.Namespace) -> list[Source]:
+def read_files(args: argparse.Namespace) -> list[ToolFile]:
     """Each SRC file read by the importer of its tool."""
     paths = [input_file(p, "SRC") for p in args.src]
     if args.id_field is not None and args.tool != "lm-eval":
@@ -63,13 +65,10 @@ def read_suite(path: str | None) -> SuiteFile | None:
     return SuiteFile(Path(path), items)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Command line: read the SRC files, write the EvalLog."""
-    argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["jsonl"]:
-        return jsonl.main(argv[1:])  # its own options (field mapping, reading): see its --help
+def parser() -> argparse.ArgumentParser:
+    """The options of lm-eval, inspect and lighteval imports (jsonl has its own: interop.imports.jsonl)."""
     ap = argparse.ArgumentParser(
-        prog="python -m pipeline.imports",
+        prog="python -m interop.imports",
         description=__doc__.split("\n\n")[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="\n\n".join(__doc__.split("\n\n")[1:]),
@@ -132,24 +131,31 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--seed", type=int, default=None, help="the run's seed, when the source does not record it"
     )
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line: read the SRC files, write the EvalLog."""
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["jsonl"]:
+        return jsonl.main(argv[1:])  # its own options (field mapping, reading): see its --help
+    ap = parser()
     args = ap.parse_args(argv)
     if args.tool == "jsonl":
         ap.error(
-            "jsonl takes its own options: write it first, python -m pipeline.imports jsonl FILE... (--help)"
+            "jsonl takes its own options: write it first, python -m interop.imports jsonl FILE... (--help)"
         )
     try:
         out = output_file(args.out, "--out")
         suite = read_suite(args.suite)
-        sources = read_sources(args)
+        files = read_files(args)
         overrides = {"temperature": args.temperature, "top_p": args.top_p, "max_tokens": args.max_tokens}
         names = {"suite": args.suite_name, "suite_revision": args.suite_revision}
-        log = assemble(
-            sources, overrides, arm=args.arm, verifier=args.verifier, suite_file=suite, names=names
-        )
+        log = build_log(files, overrides, arm=args.arm, verifier=args.verifier, suite_file=suite, names=names)
         if args.seed is not None:
             if log.seed is not None and log.seed != args.seed:
                 raise ImportRefusal(
-                    f"{sources[0].path}: seed: the file records {log.seed!r}, --seed says {args.seed!r}; "
+                    f"{files[0].path}: seed: the file records {log.seed!r}, --seed says {args.seed!r}; "
                     "drop the flag"
                 )
             log = log.model_copy(update={"seed": args.seed})

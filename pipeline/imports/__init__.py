@@ -1,4 +1,0 @@
-"""Importers of other tools' logs into the EvalLog: lm-evaluation-harness, Inspect AI, lighteval.
-
-python -m pipeline.imports {lm-eval,inspect,lighteval} SRC... --out LOG
-"""
