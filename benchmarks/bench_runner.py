@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     from pipeline.config import engine_config, load_arm, load_params
     from pipeline.engines import make_engine
     from pipeline.generate import run
-    from pipeline.plan import plan_run
+    from pipeline.plan import plan_arm
 
     model, items = _model_and_items(args.model, args.items)
     cfg = engine_config("vllm")
@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         tmp / "w", {"base": model}, items, k=args.k, max_tokens=args.max_tokens, temperature=1.0
     )
     variants = [int(v) for v in args.save_every.split(",")] if args.save_every else [cfg["save_every"]]
-    requests = plan_run(load_params(world.params), load_arm("base"), []).requests
+    requests = plan_arm(load_params(world.params), load_arm("base"), []).requests
 
     t0 = time.perf_counter()
     engine = make_engine(cfg, str(model))
