@@ -281,25 +281,25 @@ def template_file(protocol: Protocol, conf_dir: Path = CONF_DIR) -> Path | None:
     return None if protocol.prompt_template is None else Path(protocol.prompt_template)
 
 
-def read_template(path: Path, key: str, source: Path) -> str:
+def read_template(path: Path, key: str, params_file: Path) -> str:
     """A prompt template's text; ConfigError naming the params file and the key when it cannot be read."""
     try:
         return path.read_text(encoding="utf-8")
     except OSError as e:
         raise ConfigError(
-            f"{source}: protocol.{key}: cannot read {path} ({e.strerror}); give the path of a Jinja prompt "
-            "template file"
+            f"{params_file}: protocol.{key}: cannot read {path} ({e.strerror}); give the path of a Jinja "
+            "prompt template file"
         ) from None
 
 
-def template_header(path: Path, key: str, source: Path) -> TemplateHeader:
+def template_header(path: Path, key: str, params_file: Path) -> TemplateHeader:
     """The header of a prompt template (empty when its text opens with no Jinja comment)."""
     if key == "prompt" and not path.is_file():
         raise ConfigError(
-            f"{source}: protocol.prompt: no preset {path.stem!r} (no {path}); known presets: "
+            f"{params_file}: protocol.prompt: no preset {path.stem!r} (no {path}); known presets: "
             f"{', '.join(known_presets(path.parent.parent))}"
         )
-    m = _HEADER.match(read_template(path, key, source))
+    m = _HEADER.match(read_template(path, key, params_file))
     if m is None:
         return TemplateHeader()
     try:
@@ -311,19 +311,19 @@ def template_header(path: Path, key: str, source: Path) -> TemplateHeader:
         raise ConfigError(f"{path}: opening comment: {_first_error(path, e).split(': ', 1)[1]}") from None
 
 
-def with_preset(protocol: Protocol, source: Path, conf_dir: Path = CONF_DIR) -> Protocol:
+def with_preset(protocol: Protocol, params_file: Path, conf_dir: Path = CONF_DIR) -> Protocol:
     """The protocol with its template's answer rule and stop strings filled in (protocol.answer wins,
     protocol.stop adds to them), so that what generations and logs record says how the answer is read."""
     if protocol.prompt is not None and protocol.prompt_template is not None:
         raise ConfigError(
-            f"{source}: protocol.prompt and protocol.prompt_template: give one (a preset of conf/prompt/, or "
-            "your own Jinja template file)"
+            f"{params_file}: protocol.prompt and protocol.prompt_template: give one (a preset of "
+            "conf/prompt/, or your own Jinja template file)"
         )
     # A preset is a name, never a path: `../../x` would load a template from outside conf/prompt/.
     name = protocol.prompt
     if name is not None and (not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*", name) or ".." in name):
         raise ConfigError(
-            f"{source}: protocol.prompt: {name!r} is not the name of a preset of {conf_dir / 'prompt'} "
+            f"{params_file}: protocol.prompt: {name!r} is not the name of a preset of {conf_dir / 'prompt'} "
             f"(known presets: {', '.join(known_presets(conf_dir))}); give your own template file as "
             "protocol.prompt_template"
         )
@@ -331,10 +331,10 @@ def with_preset(protocol: Protocol, source: Path, conf_dir: Path = CONF_DIR) -> 
     if path is None:
         return protocol
     key = "prompt" if protocol.prompt is not None else "prompt_template"
-    header = template_header(path, key, source)
+    header = template_header(path, key, params_file)
     if header.fewshot and protocol.fewshot is None:
         raise ConfigError(
-            f"{source}: protocol.{key}: {path} is a few-shot format; set protocol.fewshot: "
+            f"{params_file}: protocol.{key}: {path} is a few-shot format; set protocol.fewshot: "
             "{path: EXAMPLES.jsonl, n: N} (one JSON line per example: id, question, answer)"
         )
     return protocol.model_copy(
@@ -405,12 +405,12 @@ def load_arm(name: str, conf_dir: Path = CONF_DIR, composed: Mapping[str, Any] |
         raise ConfigError(f"{path}: not valid YAML: {e}") from None
     if not isinstance(raw, Mapping):
         raise ConfigError(f"{path}: must be a mapping of model, retrieval, tools, attribution")
-    for source, node in ((str(path), raw), ("a command-line override of arm", composed or {})):
+    for where, node in ((str(path), raw), ("a command-line override of arm", composed or {})):
         bad = _protocol_keys_in(node)
         if bad:
             leaf = bad[0].rsplit(".", 1)[-1]
             raise ConfigError(
-                f"{source}: sets protocol key {bad[0]!r}; the protocol is matched across arms and lives only "
+                f"{where}: sets protocol key {bad[0]!r}; the protocol is matched across arms and lives only "
                 f"in params.yaml (protocol.{leaf}); remove it from the arm"
             )
     if composed is not None:

@@ -55,29 +55,29 @@ from pipeline.sources import file_hashes, generation_sources
 
 
 def model_pin(
-    key: str, ref: ModelRef, source: Path = Path("params.yaml"), cache: HashCache | None = None
+    key: str, ref: ModelRef, params_file: Path = Path("params.yaml"), cache: HashCache | None = None
 ) -> dict[str, Any]:
     """The pin of one model: content hash and per-file hashes of a directory, or repository and commit.
 
-    source is the params file that names the model, for the messages. A hub model must be in the local
+    params_file is the params file that names the model, for the messages. A hub model must be in the local
     cache at its commit (the commit names its content, so it is not hashed again).
     """
     if ref.hf is not None:
         try:
-            snapshot_dir(ref, key, source)
+            snapshot_dir(ref, key, params_file)
         except ConfigError as e:
             raise PinError(str(e)) from None
         return {"hf": ref.hf, "revision": ref.revision}
     root = Path(str(ref.path))
     if not root.is_dir():
-        raise PinError(f"{root}: checkpoint directory not found ({source} models.{key}.path)")
+        raise PinError(f"{root}: checkpoint directory not found ({params_file} models.{key}.path)")
     try:
-        input_dir(root, f"{source} models.{key}.path")
+        input_dir(root, f"{params_file} models.{key}.path")
     except PathCheckError as e:
         raise PinError(str(e)) from None
     files = dir_files(root, cache)
     if not files:
-        raise PinError(f"{root}: checkpoint directory is empty ({source} models.{key}.path)")
+        raise PinError(f"{root}: checkpoint directory is empty ({params_file} models.{key}.path)")
     return {"path": ref.path, "sha256": dir_hash(files), "files": files}
 
 
@@ -96,21 +96,21 @@ def index_revision(index_dir: str | Path) -> str | None:
 _REPIN = "if the change is intended, rerun `python -m pipeline.pins`"
 
 
-def _model_drift(key: str, pinned: dict[str, Any], ref: ModelRef, pins_path: Path, source: Path) -> None:
+def _model_drift(key: str, pinned: dict[str, Any], ref: ModelRef, pins_path: Path, params_file: Path) -> None:
     """Raise PinError naming the first file of checkpoint `key` that differs from its pin."""
     where = f"{pins_path}: checkpoint {key!r}"
     if ref.hf is not None:
         if pinned.get("hf") != ref.hf or pinned.get("revision") != ref.revision:
             raise PinError(
-                f"{where}: {source} names {ref.hf}@{ref.revision}, pinned "
+                f"{where}: {params_file} names {ref.hf}@{ref.revision}, pinned "
                 f"{pinned.get('hf')}@{pinned.get('revision')}; {_REPIN}"
             )
-        model_pin(key, ref, source)  # still in the local cache
+        model_pin(key, ref, params_file)  # still in the local cache
         return
     if pinned.get("path") != ref.path:
-        raise PinError(f"{where}: {source} names {ref.path}, pinned {pinned.get('path')}; {_REPIN}")
+        raise PinError(f"{where}: {params_file} names {ref.path}, pinned {pinned.get('path')}; {_REPIN}")
     cache = HashCache(DEFAULT_HASH_CACHE)
-    now = model_pin(key, ref, source, cache)
+    now = model_pin(key, ref, params_file, cache)
     cache.save()
     if now["sha256"] == pinned.get("sha256"):
         return

@@ -85,7 +85,7 @@ def ships_chat_template(where: str | Path) -> bool:
         ) from None
 
 
-def chat_settings(params: Params, chat: bool, model: str) -> str | None:
+def chat_template_text(params: Params, chat: bool, model: str) -> str | None:
     """The text of protocol.chat_template (None: the tokenizer's own); refuse chat settings on a plain model
     and template options make_prompt sets itself."""
     proto = params.protocol
@@ -226,7 +226,7 @@ def plan_run(prompting: Prompting, tools: Sequence[dict[str, Any]]) -> Plan:
     tokenizer = load_tokenizer(prompting.model_dir)
     display = params.models[arm.model].display_name
     chat = use_chat(is_chat_model(tokenizer), params.protocol, display, params.file)
-    template = chat_settings(params, chat, display)
+    template = chat_template_text(params, chat, display)
     if params.protocol.fewshot is not None:
         check_disjoint(examples, items, params.protocol.fewshot)
     if user is not None:
