@@ -9,7 +9,7 @@ fingerprint is refused unless fresh=true. The generations file is written atomic
 (contract.provenance); then the shard is removed. Nothing here judges an answer: that is the score
 stage's job.
 
-A tool arm holds one tool-server session for the run (pipeline.settings.tool_session). The tool loop hands
+A tool arm holds one tool-server session for the run (pipeline.resolve.tool_session). The tool loop hands
 over each sample as it finishes, so the shard and the progress bar move per sample. The server's restarts
 are recorded in the shard with the samples and when the run stops; the generations file counts the calls
 answered and failed and the restarts (contract.generations.ToolCallCounts). A server that dies more often
