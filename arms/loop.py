@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from arms.tools import strict_json
-from contract.engine import Decoding, Engine, GenRequest
+from contract.engine import Decoding, Engine, GenRequest, GenResult
 from contract.generations import ToolCallRecord
 from contract.seeds import round_seed
 from contract.textformat import TOOL_CALL_CLOSE, TOOL_CALL_OPEN, format_tool_response
@@ -213,63 +213,74 @@ def run_tool_loop(
     active = list(enumerate(states))
     round_index = 0
     while active:
-        batch = [
-            GenRequest(
-                key=s.request.key,
-                prompt=s.request.prompt + s.text,
-                seed=round_seed(s.request.seed, round_index),
-                max_tokens=s.request.max_tokens - s.gen_tokens,
-                stop=_stops(s.request),
-            )
-            for _, s in active
-        ]
+        batch = [_round_request(s, round_index) for _, s in active]
         results = engine.generate(batch, decoding)
         if len(results) != len(batch):
             raise RuntimeError(f"engine returned {len(results)} results for {len(batch)} requests")
         still: list[tuple[int, _State]] = []
         for (i, s), res in zip(active, results, strict=True):
-            if round_index == 0:
-                s.prompt_tokens = res.prompt_tokens
-            s.text += res.text
-            s.gen_tokens += res.gen_tokens
-            s.rounds += 1
-            if not res.text.endswith(TOOL_CALL_CLOSE):
-                last_open, last_close = res.text.rfind(TOOL_CALL_OPEN), res.text.rfind(TOOL_CALL_CLOSE)
-                if last_open > last_close:
-                    s.tool_calls.append(
-                        ToolCallRecord(
-                            raw=res.text[last_open + len(TOOL_CALL_OPEN) :],
-                            error=f"malformed tool call: not closed with {TOOL_CALL_CLOSE} "
-                            f"(generation ended: {res.finish_reason})",
-                            round=round_index,
-                        )
-                    )
-                finish(i, s, res.finish_reason)
-                continue
-            call = parse_tool_call(res.text)
-            if s.executed >= max_tool_calls:
-                s.tool_calls.append(
-                    ToolCallRecord(
-                        name=call.name,
-                        arguments=call.arguments,
-                        raw=call.raw,
-                        error=f"max_tool_calls ({max_tool_calls}) reached; call not executed",
-                        round=round_index,
-                    )
-                )
-                finish(i, s, FINISH_TOOL_LIMIT)
-                continue
-            record, payload = _execute(call, tool_client, round_index)
-            s.tool_calls.append(record)
-            s.executed += 1
-            s.text += format_tool_response(payload)
-            if s.gen_tokens >= s.request.max_tokens:
-                finish(i, s, FINISH_LENGTH)
-                continue
-            still.append((i, s))
+            reason = _advance(s, res, round_index, tool_client, max_tool_calls)
+            if reason is None:
+                still.append((i, s))
+            else:
+                finish(i, s, reason)
         active = still
         round_index += 1
     return [outcomes[i] for i in range(len(states))]
+
+
+def _round_request(s: _State, round_index: int) -> GenRequest:
+    """A sample's request for this round: its prompt and text so far, the round's seed, the budget left."""
+    return GenRequest(
+        key=s.request.key,
+        prompt=s.request.prompt + s.text,
+        seed=round_seed(s.request.seed, round_index),
+        max_tokens=s.request.max_tokens - s.gen_tokens,
+        stop=_stops(s.request),
+    )
+
+
+def _advance(
+    s: _State, res: GenResult, round_index: int, tool_client: ToolCaller, max_tool_calls: int
+) -> str | None:
+    """Take one round's result into a sample: run the tool call it ends with, or say why it finished (its
+    finish reason; None: it goes on to the next round)."""
+    if round_index == 0:
+        s.prompt_tokens = res.prompt_tokens
+    s.text += res.text
+    s.gen_tokens += res.gen_tokens
+    s.rounds += 1
+    if not res.text.endswith(TOOL_CALL_CLOSE):
+        last_open, last_close = res.text.rfind(TOOL_CALL_OPEN), res.text.rfind(TOOL_CALL_CLOSE)
+        if last_open > last_close:
+            s.tool_calls.append(
+                ToolCallRecord(
+                    raw=res.text[last_open + len(TOOL_CALL_OPEN) :],
+                    error=f"malformed tool call: not closed with {TOOL_CALL_CLOSE} "
+                    f"(generation ended: {res.finish_reason})",
+                    round=round_index,
+                )
+            )
+        return res.finish_reason
+    call = parse_tool_call(res.text)
+    if s.executed >= max_tool_calls:
+        s.tool_calls.append(
+            ToolCallRecord(
+                name=call.name,
+                arguments=call.arguments,
+                raw=call.raw,
+                error=f"max_tool_calls ({max_tool_calls}) reached; call not executed",
+                round=round_index,
+            )
+        )
+        return FINISH_TOOL_LIMIT
+    record, payload = _execute(call, tool_client, round_index)
+    s.tool_calls.append(record)
+    s.executed += 1
+    s.text += format_tool_response(payload)
+    if s.gen_tokens >= s.request.max_tokens:
+        return FINISH_LENGTH
+    return None
 
 
 def _outcome(s: _State) -> LoopOutcome:

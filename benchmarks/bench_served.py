@@ -147,10 +147,140 @@ def kill_at(cmd: list[str], shard: Path, at: int, victim: Any = None) -> subproc
     return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Measure and print."""
+QUIET = ["progress=false"]
+BASE_MODEL = "demo/models/base"
+
+
+def served_cmd(url: str, out_dir: Path, arm: str = "base") -> list[str]:
+    """The run_arm command of arm on the server(s) at url, into out_dir."""
+    return [
+        "pipeline.run_arm",
+        f"arm={arm}",
+        "engine=openai",
+        f"engine.base_url={url}",
+        f"out_dir={out_dir}",
+        *QUIET,
+    ]
+
+
+def compare(out: Path, arms: list[str]) -> None:
+    """Every arm offline, then served by the runner's own server: same texts, and the time ratio."""
+    offline, served = out / "offline", out / "served"
+    # force=true: every arm is generated, none found up to date from an earlier run into the folder.
+    t_off = timed(["pipeline.run_arms", *arms, f"out_dir={offline}", "force=true", *QUIET])
+    l_off = load()
+    t_srv = timed(["pipeline.run_arms", *arms, "engine=openai", f"out_dir={served}", "force=true", *QUIET])
+    print(
+        "compare: python -m pipeline.run_arms [engine=openai] out_dir=... force=true: "
+        f"offline {t_off:.1f} s ({l_off}), "
+        f"served {t_srv:.1f} s ({load()}); ratio served/offline {t_srv / t_off:.2f}"
+    )
+    total = [0, 0]
+    for f in sorted(offline.glob("*.json")):
+        if f.name.endswith(".provenance.json"):
+            continue
+        n_same, n = same(served / f.name, f)
+        total[0] += n_same
+        total[1] += n
+        prov_o = json.loads(f.with_name(f"{f.stem}.provenance.json").read_text())
+        prov_s = json.loads((served / f"{f.stem}.provenance.json").read_text())
+        print(
+            f"  {f.stem:<20} {n_same}/{n} same text; generation {prov_o['generate_s']:.1f} s offline, "
+            f"{prov_s['generate_s']:.1f} s served"
+        )
+    print(f"  all arms: {total[0]}/{total[1]} samples with the offline engine's text")
+
+
+def attach(out: Path, url: str, reference: Path) -> None:
+    """The base arm on a server started by hand: its texts against the offline ones."""
+    d = out / "attach"
+    t = timed(served_cmd(url, d))
+    print(
+        f"attach: python -m pipeline.run_arm arm=base engine=openai engine.base_url={url}: {t:.1f} s "
+        f"({load()}); {share(d / 'base.json', reference)} samples with the offline text"
+    )
+
+
+def refuse(out: Path, url: str) -> None:
+    """The trained arm on the base model's server: refused in one line."""
+    done = cli(served_cmd(url, out / "refuse", arm="trained"))
+    lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
+    print(
+        f"refuse: arm=trained on the base model's server: exit {done.returncode}, "
+        f"{len(lines)} line(s):\n  {lines[-1] if lines else ''}"
+    )
+
+
+def two(out: Path, url: str, reference: Path) -> None:
+    """The base arm on two servers: its texts against the offline ones and one server's."""
+    proc2, url2 = start_server(BASE_MODEL)
+    try:
+        d = out / "two"
+        t = timed(served_cmd(f"[{url},{url2}]", d))
+        print(
+            f"two: engine.base_url=[{url},{url2}]: {t:.1f} s ({load()}); "
+            f"{share(d / 'base.json', reference)} samples with the offline text, "
+            f"{share(d / 'base.json', out / 'attach' / 'base.json')} with one server's"
+        )
+    finally:
+        stop(proc2)
+
+
+def kill(out: Path, url: str, reference: Path) -> None:
+    """The runner SIGKILLed mid-arm, then resumed: saved samples kept, regenerated, differing."""
     from pipeline.settings import partial_dir
 
+    d = out / "kill"
+    shard = partial_dir(d) / "base.jsonl"
+    cmd = served_cmd(url, d)
+    done = kill_at(cmd, shard, 800)
+    kept = saved_texts(shard)
+    t = timed(cmd)
+    final = texts(d / "base.json")
+    attached = out / "attach" / "base.json"
+    ref = texts(attached) if attached.is_file() else texts(reference)
+    regenerated = [k for k in final if k not in kept]
+    print(
+        f"kill: runner SIGKILLed (exit {done.returncode}) with {len(kept)} of {len(final)} "
+        f"samples saved; resume {t:.1f} s: {sum(final[k] == v for k, v in kept.items())}/"
+        f"{len(kept)} saved samples kept, {len(regenerated)} regenerated, "
+        f"{sum(final[k] != ref[k] for k in regenerated)} of them differ from the uninterrupted "
+        f"run; all: {sum(final[k] == ref[k] for k in final)}/{len(final)} same"
+    )
+
+
+def server_killed(out: Path, reference: Path) -> None:
+    """The server SIGKILLed mid-run: the runner's one line and exit code, then a resume on a new server."""
+    from pipeline.settings import partial_dir
+
+    proc, url = start_server(BASE_MODEL)
+    d = out / "server"
+    shard = partial_dir(d) / "base.jsonl"
+    try:
+        done = kill_at(served_cmd(url, d), shard, 800, victim=proc)
+    finally:
+        stop(proc)
+    lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
+    kept = samples_in(shard)
+    print(
+        f"server: server SIGKILLed mid-run: runner exit {done.returncode}, {len(lines)} line(s) on "
+        "stderr, "
+        f"{kept} samples kept:\n  {lines[-1] if lines else ''}"
+    )
+    proc, url = start_server(BASE_MODEL)
+    try:
+        t = timed(served_cmd(url, d))
+    finally:
+        stop(proc)
+    prov = json.loads((d / "base.provenance.json").read_text())
+    print(
+        f"  resume on a new server ({url}): {t:.1f} s, {prov['samples_resumed']} resumed, "
+        f"{share(d / 'base.json', reference)} samples with the offline text"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Measure and print."""
     ap = argparse.ArgumentParser(
         prog="python -m benchmarks.bench_served", description=__doc__.split("\n\n")[0]
     )
@@ -160,166 +290,25 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     parts = args.only.split(",")
     out = Path(args.out or tempfile.mkdtemp(prefix="bench-served-"))
-    arms = ["--arms", args.arms] if args.arms else []
-    offline, served = out / "offline", out / "served"
-    quiet = ["progress=false"]
     print(f"bench_served: {out}; {os.cpu_count()} CPUs; {load()}", flush=True)
-    if "compare" in parts or not (offline / "base.json").is_file():
-        # force=true: every arm is generated, none found up to date from an earlier run into the folder.
-        t_off = timed(["pipeline.run_arms", *arms, f"out_dir={offline}", "force=true", *quiet])
-        l_off = load()
-        t_srv = timed(
-            ["pipeline.run_arms", *arms, "engine=openai", f"out_dir={served}", "force=true", *quiet]
-        )
-        print(
-            "compare: python -m pipeline.run_arms [engine=openai] out_dir=... force=true: "
-            f"offline {t_off:.1f} s ({l_off}), "
-            f"served {t_srv:.1f} s ({load()}); ratio served/offline {t_srv / t_off:.2f}"
-        )
-        total = [0, 0]
-        for f in sorted(offline.glob("*.json")):
-            if f.name.endswith(".provenance.json"):
-                continue
-            n_same, n = same(served / f.name, f)
-            total[0] += n_same
-            total[1] += n
-            prov_o = json.loads(f.with_name(f"{f.stem}.provenance.json").read_text())
-            prov_s = json.loads((served / f"{f.stem}.provenance.json").read_text())
-            print(
-                f"  {f.stem:<20} {n_same}/{n} same text; generation {prov_o['generate_s']:.1f} s offline, "
-                f"{prov_s['generate_s']:.1f} s served"
-            )
-        print(f"  all arms: {total[0]}/{total[1]} samples with the offline engine's text")
-    base_model = "demo/models/base"
-    reference = offline / "base.json"
+    if "compare" in parts or not (out / "offline" / "base.json").is_file():
+        compare(out, ["--arms", args.arms] if args.arms else [])
+    reference = out / "offline" / "base.json"
     if {"attach", "two", "refuse", "kill", "server"} & set(parts):
-        proc, url = start_server(base_model)
+        proc, url = start_server(BASE_MODEL)
         try:
             if "attach" in parts:
-                d = out / "attach"
-                t = timed(
-                    [
-                        "pipeline.run_arm",
-                        "arm=base",
-                        "engine=openai",
-                        f"engine.base_url={url}",
-                        f"out_dir={d}",
-                        *quiet,
-                    ]
-                )
-                print(
-                    f"attach: python -m pipeline.run_arm arm=base engine=openai engine.base_url={url}: "
-                    f"{t:.1f} s "
-                    f"({load()}); {share(d / 'base.json', reference)} samples with the offline text"
-                )
+                attach(out, url, reference)
             if "refuse" in parts:
-                done = cli(
-                    [
-                        "pipeline.run_arm",
-                        "arm=trained",
-                        "engine=openai",
-                        f"engine.base_url={url}",
-                        f"out_dir={out / 'refuse'}",
-                        *quiet,
-                    ]
-                )
-                lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
-                print(
-                    f"refuse: arm=trained on the base model's server: exit {done.returncode}, "
-                    f"{len(lines)} line(s):\n  {lines[-1] if lines else ''}"
-                )
+                refuse(out, url)
             if "two" in parts:
-                proc2, url2 = start_server(base_model)
-                try:
-                    d = out / "two"
-                    t = timed(
-                        [
-                            "pipeline.run_arm",
-                            "arm=base",
-                            "engine=openai",
-                            f"engine.base_url=[{url},{url2}]",
-                            f"out_dir={d}",
-                            *quiet,
-                        ]
-                    )
-                    print(
-                        f"two: engine.base_url=[{url},{url2}]: {t:.1f} s ({load()}); "
-                        f"{share(d / 'base.json', reference)} samples with the offline text, "
-                        f"{share(d / 'base.json', out / 'attach' / 'base.json')} with one server's"
-                    )
-                finally:
-                    stop(proc2)
+                two(out, url, reference)
             if "kill" in parts:
-                d = out / "kill"
-                shard = partial_dir(d) / "base.jsonl"
-                cmd = [
-                    "pipeline.run_arm",
-                    "arm=base",
-                    "engine=openai",
-                    f"engine.base_url={url}",
-                    f"out_dir={d}",
-                    *quiet,
-                ]
-                done = kill_at(cmd, shard, 800)
-                kept = saved_texts(shard)
-                t = timed(cmd)
-                final = texts(d / "base.json")
-                ref = (
-                    texts(out / "attach" / "base.json")
-                    if (out / "attach" / "base.json").is_file()
-                    else texts(reference)
-                )
-                regenerated = [k for k in final if k not in kept]
-                print(
-                    f"kill: runner SIGKILLed (exit {done.returncode}) with {len(kept)} of {len(final)} "
-                    f"samples saved; resume {t:.1f} s: {sum(final[k] == v for k, v in kept.items())}/"
-                    f"{len(kept)} saved samples kept, {len(regenerated)} regenerated, "
-                    f"{sum(final[k] != ref[k] for k in regenerated)} of them differ from the uninterrupted "
-                    f"run; all: {sum(final[k] == ref[k] for k in final)}/{len(final)} same"
-                )
+                kill(out, url, reference)
         finally:
             stop(proc)
     if "server" in parts:
-        proc, url = start_server(base_model)
-        d = out / "server"
-        shard = partial_dir(d) / "base.jsonl"
-        try:
-            cmd = [
-                "pipeline.run_arm",
-                "arm=base",
-                "engine=openai",
-                f"engine.base_url={url}",
-                f"out_dir={d}",
-                *quiet,
-            ]
-            done = kill_at(cmd, shard, 800, victim=proc)
-        finally:
-            stop(proc)
-        lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
-        kept = samples_in(shard)
-        print(
-            f"server: server SIGKILLed mid-run: runner exit {done.returncode}, {len(lines)} line(s) on "
-            "stderr, "
-            f"{kept} samples kept:\n  {lines[-1] if lines else ''}"
-        )
-        proc, url = start_server(base_model)
-        try:
-            cmd = [
-                "pipeline.run_arm",
-                "arm=base",
-                "engine=openai",
-                f"engine.base_url={url}",
-                f"out_dir={d}",
-                *quiet,
-            ]
-            t = timed(cmd)
-        finally:
-            stop(proc)
-        prov = json.loads((d / "base.provenance.json").read_text())
-        print(
-            f"  resume on a new server ({url}): {t:.1f} s, {prov['samples_resumed']} resumed, "
-            f"{share(d / 'base.json', reference)} samples with the offline text"
-        )
+        server_killed(out, reference)
     return 0
 
 

@@ -162,8 +162,7 @@ def texts(path: Path) -> list[tuple[str, int, str]]:
     return [(it["item_id"], s["index"], s["text"]) for it in gens["items"] for s in it["samples"]]
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Profile the tool arm and its plain arm on one engine; print the table and the ratio."""
+def _parse(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(
         prog="python -m benchmarks.bench_tool_arm", description=__doc__.split("\n\n")[0]
     )
@@ -179,12 +178,70 @@ def main(argv: list[str] | None = None) -> int:
         metavar="KEY=JSON",
         help="an engine setting over conf/engine/vllm.yaml, e.g. --engine 'llm_kwargs={\"block_size\": 128}'",
     )
-    args = ap.parse_args(argv)
+    return ap.parse_args(argv)
 
-    from pipeline.config import engine_config, load_arm
-    from pipeline.engines import make_engine
+
+def _engine_settings(overrides: list[str]) -> dict[str, Any]:
+    """conf/engine/vllm.yaml with the --engine KEY=JSON settings over it."""
+    from pipeline.config import engine_config
+
+    cfg = engine_config("vllm")
+    for setting in overrides:
+        key, _, value = setting.partition("=")
+        if key not in cfg:
+            raise SystemExit(
+                f"bench_tool_arm: --engine {setting}: {key} is not a key of conf/engine/vllm.yaml"
+            )
+        cfg[key] = json.loads(value)
+    return cfg
+
+
+def _rounds(
+    engine: Any, arms: tuple[str, str], cfg: dict[str, Any], world: tuple[Path, Path], tmp: Path, repeats: int
+) -> tuple[dict[str, Clock], dict[str, list[float]]]:
+    """Interleaved runs of the plain and the tool arm: the fastest round's clock of each, and every wall."""
     from pipeline.generate import run
     from pipeline.settings import RunSettings
+
+    params, pins = world
+    current = [Clock()]
+    instrument(engine, lambda: current[0])
+    best: dict[str, Clock] = {}
+    walls: dict[str, list[float]] = {a: [] for a in arms}
+    for rep in range(repeats):
+        for arm in arms:
+            engine.llm.reset_prefix_cache()
+            current[0] = clock = Clock()
+            out = tmp / f"gen-{rep}"
+            settings = RunSettings(arm=arm, params=params, pins=pins, engine=cfg, out_dir=out, progress=False)
+            t, cpu = time.perf_counter(), time.process_time()
+            run(settings, engine)
+            clock.wall_s = time.perf_counter() - t
+            clock.cpu_s = time.process_time() - cpu
+            walls[arm].append(clock.wall_s)
+            if arm not in best or clock.wall_s < best[arm].wall_s:
+                best[arm] = clock
+    return best, walls
+
+
+def _keep_and_compare(args: argparse.Namespace, arms: tuple[str, str], last: Path) -> None:
+    """Copy the last round's generations to --save, and count texts unlike those of --compare."""
+    if args.save is not None:
+        args.save.mkdir(parents=True, exist_ok=True)
+        for arm in arms:
+            shutil.copy(last / f"{arm}.json", args.save / f"{arm}.json")
+    if args.compare is not None:
+        for arm in arms:
+            mine, theirs = texts(last / f"{arm}.json"), texts(args.compare / f"{arm}.json")
+            differ = sum(a != b for a, b in zip(mine, theirs, strict=True))
+            print(f"texts of {arm} unlike {args.compare}: {differ}/{len(mine)}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Profile the tool arm and its plain arm on one engine; print the table and the ratio."""
+    args = _parse(argv)
+    from pipeline.config import load_arm, load_params
+    from pipeline.engines import make_engine
 
     spec = load_arm(args.arm)
     if not spec.tools:
@@ -193,42 +250,14 @@ def main(argv: list[str] | None = None) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="bench_tool_arm-"))
     try:
         params, pins = demo_world(tmp, args.items)
-        cfg = engine_config("vllm")
-        for setting in args.engine:
-            key, _, value = setting.partition("=")
-            if key not in cfg:
-                raise SystemExit(
-                    f"bench_tool_arm: --engine {setting}: {key} is not a key of conf/engine/vllm.yaml"
-                )
-            cfg[key] = json.loads(value)
+        cfg = _engine_settings(args.engine)
         t0 = time.perf_counter()
-        from pipeline.config import load_params
-
         model = load_params(params).models[spec.model].path
         engine = make_engine(cfg, str(model))
         start_s = time.perf_counter() - t0
-        current = [Clock()]
-        instrument(engine, lambda: current[0])
         load0 = os.getloadavg()[0]
-        best: dict[str, Clock] = {}
-        walls: dict[str, list[float]] = {plain: [], args.arm: []}
-        for rep in range(args.repeats):
-            for arm in (plain, args.arm):
-                engine.llm.reset_prefix_cache()
-                current[0] = clock = Clock()
-                out = tmp / f"gen-{rep}"
-                settings = RunSettings(
-                    arm=arm, params=params, pins=pins, engine=cfg, out_dir=out, progress=False
-                )
-                t, cpu = time.perf_counter(), time.process_time()
-                run(settings, engine)
-                clock.wall_s = time.perf_counter() - t
-                clock.cpu_s = time.process_time() - cpu
-                walls[arm].append(clock.wall_s)
-                if arm not in best or clock.wall_s < best[arm].wall_s:
-                    best[arm] = clock
+        best, walls = _rounds(engine, (plain, args.arm), cfg, (params, pins), tmp, args.repeats)
         load1 = os.getloadavg()[0]
-        last = tmp / f"gen-{args.repeats - 1}"
         print(
             f"engine start {start_s:.1f} s ({engine.info.version}, {engine.info.device}), {args.items} items"
         )
@@ -242,15 +271,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{args.arm} / {plain}: {ratio:.2f} wall, {cpu_ratio:.2f} CPU (fastest rounds; wall s: {rounds})"
         )
         print(f"load average {load0:.2f} -> {load1:.2f} ({os.cpu_count()} CPUs)")
-        if args.save is not None:
-            args.save.mkdir(parents=True, exist_ok=True)
-            for arm in (plain, args.arm):
-                shutil.copy(last / f"{arm}.json", args.save / f"{arm}.json")
-        if args.compare is not None:
-            for arm in (plain, args.arm):
-                mine, theirs = texts(last / f"{arm}.json"), texts(args.compare / f"{arm}.json")
-                differ = sum(a != b for a, b in zip(mine, theirs, strict=True))
-                print(f"texts of {arm} unlike {args.compare}: {differ}/{len(mine)}")
+        _keep_and_compare(args, (plain, args.arm), tmp / f"gen-{args.repeats - 1}")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return 0

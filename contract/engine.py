@@ -66,9 +66,17 @@ class GenResult:
 
 
 class Engine(Protocol):
-    """A text generator with provenance."""
+    """A text generator with provenance, and what the runner asks of it besides generating."""
 
     info: EngineInfo
+    # Whether the prompts are chat-rendered (they hold their own BOS token, so none is added): the runner
+    # sets it from its plan before generating.
+    chat: bool
+    # The model's context in tokens, as the engine runs it (None: unknown, the runner checks nothing).
+    max_model_len: int | None
+    # True for an engine whose batches are not reproducible (a server's): a resumed chunk regenerates only
+    # its missing samples, not the whole chunk.
+    resumes_per_sample: bool
 
     def generate(
         self,
@@ -84,4 +92,8 @@ class Engine(Protocol):
 
     def count_tokens(self, text: str) -> int:
         """Number of tokens the engine's tokenizer makes of text (no special tokens added)."""
+        ...
+
+    def close(self) -> None:
+        """Free what the engine holds (its model, its server); it is not used again."""
         ...

@@ -128,7 +128,7 @@ class Params(BaseModel):
     # Every checkpoint of a training run (contract.sweep): one model and one plain arm per folder of a glob.
     sweep: dict[str, Any] | None = None
     # The file these were read from, so that messages name the params file actually given.
-    _source: Path = PrivateAttr(default=Path("params.yaml"))
+    _file: Path = PrivateAttr(default=Path("params.yaml"))
     # The checkpoints of `sweep`, in step order (load_params expands the glob once).
     _swept: list[Checkpoint] = PrivateAttr(default_factory=list)
 
@@ -143,9 +143,9 @@ class Params(BaseModel):
         return v
 
     @property
-    def source(self) -> Path:
+    def file(self) -> Path:
         """The params file these settings were read from."""
-        return self._source
+        return self._file
 
 
 def _without_none(node: Any) -> Any:
@@ -201,7 +201,7 @@ def load_params(path: str | Path) -> Params:
         params = Params.model_validate(raw)
     except ValidationError as e:
         raise ConfigError(_first_error(p, e)) from None
-    params._source = p
+    params._file = p
     proto = params.protocol
     if proto.temperature == 0 and proto.k > 1:
         # Greedy decoding gives one answer however often it is drawn: k copies would be tested as k draws.
@@ -212,19 +212,14 @@ def load_params(path: str | Path) -> Params:
         )
     params.protocol = with_preset(params.protocol, p)
     if params.sweep is not None:
-        params._swept = _expand_sweep(params.sweep, p)
+        try:  # paths relative to the folder the pipeline runs in, where params.yaml is
+            params._swept = expand(params.sweep, ".", where=str(p))
+        except SweepError as e:
+            raise ConfigError(str(e)) from None
         for c in params._swept:
             # A checkpoint params.yaml names itself keeps its entry (its pin, its display name).
             params.models.setdefault(c.arm, ModelRef(path=c.path))
     return params
-
-
-def _expand_sweep(section: Any, source: Path) -> list[Checkpoint]:
-    """The sweep's checkpoints (paths relative to the folder the pipeline runs in, where params.yaml is)."""
-    try:
-        return expand(section, ".", where=str(source))
-    except SweepError as e:
-        raise ConfigError(str(e)) from None
 
 
 def swept_arms(path: str | Path = "params.yaml") -> list[str]:
@@ -286,25 +281,25 @@ def template_file(protocol: Protocol, conf_dir: Path = CONF_DIR) -> Path | None:
     return None if protocol.prompt_template is None else Path(protocol.prompt_template)
 
 
-def read_template(path: Path, key: str, source: Path) -> str:
+def read_template(path: Path, key: str, params_file: Path) -> str:
     """A prompt template's text; ConfigError naming the params file and the key when it cannot be read."""
     try:
         return path.read_text(encoding="utf-8")
     except OSError as e:
         raise ConfigError(
-            f"{source}: protocol.{key}: cannot read {path} ({e.strerror}); give the path of a Jinja prompt "
-            "template file"
+            f"{params_file}: protocol.{key}: cannot read {path} ({e.strerror}); give the path of a Jinja "
+            "prompt template file"
         ) from None
 
 
-def template_header(path: Path, key: str, source: Path) -> TemplateHeader:
+def template_header(path: Path, key: str, params_file: Path) -> TemplateHeader:
     """The header of a prompt template (empty when its text opens with no Jinja comment)."""
     if key == "prompt" and not path.is_file():
         raise ConfigError(
-            f"{source}: protocol.prompt: no preset {path.stem!r} (no {path}); known presets: "
+            f"{params_file}: protocol.prompt: no preset {path.stem!r} (no {path}); known presets: "
             f"{', '.join(known_presets(path.parent.parent))}"
         )
-    m = _HEADER.match(read_template(path, key, source))
+    m = _HEADER.match(read_template(path, key, params_file))
     if m is None:
         return TemplateHeader()
     try:
@@ -316,19 +311,19 @@ def template_header(path: Path, key: str, source: Path) -> TemplateHeader:
         raise ConfigError(f"{path}: opening comment: {_first_error(path, e).split(': ', 1)[1]}") from None
 
 
-def with_preset(protocol: Protocol, source: Path, conf_dir: Path = CONF_DIR) -> Protocol:
+def with_preset(protocol: Protocol, params_file: Path, conf_dir: Path = CONF_DIR) -> Protocol:
     """The protocol with its template's answer rule and stop strings filled in (protocol.answer wins,
     protocol.stop adds to them), so that what generations and logs record says how the answer is read."""
     if protocol.prompt is not None and protocol.prompt_template is not None:
         raise ConfigError(
-            f"{source}: protocol.prompt and protocol.prompt_template: give one (a preset of conf/prompt/, or "
-            "your own Jinja template file)"
+            f"{params_file}: protocol.prompt and protocol.prompt_template: give one (a preset of "
+            "conf/prompt/, or your own Jinja template file)"
         )
     # A preset is a name, never a path: `../../x` would load a template from outside conf/prompt/.
     name = protocol.prompt
     if name is not None and (not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*", name) or ".." in name):
         raise ConfigError(
-            f"{source}: protocol.prompt: {name!r} is not the name of a preset of {conf_dir / 'prompt'} "
+            f"{params_file}: protocol.prompt: {name!r} is not the name of a preset of {conf_dir / 'prompt'} "
             f"(known presets: {', '.join(known_presets(conf_dir))}); give your own template file as "
             "protocol.prompt_template"
         )
@@ -336,10 +331,10 @@ def with_preset(protocol: Protocol, source: Path, conf_dir: Path = CONF_DIR) -> 
     if path is None:
         return protocol
     key = "prompt" if protocol.prompt is not None else "prompt_template"
-    header = template_header(path, key, source)
+    header = template_header(path, key, params_file)
     if header.fewshot and protocol.fewshot is None:
         raise ConfigError(
-            f"{source}: protocol.{key}: {path} is a few-shot format; set protocol.fewshot: "
+            f"{params_file}: protocol.{key}: {path} is a few-shot format; set protocol.fewshot: "
             "{path: EXAMPLES.jsonl, n: N} (one JSON line per example: id, question, answer)"
         )
     return protocol.model_copy(
@@ -366,16 +361,16 @@ def unknown_arm(name: str, conf_dir: Path = CONF_DIR) -> str:
 def did_you_mean(name: str, known: list[str]) -> str:
     """'; did you mean X?' naming the known name closest to a mistyped one (arm=rag: +rag), else ''."""
     # Arm names carry '+' (an augmentation of base); a name written without it is the commonest slip.
-    close = [n for n in known if n.lstrip("+") == name.lstrip("+")] or difflib.get_close_matches(
-        name, known, 1
-    )
+    close = [n for n in known if n.lstrip("+") == name.lstrip("+")]
+    close = close or difflib.get_close_matches(name, known, 1)
     return f"; did you mean {close[0]!r}?" if close else ""
 
 
 def arms_of(params: Params, conf_dir: Path = CONF_DIR) -> list[str]:
     """The arms the pipeline runs: params.yaml `arms` (every arm of conf/arm/ when it names none), then the
-    swept checkpoints' plain arms in step order."""
-    listed = list(params.arms) if params.arms is not None else known_arms(conf_dir)
+    swept checkpoints' plain arms in step order (from params itself: its file is not read again)."""
+    files = sorted(p.stem for p in (conf_dir / "arm").glob("*.yaml"))
+    listed = list(params.arms) if params.arms is not None else files
     return listed + [c.arm for c in params._swept if c.arm not in listed]
 
 
@@ -410,12 +405,12 @@ def load_arm(name: str, conf_dir: Path = CONF_DIR, composed: Mapping[str, Any] |
         raise ConfigError(f"{path}: not valid YAML: {e}") from None
     if not isinstance(raw, Mapping):
         raise ConfigError(f"{path}: must be a mapping of model, retrieval, tools, attribution")
-    for source, node in ((str(path), raw), ("a command-line override of arm", composed or {})):
+    for where, node in ((str(path), raw), ("a command-line override of arm", composed or {})):
         bad = _protocol_keys_in(node)
         if bad:
             leaf = bad[0].rsplit(".", 1)[-1]
             raise ConfigError(
-                f"{source}: sets protocol key {bad[0]!r}; the protocol is matched across arms and lives only "
+                f"{where}: sets protocol key {bad[0]!r}; the protocol is matched across arms and lives only "
                 f"in params.yaml (protocol.{leaf}); remove it from the arm"
             )
     if composed is not None:
@@ -434,30 +429,6 @@ def load_arm(name: str, conf_dir: Path = CONF_DIR, composed: Mapping[str, Any] |
         err = e.errors()[0]
         field_name = ".".join(str(x) for x in err["loc"]) or "arm"
         raise ConfigError(f"{path}: {field_name}: {err['msg']}") from None
-
-
-class ToolServerSettings(BaseModel):
-    """conf/config.yaml tool_server: the restart budget and the tool timeout of the tool arms' MCP server."""
-
-    model_config = ConfigDict(extra="forbid")
-    max_restarts: int = Field(ge=0)
-    restart_window: int = Field(ge=1)
-    tool_timeout_s: float = Field(gt=0)
-
-
-def tool_server_settings(
-    node: Mapping[str, Any] | None = None, conf_dir: Path = CONF_DIR
-) -> ToolServerSettings:
-    """The tool_server settings: the composed Hydra node, else conf/config.yaml's; refusals name the field."""
-    path = conf_dir / "config.yaml"
-    if node is None:
-        node = (yaml.safe_load(path.read_text()) or {}).get("tool_server") or {}
-    try:
-        return ToolServerSettings.model_validate(dict(node))
-    except ValidationError as e:
-        err = e.errors()[0]
-        field_name = ".".join(str(x) for x in err["loc"])
-        raise ConfigError(f"{path}: tool_server.{field_name}: {err['msg']}") from None
 
 
 def engine_config(name: str = "vllm", conf_dir: Path = CONF_DIR, **overrides: Any) -> dict[str, Any]:

@@ -30,7 +30,7 @@ class Example(BaseModel):
     answer: str
 
 
-def load_examples(spec: FewShot, source: Path) -> list[Example]:
+def load_examples(spec: FewShot, params_file: Path) -> list[Example]:
     """The first spec.n examples of spec.path; refuse a file that is unreadable, malformed or too short."""
     examples: list[Example] = []
     try:
@@ -44,11 +44,11 @@ def load_examples(spec: FewShot, source: Path) -> list[Example]:
                     f"{spec.path}:{n}: {field}: {err['msg']}; each line is {{id, question, answer}} (strings)"
                 ) from None
     except JsonlError as e:
-        raise ConfigError(f"{source}: protocol.fewshot.path: {e}") from None
+        raise ConfigError(f"{params_file}: protocol.fewshot.path: {e}") from None
     _check_distinct(examples[: spec.n], spec)
     if len(examples) < spec.n:
         raise ConfigError(
-            f"{source}: protocol.fewshot.n = {spec.n}: {spec.path} holds {len(examples)} examples; "
+            f"{params_file}: protocol.fewshot.n = {spec.n}: {spec.path} holds {len(examples)} examples; "
             "lower n or add examples"
         )
     return examples[: spec.n]
@@ -88,10 +88,10 @@ def check_disjoint(examples: Sequence[Example], items: Sequence[SuiteItem], spec
             )
 
 
-def fewshot_pin(spec: FewShot | None, source: Path) -> dict[str, object] | None:
+def fewshot_pin(spec: FewShot | None, params_file: Path) -> dict[str, object] | None:
     """The pin of protocol.fewshot (path, n, sha256 of the file), or None when unset."""
     if spec is None:
         return None
     if not Path(spec.path).is_file():
-        raise ConfigError(f"{spec.path}: few-shot file not found ({source} protocol.fewshot.path)")
+        raise ConfigError(f"{spec.path}: few-shot file not found ({params_file} protocol.fewshot.path)")
     return {"path": spec.path, "n": spec.n, "sha256": file_sha256(spec.path)}

@@ -20,7 +20,7 @@ def fetch_command(ref: ModelRef) -> str:
     return f"hf download {ref.hf} --revision {ref.revision}"
 
 
-def check_repo_id(ref: ModelRef, key: str, source: Path | str = "params.yaml") -> None:
+def check_repo_id(ref: ModelRef, key: str, params_file: Path | str = "params.yaml") -> None:
     """Refuse a hub id that is not 'org/name' as the hub spells ids (no '..', no path): ConfigError."""
     from huggingface_hub.errors import HFValidationError
     from huggingface_hub.utils import validate_repo_id
@@ -29,27 +29,27 @@ def check_repo_id(ref: ModelRef, key: str, source: Path | str = "params.yaml") -
         validate_repo_id(str(ref.hf))
     except HFValidationError as e:
         raise ConfigError(
-            f"{source}: models.{key}.hf: {ref.hf!r} is not a hub repository id ({str(e).splitlines()[0]}); "
-            "write it as org/name"
+            f"{params_file}: models.{key}.hf: {ref.hf!r} is not a hub repository id "
+            f"({str(e).splitlines()[0]}); write it as org/name"
         ) from None
 
 
-def snapshot_dir(ref: ModelRef, key: str, source: Path | str = "params.yaml") -> Path:
+def snapshot_dir(ref: ModelRef, key: str, params_file: Path | str = "params.yaml") -> Path:
     """The cached snapshot directory of hub model `key` at its commit; ConfigError in one line if absent."""
     from huggingface_hub import constants, snapshot_download
     from huggingface_hub.errors import LocalEntryNotFoundError
 
-    check_repo_id(ref, key, source)
+    check_repo_id(ref, key, params_file)
     try:
         found = snapshot_download(str(ref.hf), revision=ref.revision, local_files_only=True)
     except LocalEntryNotFoundError:
         raise ConfigError(
-            f"{source}: models.{key}: {ref.hf} at revision {ref.revision} is not in the local Hugging Face "
-            f"cache ({constants.HF_HUB_CACHE}); fetch it with `{fetch_command(ref)}`"
+            f"{params_file}: models.{key}: {ref.hf} at revision {ref.revision} is not in the local Hugging "
+            f"Face cache ({constants.HF_HUB_CACHE}); fetch it with `{fetch_command(ref)}`"
         ) from None
     return Path(found)
 
 
-def model_dir(ref: ModelRef, key: str, source: Path | str = "params.yaml") -> str:
+def model_dir(ref: ModelRef, key: str, params_file: Path | str = "params.yaml") -> str:
     """What an engine and a tokenizer load: the local checkpoint directory or the hub model's snapshot."""
-    return str(ref.path) if ref.path is not None else str(snapshot_dir(ref, key, source))
+    return str(ref.path) if ref.path is not None else str(snapshot_dir(ref, key, params_file))

@@ -17,7 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from contract.provenance import provenance_path
-from pipeline.settings import RunSettings, work_dir
+from pipeline.resolve import ResolvedRun
+from pipeline.settings import work_dir
 
 
 def kept_path(path: Path) -> Path:
@@ -70,10 +71,10 @@ def keep_arm(dest: Path) -> None:
     keep(provenance_path(dest))
 
 
-def run_kept(run: Callable[..., Path], settings: RunSettings, **kwargs: object) -> Path:
-    """run(settings, **kwargs) with the arm's kept files put back first and its finished files kept after."""
-    restore_arm(settings.out_dir, settings.arm)
-    dest = run(settings, **kwargs)
-    if settings.part is None:
+def run_kept(make: Callable[[ResolvedRun], Path], run: ResolvedRun) -> Path:
+    """make(run) with the arm's kept files put back first and its finished files kept after."""
+    restore_arm(run.settings.out_dir, run.arm.name)
+    dest = make(run)
+    if run.part is None:
         keep_arm(dest)
     return dest

@@ -26,8 +26,10 @@ those it had when it was hashed is not read again, so the pin stage stays cheap 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -53,29 +55,29 @@ from pipeline.sources import file_hashes, generation_sources
 
 
 def model_pin(
-    key: str, ref: ModelRef, source: Path = Path("params.yaml"), cache: HashCache | None = None
+    key: str, ref: ModelRef, params_file: Path = Path("params.yaml"), cache: HashCache | None = None
 ) -> dict[str, Any]:
     """The pin of one model: content hash and per-file hashes of a directory, or repository and commit.
 
-    source is the params file that names the model, for the messages. A hub model must be in the local
+    params_file is the params file that names the model, for the messages. A hub model must be in the local
     cache at its commit (the commit names its content, so it is not hashed again).
     """
     if ref.hf is not None:
         try:
-            snapshot_dir(ref, key, source)
+            snapshot_dir(ref, key, params_file)
         except ConfigError as e:
             raise PinError(str(e)) from None
         return {"hf": ref.hf, "revision": ref.revision}
     root = Path(str(ref.path))
     if not root.is_dir():
-        raise PinError(f"{root}: checkpoint directory not found ({source} models.{key}.path)")
+        raise PinError(f"{root}: checkpoint directory not found ({params_file} models.{key}.path)")
     try:
-        input_dir(root, f"{source} models.{key}.path")
+        input_dir(root, f"{params_file} models.{key}.path")
     except PathCheckError as e:
         raise PinError(str(e)) from None
     files = dir_files(root, cache)
     if not files:
-        raise PinError(f"{root}: checkpoint directory is empty ({source} models.{key}.path)")
+        raise PinError(f"{root}: checkpoint directory is empty ({params_file} models.{key}.path)")
     return {"path": ref.path, "sha256": dir_hash(files), "files": files}
 
 
@@ -94,21 +96,21 @@ def index_revision(index_dir: str | Path) -> str | None:
 _REPIN = "if the change is intended, rerun `python -m pipeline.pins`"
 
 
-def _model_drift(key: str, pinned: dict[str, Any], ref: ModelRef, pins_path: Path, source: Path) -> None:
+def _model_drift(key: str, pinned: dict[str, Any], ref: ModelRef, pins_path: Path, params_file: Path) -> None:
     """Raise PinError naming the first file of checkpoint `key` that differs from its pin."""
     where = f"{pins_path}: checkpoint {key!r}"
     if ref.hf is not None:
         if pinned.get("hf") != ref.hf or pinned.get("revision") != ref.revision:
             raise PinError(
-                f"{where}: {source} names {ref.hf}@{ref.revision}, pinned "
+                f"{where}: {params_file} names {ref.hf}@{ref.revision}, pinned "
                 f"{pinned.get('hf')}@{pinned.get('revision')}; {_REPIN}"
             )
-        model_pin(key, ref, source)  # still in the local cache
+        model_pin(key, ref, params_file)  # still in the local cache
         return
     if pinned.get("path") != ref.path:
-        raise PinError(f"{where}: {source} names {ref.path}, pinned {pinned.get('path')}; {_REPIN}")
+        raise PinError(f"{where}: {params_file} names {ref.path}, pinned {pinned.get('path')}; {_REPIN}")
     cache = HashCache(DEFAULT_HASH_CACHE)
-    now = model_pin(key, ref, source, cache)
+    now = model_pin(key, ref, params_file, cache)
     cache.save()
     if now["sha256"] == pinned.get("sha256"):
         return
@@ -131,7 +133,7 @@ def _suite(params: Params) -> dict[str, Any]:
     """The suite's pin: file sha256, and the sha256 of its ids and questions (what generation reads)."""
     suite = Path(params.suite.path)
     if not suite.is_file():
-        raise PinError(f"{suite}: suite file not found ({params.source} suite.path)")
+        raise PinError(f"{suite}: suite file not found ({params.file} suite.path)")
     try:
         items = load_suite(suite)
     except SuiteError as e:
@@ -163,10 +165,10 @@ def arm_pin(
     try:
         arm = load_arm(arm_name, conf_dir)
     except ConfigError as e:
-        raise PinError(f"{params.source}: arms: {e}") from None
+        raise PinError(f"{params.file}: arms: {e}") from None
     if arm.model not in models:
         raise PinError(
-            f"{conf_dir / 'arm' / (arm_name + '.yaml')}: model: {arm.model!r} is not in {params.source} "
+            f"{conf_dir / 'arm' / (arm_name + '.yaml')}: model: {arm.model!r} is not in {params.file} "
             f"models ({', '.join(models)})"
         )
     pin: dict[str, Any] = {
@@ -176,7 +178,7 @@ def arm_pin(
     }
     if arm.retrieval:
         if params.rag is None:
-            raise PinError(f"{params.source}: rag: missing; arm {arm_name!r} retrieves passages")
+            raise PinError(f"{params.file}: rag: missing; arm {arm_name!r} retrieves passages")
         if index is None:
             raise PinError(
                 f"{params.rag.index}: no retrieval index for arm {arm_name!r}; build it with `python -m "
@@ -198,7 +200,7 @@ def _chat_template(params: Params) -> dict[str, str] | None:
     if path is None:
         return None
     if not Path(path).is_file():
-        raise PinError(f"{path}: chat template not found ({params.source} protocol.chat_template)")
+        raise PinError(f"{path}: chat template not found ({params.file} protocol.chat_template)")
     return {"path": path, "sha256": file_sha256(path)}
 
 
@@ -211,10 +213,10 @@ def _prompt_pins(params: Params) -> dict[str, Any]:
         # A preset is named by its path in the repository, the same on every machine.
         shown = f"conf/prompt/{params.protocol.prompt}.jinja" if params.protocol.prompt else str(path)
         if not path.is_file():
-            raise PinError(f"{path}: prompt template not found ({params.source} protocol.prompt_template)")
+            raise PinError(f"{path}: prompt template not found ({params.file} protocol.prompt_template)")
         pins["prompt_template"] = {"path": shown, "sha256": file_sha256(path)}
     try:
-        shots = fewshot_pin(params.protocol.fewshot, params.source)
+        shots = fewshot_pin(params.protocol.fewshot, params.file)
     except ConfigError as e:
         raise PinError(str(e)) from None
     if shots is not None:
@@ -225,7 +227,7 @@ def _prompt_pins(params: Params) -> dict[str, Any]:
 def compute_pins(params: Params, conf_dir: Path = CONF_DIR, cache: HashCache | None = None) -> dict[str, Any]:
     """The whole record (inputs) and one pin per arm that can be pinned (arms)."""
     suite = _suite(params)
-    models = {key: model_pin(key, ref, params.source, cache) for key, ref in sorted(params.models.items())}
+    models = {key: model_pin(key, ref, params.file, cache) for key, ref in sorted(params.models.items())}
     if cache is not None:
         cache.save()
     index = _index(params)
@@ -271,32 +273,54 @@ def write_pins(
     return pins
 
 
-def _read_json(path: Path, what: str) -> dict[str, Any]:
+def _read_json(path: Path, what: str) -> tuple[dict[str, Any], str]:
+    """A pin file's content and the sha256 of its bytes (read once: the run's inputs hash them too)."""
     try:
-        return json.loads(path.read_text())
+        data = path.read_bytes()
+        return json.loads(data), hashlib.sha256(data).hexdigest()
     except FileNotFoundError:
         raise PinError(f"{path}: not found; pin {what} first with `python -m pipeline.pins`") from None
     except json.JSONDecodeError as e:
         raise PinError(f"{path}: not JSON ({e.msg}); rewrite it with `python -m pipeline.pins`") from None
 
 
+@dataclass(frozen=True)
+class CheckedPins:
+    """An arm's pins as checked against what it reads: the flat pins a log records, and the sha256 of the
+    arm's pin file (part of the run's inputs, pipeline.staleness)."""
+
+    flat: dict[str, str]
+    file_sha256: str
+
+
+def pinned_index(params: Params) -> Any:
+    """The retrieval index params.yaml rag.index names (arms.retrieval.Index), loaded once for the pin check
+    and the plan; None when rag is unset or no index is built there."""
+    if params.rag is None or not Path(params.rag.index).is_dir():
+        return None
+    from arms.retrieval import Index, IndexLoadError
+
+    try:
+        return Index.load(params.rag.index)
+    except IndexLoadError as e:
+        raise PinError(str(e)) from None
+
+
 def check_pins(
-    params: Params, pins_dir: str | Path, arm: str | ArmSpec, conf_dir: Path = CONF_DIR
-) -> dict[str, str]:
+    params: Params, pins_dir: str | Path, arm: ArmSpec, index: Any, conf_dir: Path = CONF_DIR
+) -> CheckedPins:
     """Verify that what an arm's generation reads still matches its pin; return the pins a log records.
 
-    arm: the arm as the run composed it, or its name (read from conf/arm/<name>.yaml).
+    index: the retrieval index a retrieval arm reads (pinned_index), None for the others.
     """
-    if isinstance(arm, str):
-        arm = load_arm(arm, conf_dir)
     arm_name = arm.name
     if arm.model not in params.models:
         raise ConfigError(
             f"{conf_dir / 'arm' / (arm_name + '.yaml')}: model: {arm.model!r} is not in "
-            f"{params.source} models ({', '.join(params.models)})"
+            f"{params.file} models ({', '.join(params.models)})"
         )
     path = Path(pins_dir) / "arms" / f"{arm_name}.json"
-    pinned = _read_json(path, f"arm {arm_name!r}")
+    pinned, sha = _read_json(path, f"arm {arm_name!r}")
     if pinned.get("arm") != arm.model_dump(exclude_none=True):
         raise PinError(
             f"{path}: arm: pinned as {pinned.get('arm')}, conf/arm/{arm_name}.yaml now says "
@@ -309,12 +333,12 @@ def check_pins(
             f"{path}: questions: the questions of {params.suite.path} changed since pinning; {_REPIN}"
         )
     ref = params.models[arm.model]
-    _model_drift(arm.model, pinned.get("model", {}), ref, path, params.source)
+    _model_drift(arm.model, pinned.get("model", {}), ref, path, params.file)
     flat = {"questions": questions}
     template = _chat_template(params)
     if pinned.get("chat_template") != template:
         raise PinError(
-            f"{path}: chat_template: {params.source} protocol.chat_template or its file changed since "
+            f"{path}: chat_template: {params.file} protocol.chat_template or its file changed since "
             f"pinning; {_REPIN}"
         )
     if template is not None:
@@ -322,28 +346,27 @@ def check_pins(
     for key, pin in _prompt_pins(params).items():
         if pinned.get(key) != pin:
             raise PinError(
-                f"{path}: {key}: {params.source} protocol.{key} or its file changed since pinning; {_REPIN}"
+                f"{path}: {key}: {params.file} protocol.{key} or its file changed since pinning; {_REPIN}"
             )
         flat[key] = f"sha256:{pin['sha256']}"
     for key in ("prompt_template", "fewshot"):
         if key in pinned and key not in flat:
-            raise PinError(f"{path}: {key}: pinned, but {params.source} protocol no longer sets it; {_REPIN}")
+            raise PinError(f"{path}: {key}: pinned, but {params.file} protocol no longer sets it; {_REPIN}")
     flat["model"] = f"hf:{ref.hf}@{ref.revision}" if ref.hf else f"sha256:{pinned['model']['sha256']}"
     if arm.retrieval:
-        index = _index(params)
         if params.rag is None or index is None:
             raise PinError(
-                f"{path}: arm {arm_name!r} retrieves passages, but {params.source} rag has no built index"
+                f"{path}: arm {arm_name!r} retrieves passages, but {params.file} rag has no built index"
             )
-        if pinned.get("index", {}).get("revision") != index["revision"]:
+        if pinned.get("index", {}).get("revision") != index.revision:
             raise PinError(
                 f"{path}: index {params.rag.index} changed since pinning (revision "
-                f"{pinned.get('index', {}).get('revision')} -> {index['revision']}); {_REPIN}"
+                f"{pinned.get('index', {}).get('revision')} -> {index.revision}); {_REPIN}"
             )
         if pinned.get("rag") != params.rag.model_dump():
-            raise PinError(f"{path}: rag: {params.source} rag changed since pinning; {_REPIN}")
-        flat["index"] = index["revision"]
-    return flat
+            raise PinError(f"{path}: rag: {params.file} rag changed since pinning; {_REPIN}")
+        flat["index"] = index.revision
+    return CheckedPins(flat, sha)
 
 
 def main(argv: list[str] | None = None) -> int:

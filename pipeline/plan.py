@@ -20,7 +20,7 @@ from contract.generations import RetrievedDoc
 from contract.protocol import PROMPTING_KEYS
 from contract.seeds import sample_seed
 from contract.suite import SuiteError, SuiteItem, load_suite
-from pipeline.config import CONF_DIR, ConfigError, ModelRef, Params, load_arm, read_template, template_file
+from pipeline.config import ConfigError, Params, read_template, template_file
 from pipeline.fewshot import Example, check_disjoint, load_examples
 from pipeline.heavy_imports import collector_paused
 from pipeline.hub import model_dir
@@ -50,12 +50,11 @@ class Plan:
     longest_prompt: int = 0
 
 
-def load_tokenizer(ref: ModelRef, key: str = "model", source: Path | str = "params.yaml") -> Any:
-    """The model's tokenizer (it tells chat models from plain ones, and renders chat prompts)."""
+def load_tokenizer(where: str) -> Any:
+    """The tokenizer in the model folder where (it tells chat models from plain ones, renders chat ones)."""
     with collector_paused():
         from transformers import AutoTokenizer
 
-    where = model_dir(ref, key, source)
     try:
         return AutoTokenizer.from_pretrained(where)
     except OSError as e:
@@ -86,27 +85,27 @@ def ships_chat_template(where: str | Path) -> bool:
         ) from None
 
 
-def chat_settings(params: Params, chat: bool, model: str) -> str | None:
+def chat_template_text(params: Params, chat: bool, model: str) -> str | None:
     """The text of protocol.chat_template (None: the tokenizer's own); refuse chat settings on a plain model
     and template options make_prompt sets itself."""
     proto = params.protocol
     if proto.instruction is not None and template_file(proto) is not None:
         raise ConfigError(
-            f"{params.source}: protocol.instruction: the prompt template writes the whole user message; put "
+            f"{params.file}: protocol.instruction: the prompt template writes the whole user message; put "
             "the instruction in the template and remove the key"
         )
     if not chat:
         for key in PROMPTING_KEYS:
             if getattr(proto, key) is not None:
                 raise ConfigError(
-                    f"{params.source}: protocol.{key}: applies to chat models; {model} has no chat template "
+                    f"{params.file}: protocol.{key}: applies to chat models; {model} has no chat template "
                     "or protocol.chat is false (it is prompted in the plain format): remove the key"
                 )
         return None
     reserved = sorted(set(proto.chat_template_kwargs or {}) & RESERVED_TEMPLATE_KWARGS)
     if reserved:
         raise ConfigError(
-            f"{params.source}: protocol.chat_template_kwargs.{reserved[0]}: set by the runner itself; "
+            f"{params.file}: protocol.chat_template_kwargs.{reserved[0]}: set by the runner itself; "
             "remove it (the options are template variables such as enable_thinking)"
         )
     if proto.chat_template is None:
@@ -115,7 +114,7 @@ def chat_settings(params: Params, chat: bool, model: str) -> str | None:
         return Path(proto.chat_template).read_text(encoding="utf-8")
     except OSError as e:
         raise ConfigError(
-            f"{params.source}: protocol.chat_template: cannot read {proto.chat_template} ({e.strerror}); "
+            f"{params.file}: protocol.chat_template: cannot read {proto.chat_template} ({e.strerror}); "
             "give the path of a Jinja chat template file"
         ) from None
 
@@ -126,47 +125,45 @@ def prompt_template(params: Params) -> tuple[Any, str] | None:
     if path is None:
         return None
     key = "prompt" if params.protocol.prompt is not None else "prompt_template"
-    return compile_template(read_template(path, key, params.source), str(path)), str(path)
+    return compile_template(read_template(path, key, params.file), str(path)), str(path)
 
 
-def fewshot_examples(params: Params, items: Sequence[SuiteItem]) -> list[Example]:
-    """protocol.fewshot's examples, refused when one of them is a suite item; [] when unset."""
+def fewshot_examples(params: Params) -> list[Example]:
+    """protocol.fewshot's examples ([] when unset); plan_run refuses one that is a suite item."""
     spec = params.protocol.fewshot
     if spec is None:
         return []
     if template_file(params.protocol) is None:
         raise ConfigError(
-            f"{params.source}: protocol.fewshot: the built-in prompt shows no examples; set protocol.prompt "
+            f"{params.file}: protocol.fewshot: the built-in prompt shows no examples; set protocol.prompt "
             "to a few-shot preset of conf/prompt/ or protocol.prompt_template to a template that renders them"
         )
-    examples = load_examples(spec, params.source)
-    check_disjoint(examples, items, spec)
-    return examples
+    return load_examples(spec, params.file)
 
 
-def prompt_formats(params: Params, arms: Sequence[str], conf_dir: Path = CONF_DIR) -> dict[str, bool]:
+def prompt_formats(params: Params, arms: Sequence[ArmSpec]) -> dict[str, bool]:
     """Whether each model of the arms is prompted through a chat template, by model key."""
     formats: dict[str, bool] = {}
-    for name in arms:
-        key = load_arm(name, conf_dir).model
+    for arm in arms:
+        key = arm.model
         if key in formats or key not in params.models:
             continue
-        has = ships_chat_template(model_dir(params.models[key], key, params.source))
-        formats[key] = use_chat(has, params.protocol, params.models[key].display_name, params.source)
+        has = ships_chat_template(model_dir(params.models[key], key, params.file))
+        formats[key] = use_chat(has, params.protocol, params.models[key].display_name, params.file)
     return formats
 
 
-def check_matched_prompting(params: Params, arms: Sequence[str], conf_dir: Path = CONF_DIR) -> None:
+def check_matched_prompting(params: Params, arms: Sequence[ArmSpec]) -> None:
     """Refuse arms whose models would be prompted in different formats (one plain, one through a chat
     template): their scores would differ by the prompt as much as by the model."""
-    formats = prompt_formats(params, arms, conf_dir)
+    formats = prompt_formats(params, arms)
     plain = [k for k, chat in formats.items() if not chat]
     chat = [k for k, c in formats.items() if c]
     if not plain or not chat:
         return
     p, c = plain[0], chat[0]
     raise ConfigError(
-        f"{params.source}: models {p} ({params.models[p].display_name}) and {c} "
+        f"{params.file}: models {p} ({params.models[p].display_name}) and {c} "
         f"({params.models[c].display_name}) would be prompted differently: {p} plain (no chat template), {c} "
         f"through its chat template; set protocol.chat: false to prompt both plain with the same template, "
         f"or give {p} a chat template (protocol.chat_template and protocol.chat: true)"
@@ -194,40 +191,47 @@ def check_tools_rendered(
     raise ConfigError(
         f"arm {arm.name!r}: {which} of {params.models[arm.model].display_name} does not render the tool "
         f"schemas (no {', '.join(missing)} in the prompt; it ignores tools=), so the arm would be prompted "
-        f"without its tools; set {params.source} protocol.chat_template to a Jinja chat template file that "
+        f"without its tools; set {params.file} protocol.chat_template to a Jinja chat template file that "
         "renders `tools` (the model family's tool-use template); every arm then uses it"
     )
 
 
-def open_index(params: Params) -> Any:
-    """The retrieval index of params.yaml rag.index (arms.retrieval)."""
-    from arms.retrieval import Index, IndexLoadError
+@dataclass(frozen=True)
+class Prompting:
+    """What an arm's prompts are made of, read once (pipeline.resolve): params.yaml (suite, protocol, rag),
+    the arm, its model's folder, the compiled prompt template, the few-shot examples and, for a retrieval
+    arm, the index (pipeline.pins.pinned_index)."""
 
-    if params.rag is None:
-        raise ConfigError(
-            f"{params.source}: rag: missing; a retrieval arm needs rag.corpus, rag.index and rag.top_k"
-        )
-    try:
-        return Index.load(params.rag.index)
-    except IndexLoadError as e:
-        raise ConfigError(str(e)) from None
+    params: Params
+    arm: ArmSpec
+    model_dir: str
+    template: tuple[Any, str] | None
+    examples: list[Example]
+    index: Any
 
 
-def plan_run(params: Params, arm: ArmSpec, tools: Sequence[dict[str, Any]]) -> Plan:
+def read_prompting(params: Params, arm: ArmSpec, index: Any) -> Prompting:
+    """The Prompting of arm: its model folder, protocol.prompt's template, protocol.fewshot's examples."""
+    where = model_dir(params.models[arm.model], arm.model, params.file)
+    return Prompting(params, arm, where, prompt_template(params), fewshot_examples(params), index)
+
+
+def plan_run(prompting: Prompting, tools: Sequence[dict[str, Any]]) -> Plan:
     """Every request of the run in its fixed order (suite order, then sample index), with its seed."""
+    params, arm, user, examples = prompting.params, prompting.arm, prompting.template, prompting.examples
     try:
         items = load_suite(params.suite.path)
     except SuiteError as e:
         raise ConfigError(str(e)) from None
-    tokenizer = load_tokenizer(params.models[arm.model], arm.model, params.source)
+    tokenizer = load_tokenizer(prompting.model_dir)
     display = params.models[arm.model].display_name
-    chat = use_chat(is_chat_model(tokenizer), params.protocol, display, params.source)
-    template = chat_settings(params, chat, display)
-    user = prompt_template(params)
-    examples = fewshot_examples(params, items)
+    chat = use_chat(is_chat_model(tokenizer), params.protocol, display, params.file)
+    template = chat_template_text(params, chat, display)
+    if params.protocol.fewshot is not None:
+        check_disjoint(examples, items, params.protocol.fewshot)
     if user is not None:
         check_uses_question(*user, tools, examples)
-    index = open_index(params) if arm.retrieval else None
+    index = prompting.index if arm.retrieval else None
     if index is not None:
         from arms.retrieval import passages_for
     proto = params.protocol
@@ -278,3 +282,10 @@ def chunks(requests: Sequence[GenRequest], size: int) -> list[list[GenRequest]]:
     if size < 1:
         raise ConfigError(f"engine.chunk_size = {size}: must be >= 1 (conf/engine/*.yaml)")
     return [list(requests[i : i + size]) for i in range(0, len(requests), size)]
+
+
+def plan_arm(params: Params, arm: ArmSpec, tools: Sequence[dict[str, Any]]) -> Plan:
+    """plan_run for an arm outside a run (tests, benchmarks): its Prompting read here, the index included."""
+    from pipeline.pins import pinned_index
+
+    return plan_run(read_prompting(params, arm, pinned_index(params) if arm.retrieval else None), tools)

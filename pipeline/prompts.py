@@ -182,14 +182,15 @@ def stops_for(chat: bool, extra: Sequence[str] | None = None) -> tuple[str, ...]
     return tuple(dict.fromkeys(stops))
 
 
-def use_chat(has: bool, protocol: Protocol, model: str, source: object) -> bool:
+def use_chat(has: bool, protocol: Protocol, model: str, params_file: object) -> bool:
     """Whether a model is prompted through a chat template (`has`: it ships one): protocol.chat true or
     false says so; auto (or unset) when it has one. True without one needs protocol.chat_template."""
     if protocol.chat is False:
         return False
     if protocol.chat is True and not has and protocol.chat_template is None:
         raise ConfigError(
-            f"{source}: protocol.chat: true, but {model} has no chat template; set protocol.chat_template to "
-            "a Jinja chat template file, or protocol.chat: false to prompt every model plain"
+            f"{params_file}: protocol.chat: true, but {model} has no chat template; set "
+            "protocol.chat_template to a Jinja chat template file, or protocol.chat: false to prompt every "
+            "model plain"
         )
     return has or protocol.chat is True

@@ -14,13 +14,12 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from pipeline.config import arms_of, load_arm, load_params
 from pipeline.engines import quiet_torch_warnings
-from pipeline.generate import KNOWN_ERRORS, run
+from pipeline.generate import KNOWN_ERRORS, generate
 from pipeline.hydra_cli import hydra_main
 from pipeline.keep import run_kept
-from pipeline.parts import merge_parts
-from pipeline.plan import check_matched_prompting
+from pipeline.parts import merge
+from pipeline.resolve import resolve
 from pipeline.settings import os_error_line, settings_from
 
 
@@ -29,15 +28,13 @@ def _task(cfg: Any) -> None:
 
     settings = settings_from(cfg, str(HydraConfig.get().runtime.choices["arm"]))
     try:
-        # The arm first (its own refusals come before the params file's), then, before any engine starts:
-        # this arm's model must be prompted in the format of the others'.
-        arm = load_arm(settings.arm, settings.conf_dir, settings.arm_node)
-        params = load_params(settings.params)
-        check_matched_prompting(params, list(dict.fromkeys([settings.arm, *arms_of(params)])))
-        if settings.merge is not None:
-            run_kept(lambda s, **kw: merge_parts(s, s.merge, **kw), settings, arm=arm, params=params)
+        # The configuration read once, into one object every step takes.
+        run = resolve(settings, matched_prompting=True)
+        n = settings.merge
+        if n is not None:
+            run_kept(lambda r: merge(r, n), run)
         else:
-            run_kept(run, settings, arm=arm, params=params)
+            run_kept(lambda r: generate(r, None), run)
     except KNOWN_ERRORS as e:
         print(f"run_arm: {e}", file=sys.stderr)
         sys.exit(2)

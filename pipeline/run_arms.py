@@ -19,11 +19,12 @@ from pathlib import Path
 
 from pipeline.config import CONF_DIR, ConfigError, arms_of, known_arms, load_arm, load_params, unknown_arm
 from pipeline.engines import engines_started, quiet_torch_warnings, release_engine
-from pipeline.generate import KNOWN_ERRORS, run
+from pipeline.generate import KNOWN_ERRORS, generate
 from pipeline.keep import kept_path, run_kept
 from pipeline.plan import check_matched_prompting
-from pipeline.settings import RunSettings, compose_settings, os_error_line
-from pipeline.staleness import staleness, up_to_date
+from pipeline.resolve import ResolvedRun, resolve
+from pipeline.settings import compose_settings, os_error_line
+from pipeline.staleness import up_to_date, why_stale
 
 EPILOG = """\
 examples:
@@ -85,20 +86,21 @@ def main(argv: Sequence[str] | None = None) -> None:
         params = load_params(str(top.params))
         arms = args.arms.split(",") if args.arms else arms_of(params)
         # Before any engine starts: arms prompted in different formats are no matched comparison.
+        specs = {a: load_arm(a) for a in dict.fromkeys([*arms, *arms_of(params)])}
         try:
-            check_matched_prompting(params, list(dict.fromkeys([*arms, *arms_of(params)])))
+            check_matched_prompting(params, list(specs.values()))
         except ConfigError as e:
             _fail(str(e))  # nothing ran yet: no resume to offer
-        groups = by_model(arms, {a: load_arm(a).model for a in arms})
+        groups = by_model(arms, {a: specs[a].model for a in arms})
         plan = "; ".join(f"{model}: {', '.join(names)}" for model, names in groups)
         print(f"run_arms: {len(arms)} arms on {len(groups)} models ({plan})", flush=True)
         for _model, names in groups:
             for arm in names:
-                settings = compose_settings(arm, args.overrides)
+                run = resolve(compose_settings(arm, args.overrides), matched_prompting=False)
                 if args.status:
-                    print(f"  {arm:<20} {_status(settings)}")
+                    print(f"  {arm:<20} {_status(run)}")
                 else:
-                    run_kept(run, settings)
+                    run_kept(lambda r: generate(r, None), run)
             # The next model needs the memory; an engine is never shared across models.
             release_engine()
     except HydraException as e:
@@ -112,14 +114,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(f"run_arms: done; {n} engine{'' if n == 1 else 's'} started", flush=True)
 
 
-def _status(settings: RunSettings) -> str:
+def _status(run: ResolvedRun) -> str:
     """Up to date, or why the arm would be generated; a file the run would put back counts as present."""
-    state = staleness(settings)
-    kept = kept_path(state.dest)
-    restorable = state.stale is not None and not settings.force and not state.dest.exists()
-    if restorable and kept.is_file() and up_to_date(kept, state.inputs) is None:
+    stale = why_stale(run)
+    kept = kept_path(run.dest)
+    restorable = stale is not None and not run.settings.force and not run.dest.exists()
+    if restorable and kept.is_file() and up_to_date(kept, run.inputs) is None:
         return f"up to date (put back from {kept} when run)"
-    return "up to date" if state.stale is None else f"to generate: {state.stale}"
+    return "up to date" if stale is None else f"to generate: {stale}"
 
 
 def _fail(message: str) -> None:

@@ -110,7 +110,7 @@ def sample_line(request: GenRequest, out: Outcome, tool_arm: bool) -> dict[str, 
     return {"item_id": request.key[0], **rec.model_dump(mode="json", exclude_none=True)}
 
 
-def assemble(
+def build_generations(
     plan: Plan,
     records: Mapping[tuple[str, int], dict[str, Any]],
     params: Params,

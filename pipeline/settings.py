@@ -2,19 +2,21 @@
 hydra.compose) or by a caller (tests, benchmarks), then handed unchanged to the run (pipeline.generate).
 
 The run_arm, run_arms and ray_run commands all make their settings here, and word a file that could not be
-written or read the same way (os_error_line). A tool arm's run holds one tool session (arms.tools.session)
-under the budget of its settings' tool_server (tool_session).
+written or read the same way (os_error_line). A part's settings name its shard, lock and finished file
+(part_suffix, part_path). pipeline.resolve turns these settings into the run's resolved configuration.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pipeline.config import CONF_DIR, engine_config, register_swept_arms, tool_server_settings
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from pipeline.config import CONF_DIR, ConfigError, engine_config, register_swept_arms
 
 
 def work_dir(out_dir: Path) -> Path:
@@ -34,6 +36,29 @@ def partial_dir(out_dir: Path) -> Path:
 
 class RunnerError(RuntimeError):
     """Bad input for the runner; the message names the file, the field and the fix."""
+
+
+def parse_part(text: str | None) -> tuple[int, int] | None:
+    """'s/N' as (s, N), checked; None for a whole-arm run."""
+    if text is None:
+        return None
+    try:
+        s, n = (int(x) for x in str(text).split("/"))
+    except ValueError:
+        raise RunnerError(f"part={text!r}: write it as s/N, e.g. part=0/2 (the first of two parts)") from None
+    if n < 1 or not 0 <= s < n:
+        raise RunnerError(f"part={text!r}: needs N >= 1 and 0 <= s < N")
+    return s, n
+
+
+def part_suffix(part: tuple[int, int] | None) -> str:
+    """'.part-0-of-2' for a part, '' for a whole arm: in the names of a part's shard, lock and file."""
+    return "" if part is None else f".part-{part[0]}-of-{part[1]}"
+
+
+def part_path(out_dir: Path, arm: str, part: tuple[int, int]) -> Path:
+    """Where a finished part waits for the merge: <out_dir>.work/parts/<arm>.part-s-of-N.jsonl."""
+    return work_dir(out_dir) / "parts" / f"{arm}{part_suffix(part)}.jsonl"
 
 
 @dataclass
@@ -111,28 +136,25 @@ def os_error_line(e: OSError, out_dir: Path) -> str:
     )
 
 
-@contextmanager
-def tool_session(settings: RunSettings, arm: str) -> Iterator[Any]:
-    """The run's tool session (arms.tools.session.open_tools) under settings' tool_server budget.
+class ToolServerSettings(BaseModel):
+    """conf/config.yaml tool_server: the restart budget and the tool timeout of the tool arms' MCP server."""
 
-    A server that does not start, or dies beyond the budget, becomes the one-line RunnerError that says
-    how to resume.
-    """
-    from arms.tools.session import ToolSessionError, open_tools
+    model_config = ConfigDict(extra="forbid")
+    max_restarts: int = Field(ge=0)
+    restart_window: int = Field(ge=1)
+    tool_timeout_s: float = Field(gt=0)
 
-    cfg = tool_server_settings(settings.tool_server, settings.conf_dir)
+
+def tool_server_settings(
+    node: Mapping[str, Any] | None = None, conf_dir: Path = CONF_DIR
+) -> ToolServerSettings:
+    """The tool_server settings: the composed Hydra node, else conf/config.yaml's; refusals name the field."""
+    path = conf_dir / "config.yaml"
+    if node is None:
+        node = (yaml.safe_load(path.read_text()) or {}).get("tool_server") or {}
     try:
-        with open_tools(cfg.tool_timeout_s, cfg.max_restarts, cfg.restart_window) as client:
-            yield client
-    except ToolSessionError as e:
-        if e.deaths is None:
-            raise RunnerError(str(e)) from None
-        # A part's own shard and command (pipeline.parts.part_suffix spells the same name).
-        part = settings.part
-        suffix = "" if part is None else ".part-{}-of-{}".format(*(int(x) for x in part.split("/")))
-        shard = partial_dir(settings.out_dir) / f"{arm}{suffix}.jsonl"
-        again = f"arm={arm}" if part is None else f"arm={arm} part={part}"
-        raise RunnerError(
-            f"tool server died {e.deaths} times; rerun `python -m pipeline.run_arm {again}` to resume "
-            f"({e}; the finished samples are kept in {shard}; conf/config.yaml tool_server sets the budget)"
-        ) from None
+        return ToolServerSettings.model_validate(dict(node))
+    except ValidationError as e:
+        err = e.errors()[0]
+        field_name = ".".join(str(x) for x in err["loc"])
+        raise ConfigError(f"{path}: tool_server.{field_name}: {err['msg']}") from None

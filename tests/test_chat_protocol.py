@@ -13,8 +13,8 @@ from analysis import delta
 from arms.tools.orbital import TOOLS
 from contract.protocol import Protocol
 from pipeline.config import ConfigError, load_arm, load_params
-from pipeline.pins import PinError, check_pins
-from pipeline.plan import plan_run
+from pipeline.pins import PinError, check_pins, pinned_index
+from pipeline.plan import plan_arm
 from pipeline.prompts import CHAT_INSTRUCTION
 from tests.conftest import arithmetic_items, make_world, with_chat_template
 from tests.test_delta import write_log, write_params
@@ -45,7 +45,7 @@ def chat_checkpoint(tmp_path: Path, untrained_checkpoint: Path) -> Path:
 
 def test_the_built_in_protocol_prompts_and_serializes_as_before_these_keys(tmp_path, chat_checkpoint) -> None:
     w = _world(tmp_path, chat_checkpoint)
-    plan = plan_run(load_params(w.params), load_arm("base"), [])
+    plan = plan_arm(load_params(w.params), load_arm("base"), [])
     question = arithmetic_items(2)[0]["question"]
     assert plan.requests[0].prompt == f"<s><|user|>{question}\n{CHAT_INSTRUCTION}\n<|assistant|>"
     # What generations, EvalLogs and run fingerprints record of an unset key: nothing, as before it existed.
@@ -66,7 +66,7 @@ def test_system_prompt_instruction_and_template_options_shape_every_prompt(tmp_p
     )
     params = load_params(w.params)
     question = arithmetic_items(2)[0]["question"]
-    plan = plan_run(params, load_arm("base"), [])
+    plan = plan_arm(params, load_arm("base"), [])
     assert plan.requests[0].prompt == (
         f"<s><|system|>You are a careful calculator.\n<|user|>{question}\nReply with the number only.\n"
         "<|assistant|><think>\n\n</think>\n"
@@ -75,15 +75,15 @@ def test_system_prompt_instruction_and_template_options_shape_every_prompt(tmp_p
     assert Protocol.model_validate_json(params.protocol.model_dump_json()) == params.protocol
     assert params.protocol.model_dump()["chat_template_kwargs"] == {"enable_thinking": False}
     # The template's content is pinned: an edit to the file is drift, named as such.
-    check_pins(params, w.pins, "base")
+    check_pins(params, w.pins, load_arm("base"), pinned_index(params))
     template.write_text(TOOLS_TEMPLATE + " ")
     with pytest.raises(PinError, match=r"base.json: chat_template: .*changed since pinning"):
-        check_pins(params, w.pins, "base")
+        check_pins(params, w.pins, load_arm("base"), pinned_index(params))
 
 
 def test_an_empty_instruction_adds_nothing(tmp_path, chat_checkpoint) -> None:
     w = _world(tmp_path, chat_checkpoint, instruction="")
-    plan = plan_run(load_params(w.params), load_arm("base"), [])
+    plan = plan_arm(load_params(w.params), load_arm("base"), [])
     question = arithmetic_items(2)[0]["question"]
     assert plan.requests[0].prompt == f"<s><|user|>{question}\n<|assistant|>"
 
@@ -93,7 +93,7 @@ def test_a_tool_arm_whose_template_ignores_tools_is_refused_with_the_way_out(
 ) -> None:
     w = _world(tmp_path, chat_checkpoint)
     with pytest.raises(ConfigError) as refused:
-        plan_run(load_params(w.params), load_arm("+tools"), TOOL_SPECS)
+        plan_arm(load_params(w.params), load_arm("+tools"), TOOL_SPECS)
     message = str(refused.value)
     assert "arm '+tools': the chat template of" in message and "it ignores tools=" in message
     assert "circular_speed" in message and "protocol.chat_template" in message
@@ -104,7 +104,7 @@ def test_a_tool_arm_whose_template_ignores_tools_is_refused_with_the_way_out(
     raw = yaml.safe_load(w.params.read_text())
     raw["protocol"]["chat_template"] = str(template)
     w.params.write_text(yaml.safe_dump(raw, sort_keys=False))
-    plan = plan_run(load_params(w.params), load_arm("+tools"), TOOL_SPECS)
+    plan = plan_arm(load_params(w.params), load_arm("+tools"), TOOL_SPECS)
     for prompt in plan.prompts.values():
         assert all(f'"name": "{spec["name"]}"' in prompt for spec in TOOL_SPECS)
         assert prompt.count('"type": "function"') == len(TOOL_SPECS)
@@ -115,7 +115,7 @@ def test_chat_settings_on_a_plain_model_are_refused(tmp_path, untrained_checkpoi
     with pytest.raises(
         ConfigError, match=r"protocol.system_prompt: applies to chat models; .* no chat template"
     ):
-        plan_run(load_params(w.params), load_arm("base"), [])
+        plan_arm(load_params(w.params), load_arm("base"), [])
 
 
 def test_template_options_the_runner_sets_itself_are_refused(tmp_path, chat_checkpoint) -> None:
@@ -123,7 +123,7 @@ def test_template_options_the_runner_sets_itself_are_refused(tmp_path, chat_chec
     with pytest.raises(
         ConfigError, match=r"protocol.chat_template_kwargs.add_generation_prompt: set by the runner"
     ):
-        plan_run(load_params(w.params), load_arm("base"), [])
+        plan_arm(load_params(w.params), load_arm("base"), [])
 
 
 def test_an_arm_may_not_set_a_prompting_key(tmp_path) -> None:

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pipeline.config import ModelRef, engine_config, load_params
+from pipeline.config import ModelRef, engine_config, load_arm, load_params
 from pipeline.hub import model_dir
-from pipeline.pins import PinError, check_pins, compute_pins, write_pins
+from pipeline.pins import PinError, check_pins, compute_pins, pinned_index, write_pins
 from pipeline.plan import load_tokenizer
 from tests.conftest import ROOT, TINY_RECIPE, arithmetic_items, make_world
 
@@ -80,10 +80,13 @@ def test_a_cached_hub_model_is_pinned_by_commit_and_loaded_from_its_snapshot(
     ref = params.models["base"]
     assert Path(model_dir(ref, "base")) == snapshot
     # The tokenizer the plan renders prompts with is the snapshot's own.
-    tok = load_tokenizer(ref, "base")
+    tok = load_tokenizer(model_dir(ref, "base"))
     assert Path(tok.name_or_path) == snapshot
     write_pins(params, tmp_path / "pins")
-    assert check_pins(params, tmp_path / "pins", "base")["model"] == f"hf:org/tiny@{BASE_SHA}"
+    assert (
+        check_pins(params, tmp_path / "pins", load_arm("base"), pinned_index(params)).flat["model"]
+        == f"hf:org/tiny@{BASE_SHA}"
+    )
 
 
 def test_a_hub_model_missing_from_the_cache_is_one_line_with_the_fetch_command(
@@ -112,7 +115,7 @@ def test_a_hub_model_gone_from_the_cache_after_pinning_is_refused_before_generat
     write_pins(params, tmp_path / "pins")
     shutil.rmtree(snapshot)
     with pytest.raises(PinError, match=rf"org/tiny at revision {BASE_SHA} is not in the local Hugging Face"):
-        check_pins(params, tmp_path / "pins", "base")
+        check_pins(params, tmp_path / "pins", load_arm("base"), pinned_index(params))
 
 
 def test_a_branch_or_tag_stays_refused() -> None:

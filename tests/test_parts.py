@@ -14,7 +14,7 @@ from pipeline.config import engine_config
 from pipeline.engines import release_engine
 from pipeline.generate import run
 from pipeline.parts import merge_parts, part_of
-from pipeline.plan import plan_run
+from pipeline.plan import plan_arm
 from pipeline.settings import RunnerError, partial_dir, work_dir
 from tests.conftest import arithmetic_items, make_world
 
@@ -31,7 +31,7 @@ def test_parts_cover_every_item_once_by_a_fixed_rule(world) -> None:
     from pipeline.config import load_params
 
     arm = ArmSpec(name="base", model="base", retrieval=False, tools=False, attribution="reference")
-    plan = plan_run(load_params(world.params), arm, [])
+    plan = plan_arm(load_params(world.params), arm, [])
     parts = [part_of(plan, s, 3) for s in range(3)]
     assert [len(p.items) for p in parts] == [3, 2, 2]
     assert sorted(r.key for p in parts for r in p.requests) == sorted(r.key for r in plan.requests)

@@ -13,8 +13,8 @@ import pytest
 import yaml
 
 from contract.suite import load_suite, questions_sha256
-from pipeline.config import ConfigError, load_params
-from pipeline.pins import PinError, check_pins, compute_pins, dir_files, dir_hash, write_pins
+from pipeline.config import ConfigError, load_arm, load_params
+from pipeline.pins import PinError, check_pins, compute_pins, dir_files, dir_hash, pinned_index, write_pins
 from tests.conftest import ROOT, arithmetic_items, make_world
 
 CORPUS = [
@@ -57,7 +57,9 @@ def test_pins_hold_suite_questions_checkpoint_and_index(tmp_path, untrained_chec
     rag = json.loads((w.pins / "arms" / "+rag.json").read_text())
     assert rag["index"] == inputs["index"] and rag["rag"]["top_k"] == 2
     assert "index" not in json.loads((w.pins / "arms" / "base.json").read_text())
-    flat = check_pins(load_params(w.params), w.pins, "+rag")
+    flat = check_pins(
+        load_params(w.params), w.pins, load_arm("+rag"), pinned_index(load_params(w.params))
+    ).flat
     assert flat == {
         "questions": f"sha256:{inputs['suite']['questions_sha256']}",
         "model": f"sha256:{inputs['models']['base']['sha256']}",
@@ -119,16 +121,16 @@ def test_a_changed_checkpoint_file_is_named(tmp_path, untrained_checkpoint) -> N
     cfg = tmp_path / "ckpt" / "config.json"
     cfg.write_text(cfg.read_text().replace('"rms_norm_eps"', '"rms_norm_eps" ', 1))
     with pytest.raises(PinError, match=r"checkpoint 'base': .*ckpt/config.json changed since pinning"):
-        check_pins(params, w.pins, "base")
+        check_pins(params, w.pins, load_arm("base"), pinned_index(params))
     (tmp_path / "ckpt" / "extra.bin").write_bytes(b"x")
     w.repin()
     (tmp_path / "ckpt" / "extra.bin").unlink()
     with pytest.raises(PinError, match=r"ckpt/extra.bin was removed since pinning"):
-        check_pins(params, w.pins, "base")
+        check_pins(params, w.pins, load_arm("base"), pinned_index(params))
     w.repin()
     (tmp_path / "ckpt" / "new.txt").write_text("hi")
     with pytest.raises(PinError, match=r"ckpt/new.txt was added since pinning"):
-        check_pins(params, w.pins, "base")
+        check_pins(params, w.pins, load_arm("base"), pinned_index(params))
 
 
 def test_changed_questions_or_index_are_refused(tmp_path, untrained_checkpoint) -> None:
@@ -140,11 +142,13 @@ def test_changed_questions_or_index_are_refused(tmp_path, untrained_checkpoint) 
 
     build_index(corpus, params.rag.index)
     with pytest.raises(PinError, match=r"index .* changed since pinning"):
-        check_pins(params, w.pins, "+rag")
-    assert check_pins(params, w.pins, "base")["model"].startswith("sha256:")
+        check_pins(params, w.pins, load_arm("+rag"), pinned_index(params))
+    assert (
+        check_pins(params, w.pins, load_arm("base"), pinned_index(params)).flat["model"].startswith("sha256:")
+    )
     w.suite.write_text(w.suite.read_text().replace("What is", "Compute", 1))
     with pytest.raises(PinError, match=r"pins/arms/base.json: questions: the questions of .* changed"):
-        check_pins(params, w.pins, "base")
+        check_pins(params, w.pins, load_arm("base"), pinned_index(params))
 
 
 def test_an_arm_file_changed_after_pinning_is_refused(tmp_path, untrained_checkpoint) -> None:
@@ -157,7 +161,9 @@ def test_an_arm_file_changed_after_pinning_is_refused(tmp_path, untrained_checkp
     arm = conf / "arm" / "base.yaml"
     arm.write_text(arm.read_text().replace("attribution: reference", "attribution: lookup"))
     with pytest.raises(PinError, match=r"base.json: arm: pinned as .*reference.* now says"):
-        check_pins(load_params(w.params), w.pins, "base", conf)
+        check_pins(
+            load_params(w.params), w.pins, load_arm("base", conf), pinned_index(load_params(w.params)), conf
+        )
 
 
 def test_hub_models_are_pinned_by_full_commit_and_branches_are_refused(tmp_path, monkeypatch) -> None:
@@ -186,7 +192,12 @@ def test_hub_models_are_pinned_by_full_commit_and_branches_are_refused(tmp_path,
     pins = compute_pins(load_params(p))
     assert pins["inputs"]["models"]["base"] == {"hf": "org/model", "revision": sha}
     write_pins(load_params(p), tmp_path / "pins")
-    assert check_pins(load_params(p), tmp_path / "pins", "base")["model"] == f"hf:org/model@{sha}"
+    assert (
+        check_pins(load_params(p), tmp_path / "pins", load_arm("base"), pinned_index(load_params(p))).flat[
+            "model"
+        ]
+        == f"hf:org/model@{sha}"
+    )
 
 
 def test_an_arm_list_naming_an_arm_that_cannot_be_pinned_is_refused(tmp_path, untrained_checkpoint) -> None:

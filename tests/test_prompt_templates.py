@@ -14,8 +14,8 @@ import yaml
 from contract.protocol import Protocol
 from contract.suite import SuiteItem
 from pipeline.config import CONF_DIR, ConfigError, known_presets, load_arm, load_params, template_header
-from pipeline.pins import PinError, check_pins
-from pipeline.plan import check_matched_prompting, plan_run, ships_chat_template
+from pipeline.pins import PinError, check_pins, pinned_index
+from pipeline.plan import check_matched_prompting, plan_arm, ships_chat_template
 from pipeline.prompts import PLAIN_STOP, build_prompt, compile_template, render_template
 from pipeline.settings import partial_dir
 from scoring.reading import read_answer
@@ -73,7 +73,7 @@ def test_a_few_shot_preset_renders_its_examples_pinned_and_records_its_rule(
     w = _world(tmp_path, {"base": untrained_checkpoint}, prompt="gsm8k", fewshot={"path": shots, "n": 2})
     params = load_params(w.params)
     assert params.protocol.answer == "answer_is" and params.protocol.stop == ["\n\n"]
-    plan = plan_run(params, load_arm("base"), [])
+    plan = plan_arm(params, load_arm("base"), [])
     first = plan.items[0]
     assert plan.prompts[first.item_id] == (
         "Question: What is 10 + 10?\nAnswer: 10 + 10 = 20. The answer is 20.\n\n"
@@ -81,12 +81,12 @@ def test_a_few_shot_preset_renders_its_examples_pinned_and_records_its_rule(
         f"Question: {first.question}\nAnswer:"
     )
     assert plan.requests[0].stop == (*PLAIN_STOP, "\n\n")
-    pins = check_pins(params, w.pins, "base")
+    pins = check_pins(params, w.pins, load_arm("base"), pinned_index(params)).flat
     assert pins["prompt_template"].startswith("sha256:") and pins["fewshot"].startswith("sha256:")
     # Another example file under the same path is drift: the runner refuses it until it is pinned again.
     Path(shots).write_text(Path(shots).read_text().replace("20.", "21."))
     with pytest.raises(PinError, match="fewshot: .* or its file changed since pinning"):
-        check_pins(load_params(w.params), w.pins, "base")
+        check_pins(load_params(w.params), w.pins, load_arm("base"), pinned_index(load_params(w.params)))
 
 
 @pytest.mark.parametrize(
@@ -102,7 +102,7 @@ def test_an_example_that_is_a_suite_item_is_refused(tmp_path, untrained_checkpoi
         fewshot={"path": _shots(tmp_path, [SHOTS[0], shot]), "n": 2},
     )  # fmt: skip
     with pytest.raises(ConfigError, match=why):
-        plan_run(load_params(w.params), load_arm("base"), [])
+        plan_arm(load_params(w.params), load_arm("base"), [])
 
 
 def test_few_shot_settings_that_cannot_work_are_refused_in_one_line(tmp_path, untrained_checkpoint) -> None:
@@ -118,7 +118,7 @@ def test_few_shot_settings_that_cannot_work_are_refused_in_one_line(tmp_path, un
         raw["protocol"] = {**PROTOCOL, **extra}
         w.params.write_text(yaml.safe_dump(raw))
         with pytest.raises(ConfigError, match=why) as e:
-            plan_run(load_params(w.params), load_arm("base"), [])
+            plan_arm(load_params(w.params), load_arm("base"), [])
         assert "\n" not in str(e.value)
 
 
@@ -179,7 +179,7 @@ def test_mixed_plain_and_chat_arms_are_refused_and_chat_false_prompts_both_plain
     raw["arms"] = ["base", "trained"]
     w.params.write_text(yaml.safe_dump(raw))
     with pytest.raises(ConfigError, match="protocol.chat: false to prompt both plain"):
-        check_matched_prompting(load_params(w.params), ["base", "trained"])
+        check_matched_prompting(load_params(w.params), [load_arm("base"), load_arm("trained")])
     # The command refuses before any engine starts: one line, exit 2.
     with pytest.raises(SystemExit) as e:
         run_arms.main([f"params={w.params}", f"pins={w.pins}", f"out_dir={w.out_dir}"])
@@ -189,8 +189,8 @@ def test_mixed_plain_and_chat_arms_are_refused_and_chat_false_prompts_both_plain
     assert "\n" not in line and f"base ({untrained_checkpoint})" in line and f"trained ({chat})" in line
     raw["protocol"]["chat"] = False
     w.params.write_text(yaml.safe_dump(raw))
-    check_matched_prompting(load_params(w.params), ["base", "trained"])
-    plans = {a: plan_run(load_params(w.params), load_arm(a), []) for a in ("base", "trained")}
+    check_matched_prompting(load_params(w.params), [load_arm("base"), load_arm("trained")])
+    plans = {a: plan_arm(load_params(w.params), load_arm(a), []) for a in ("base", "trained")}
     assert not plans["base"].chat and not plans["trained"].chat
     assert plans["base"].prompts == plans["trained"].prompts
     assert all(p.endswith("\nAnswer:") for p in plans["trained"].prompts.values())

@@ -16,7 +16,7 @@ from contract.seeds import sample_seed
 from pipeline.config import ConfigError, known_arms, load_arm
 from pipeline.generate import run
 from pipeline.pins import PinError
-from pipeline.plan import plan_run
+from pipeline.plan import plan_arm
 from pipeline.prompts import CHAT_INSTRUCTION, PLAIN_STOP
 from pipeline.settings import RunSettings, partial_dir
 from pipeline.shards import Shard, ShardError
@@ -206,7 +206,7 @@ def test_every_arm_gives_each_item_and_sample_the_same_seed(
     seeds = {}
     for name in ARMS:
         arm = load_arm(name)
-        plan = plan_run(params, arm, tools if arm.tools else [])
+        plan = plan_arm(params, arm, tools if arm.tools else [])
         seeds[name] = {r.key: r.seed for r in plan.requests}
         assert len({r.prompt for r in plan.requests}) == 6
         if arm.retrieval:
@@ -227,7 +227,7 @@ def test_retrieved_passages_stand_in_the_order_params_yaml_asks(
     raw = yaml.safe_load(w.params.read_text())
     raw["rag"]["order"] = order
     w.params.write_text(yaml.safe_dump(raw, sort_keys=False))
-    plan = plan_run(load_params(w.params), load_arm("+rag"), [])
+    plan = plan_arm(load_params(w.params), load_arm("+rag"), [])
     texts = {d["doc_id"]: d["text"] for d in CORPUS}
     titles = {d["doc_id"]: d["title"] for d in CORPUS}
     for req in plan.requests:
@@ -262,8 +262,8 @@ def test_chat_models_get_their_chat_template_and_no_plain_stop(
     chat = with_chat_template(untrained_checkpoint, tmp_path / "chat")
     plain = make_world(tmp_path / "p", {"base": untrained_checkpoint}, arithmetic_items(2), k=1)
     w = make_world(tmp_path / "w", {"base": chat}, arithmetic_items(2), k=1)
-    p_plan = plan_run(load_params(plain.params), load_arm("base"), [])
-    c_plan = plan_run(load_params(w.params), load_arm("base"), [])
+    p_plan = plan_arm(load_params(plain.params), load_arm("base"), [])
+    c_plan = plan_arm(load_params(w.params), load_arm("base"), [])
     assert not p_plan.chat and p_plan.requests[0].stop == PLAIN_STOP
     assert p_plan.requests[0].prompt.endswith("Answer:")
     assert c_plan.chat and c_plan.requests[0].stop == ()

@@ -134,13 +134,12 @@ def test_a_wrong_typed_shard_record_stops_a_run_before_any_engine_starts(
 
 def _shard_with_bad_line(w, settings, shard_path: Path) -> None:
     """Write the shard this run would open, with the run's fingerprint and one retyped sample."""
-    from pipeline.config import load_params
     from pipeline.plan import plan_run
+    from pipeline.resolve import resolve
     from pipeline.samples import run_fingerprint
-    from pipeline.staleness import staleness
 
-    state = staleness(settings)
-    plan = plan_run(load_params(w.params), state.arm, [])
+    state = resolve(settings, matched_prompting=False)
+    plan = plan_run(state.prompting, [])
     shard = Shard(
         shard_path, run_fingerprint(state.arm, state.params, state.pins, settings.engine, plan, None)
     )

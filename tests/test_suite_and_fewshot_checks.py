@@ -16,7 +16,10 @@ from pipeline.config import ConfigError, engine_config
 from pipeline.engines import engines_started
 from pipeline.fewshot import load_examples
 from pipeline.generate import run
-from pipeline.settings import RunnerError, RunSettings, partial_dir, tool_session
+from pipeline.plan import plan_run
+from pipeline.recorder import GenerationRecorder
+from pipeline.resolve import resolve, tool_session
+from pipeline.settings import RunnerError, partial_dir
 from tests.conftest import arithmetic_items, make_world
 
 
@@ -80,10 +83,18 @@ def test_a_suite_reordered_line_by_line_regenerates_nothing(
     assert engines_started() == started and again.read_bytes() == first
 
 
-def test_a_part_runs_resume_message_names_its_shard_and_part(tmp_path: Path) -> None:
-    settings = RunSettings(arm="+tools", out_dir=tmp_path / "generations", part="1/2")
-    with pytest.raises(RunnerError) as e, tool_session(settings, "+tools"):
+def test_a_part_runs_resume_message_names_its_shard_and_part(
+    tmp_path: Path, untrained_checkpoint: Path
+) -> None:
+    w = make_world(tmp_path / "w", {"base": untrained_checkpoint}, arithmetic_items(2), k=1, max_tokens=4)
+    run = resolve(w.settings("+tools", part="1/2"), matched_prompting=False)
+    with pytest.raises(RunnerError) as e, tool_session(run):
         raise ToolServerError("the server died beyond its budget")
     message = str(e.value)
     assert "`python -m pipeline.run_arm arm=+tools part=1/2`" in message, message
-    assert str(partial_dir(tmp_path / "generations") / "+tools.part-1-of-2.jsonl") in message, message
+    shard = partial_dir(w.out_dir) / "+tools.part-1-of-2.jsonl"
+    assert f"the finished samples are kept in {shard};" in message, message
+    # The shard named is the one the part's run writes its samples to.
+    recorder = GenerationRecorder(run, plan_run(run.prompting, []))
+    recorder.close()
+    assert recorder.shard.path == shard and shard.is_file()

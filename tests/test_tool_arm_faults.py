@@ -37,6 +37,9 @@ class CallingEngine:
     """Round 0 of every sample calls orbital_period; the next round answers the tool's number or 'unknown'."""
 
     info = EngineInfo(name="scripted", version="test", device="cpu", dtype="none")
+    chat = False
+    max_model_len = None
+    resumes_per_sample = False
 
     def __init__(self, before_batch: Callable[[Sequence[GenRequest]], None] | None = None) -> None:
         self.tokenizer = build_tokenizer()
@@ -44,6 +47,9 @@ class CallingEngine:
 
     def count_tokens(self, text: str) -> int:
         return len(self.tokenizer.encode(text, add_special_tokens=False).ids)
+
+    def close(self) -> None:
+        pass
 
     def generate(
         self,

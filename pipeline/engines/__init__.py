@@ -1,5 +1,6 @@
-"""Engines behind one interface (contract.engine): `make_engine(cfg, model)` picks one by cfg["name"]
-(vllm: offline vllm.LLM; hf: transformers; openai: an OpenAI-compatible server, its own or attached).
+"""Engines behind one interface (contract.engine): `make_engine(cfg, model)` starts the one ENGINES names
+cfg["name"] (vllm: offline vllm.LLM; hf: transformers; openai: an OpenAI-compatible server, its own or
+attached); each entry also says whether max_model_len auto is fitted for its settings (fit_context).
 
 `get_engine` keeps one started engine per process and reuses it while the model and settings stay the
 same (the arms of one model in a Hydra multirun, or a test session).
@@ -9,14 +10,14 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from contract.engine import Engine
 from pipeline.config import ConfigError
 
-ENGINES = ("vllm", "hf", "openai")
 # Keys of conf/engine/*.yaml that the runner uses itself (they shape batches, not the engine).
 RUNNER_KEYS = frozenset({"name", "chunk_size"})
 # Keys of conf/engine/openai.yaml that say how to reach a server, not what it generates: out of a run's
@@ -71,13 +72,48 @@ def server_of(cfg: Mapping[str, Any], model_key: str) -> dict[str, Any]:
     return out
 
 
+@dataclass(frozen=True)
+class EngineKind:
+    """One engine of ENGINES: how to start it, and whether max_model_len auto is fitted for its settings
+    (an engine that sizes a vLLM context itself, not an attached server that has its own)."""
+
+    start: Callable[..., Engine]
+    fits_context: Callable[[Mapping[str, Any]], bool]
+
+
+def _vllm(model: str, revision: str | None, **kwargs: Any) -> Engine:
+    from pipeline.engines.vllm_engine import VllmEngine
+
+    return VllmEngine(model, revision=revision, **kwargs)
+
+
+def _openai(model: str, revision: str | None, **kwargs: Any) -> Engine:
+    from pipeline.engines.openai_engine import OpenAIEngine
+
+    return OpenAIEngine(model, revision=revision, **kwargs)
+
+
+def _hf(model: str, revision: str | None, **kwargs: Any) -> Engine:
+    from pipeline.engines.hf_engine import HfEngine
+
+    return HfEngine(model, revision=revision, **kwargs)
+
+
+# conf/engine/<name>.yaml names one of these. The openai engine's own server (no base_url) runs the vllm
+# engine's settings, so its context is fitted the same way; an attached server has its own.
+ENGINES: dict[str, EngineKind] = {
+    "vllm": EngineKind(_vllm, lambda cfg: True),
+    "hf": EngineKind(_hf, lambda cfg: False),
+    "openai": EngineKind(_openai, lambda cfg: cfg.get("base_url") is None),
+}
+
+
 def fit_context(cfg: Mapping[str, Any], model: str | Path, needed: int) -> dict[str, Any]:
     """cfg with max_model_len auto made a number: needed tokens (the longest prompt plus the budget), rounded
     up to a power of two, at least AUTO_MIN_LEN, never above the model's own context."""
     out = dict(cfg)
-    # The openai engine's own server runs the vllm engine's settings; an attached server has its own.
-    served = out.get("name") == "openai" and out.get("base_url") is None
-    if (out.get("name") != "vllm" and not served) or out.get("max_model_len") != "auto":
+    kind = ENGINES.get(str(out.get("name")))
+    if kind is None or not kind.fits_context(out) or out.get("max_model_len") != "auto":
         return out
     from transformers import AutoConfig
 
@@ -125,21 +161,12 @@ def make_engine(cfg: Mapping[str, Any], model: str | None = None, revision: str 
     model = model or cfg.get("model")
     if not model:
         raise ValueError("make_engine: no model given (pass model= or set cfg['model'])")
-    if name == "vllm":
-        from pipeline.engines.vllm_engine import VllmEngine
-
-        return VllmEngine(str(model), revision=revision, **kwargs)
-    if name == "openai":
-        from pipeline.engines.openai_engine import OpenAIEngine
-
-        return OpenAIEngine(str(model), revision=revision, **kwargs)
-    if name == "hf":
-        from pipeline.engines.hf_engine import HfEngine
-
-        return HfEngine(str(model), revision=revision, **kwargs)
-    raise ValueError(
-        f"engine {name!r} is unknown; known engines: {', '.join(ENGINES)} (conf/engine/<name>.yaml)"
-    )
+    kind = ENGINES.get(str(name))
+    if kind is None:
+        raise ValueError(
+            f"engine {name!r} is unknown; known engines: {', '.join(ENGINES)} (conf/engine/<name>.yaml)"
+        )
+    return kind.start(str(model), revision, **kwargs)
 
 
 _ENGINE: dict[str, Any] = {}
@@ -163,7 +190,7 @@ def get_engine(cfg: Mapping[str, Any], model: str, revision: str | None = None) 
     if _ENGINE.get("key") == key:
         return _ENGINE["engine"]
     old = _ENGINE.pop("engine", None)
-    if old is not None and hasattr(old, "close"):
+    if old is not None:
         old.close()
     try:
         engine = make_engine(cfg, model, revision)
@@ -185,5 +212,5 @@ def release_engine() -> None:
     """Close the engine get_engine keeps, if any (before a process ends, or to free its memory)."""
     old = _ENGINE.pop("engine", None)
     _ENGINE.pop("key", None)
-    if old is not None and hasattr(old, "close"):
+    if old is not None:
         old.close()

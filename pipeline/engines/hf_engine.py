@@ -21,6 +21,9 @@ from pipeline.prompts import is_chat_model
 class HfEngine:
     """Engine protocol over a transformers AutoModelForCausalLM."""
 
+    # Its batches are reproducible: a resumed chunk is generated whole, as it was.
+    resumes_per_sample = False
+
     def __init__(
         self, model: str, *, revision: str | None = None, dtype: str = "auto", device: str = "auto"
     ) -> None:

@@ -203,6 +203,9 @@ def llm_settings(
 class VllmEngine:
     """Engine protocol over an in-process vllm.LLM."""
 
+    # Its batches are reproducible: a resumed chunk is generated whole, as it was.
+    resumes_per_sample = False
+
     def __init__(
         self,
         model: str,
