@@ -29,6 +29,7 @@ import argparse
 import hashlib
 import json
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,7 +38,7 @@ from contract.arm import ArmSpec
 from contract.atomic import atomic_write
 from contract.digest import file_sha256
 from contract.files import PathCheckError, input_dir, input_file, output_dir
-from contract.suite import SuiteError, load_suite, questions_sha256
+from contract.suite import SuiteError, SuiteItem, load_suite, questions_sha256
 from pipeline.checkpoint_hash import DEFAULT_HASH_CACHE, HashCache, PinError, dir_files, dir_hash
 from pipeline.config import (
     CONF_DIR,
@@ -129,18 +130,22 @@ def _model_drift(key: str, pinned: dict[str, Any], ref: ModelRef, pins_path: Pat
     raise PinError(f"{where}: content hash of {root} differs from its pin; {_REPIN}")
 
 
-def _suite(params: Params) -> dict[str, Any]:
-    """The suite's pin: file sha256, and the sha256 of its ids and questions (what generation reads)."""
+def suite_items(params: Params) -> list[SuiteItem]:
+    """The suite's items, read once for a run or a pin; a missing or broken suite is a PinError."""
     suite = Path(params.suite.path)
     if not suite.is_file():
         raise PinError(f"{suite}: suite file not found ({params.file} suite.path)")
     try:
-        items = load_suite(suite)
+        return load_suite(suite)
     except SuiteError as e:
         raise PinError(str(e)) from None
+
+
+def _suite(params: Params, items: Sequence[SuiteItem]) -> dict[str, Any]:
+    """The suite's pin: file sha256, and the sha256 of its ids and questions (what generation reads)."""
     return {
         "path": params.suite.path,
-        "sha256": file_sha256(suite),
+        "sha256": file_sha256(params.suite.path),
         "questions_sha256": questions_sha256(items),
         "n_items": len(items),
     }
@@ -226,7 +231,7 @@ def _prompt_pins(params: Params) -> dict[str, Any]:
 
 def compute_pins(params: Params, conf_dir: Path = CONF_DIR, cache: HashCache | None = None) -> dict[str, Any]:
     """The whole record (inputs) and one pin per arm that can be pinned (arms)."""
-    suite = _suite(params)
+    suite = _suite(params, suite_items(params))
     models = {key: model_pin(key, ref, params.file, cache) for key, ref in sorted(params.models.items())}
     if cache is not None:
         cache.save()
@@ -307,11 +312,17 @@ def pinned_index(params: Params) -> Any:
 
 
 def check_pins(
-    params: Params, pins_dir: str | Path, arm: ArmSpec, index: Any, conf_dir: Path = CONF_DIR
+    params: Params,
+    pins_dir: str | Path,
+    arm: ArmSpec,
+    index: Any,
+    items: Sequence[SuiteItem],
+    conf_dir: Path = CONF_DIR,
 ) -> CheckedPins:
     """Verify that what an arm's generation reads still matches its pin; return the pins a log records.
 
-    index: the retrieval index a retrieval arm reads (pinned_index), None for the others.
+    index: the retrieval index a retrieval arm reads (pinned_index), None for the others; items: the
+    suite's items (suite_items), read once by the run.
     """
     arm_name = arm.name
     if arm.model not in params.models:
@@ -326,8 +337,7 @@ def check_pins(
             f"{path}: arm: pinned as {pinned.get('arm')}, conf/arm/{arm_name}.yaml now says "
             f"{arm.model_dump(exclude_none=True)}; {_REPIN}"
         )
-    suite = _suite(params)
-    questions = f"sha256:{suite['questions_sha256']}"
+    questions = f"sha256:{questions_sha256(items)}"
     if pinned.get("questions") != questions:
         raise PinError(
             f"{path}: questions: the questions of {params.suite.path} changed since pinning; {_REPIN}"

@@ -208,21 +208,19 @@ class Prompting:
     template: tuple[Any, str] | None
     examples: list[Example]
     index: Any
+    items: Sequence[SuiteItem]
 
 
-def read_prompting(params: Params, arm: ArmSpec, index: Any) -> Prompting:
+def read_prompting(params: Params, arm: ArmSpec, index: Any, items: Sequence[SuiteItem]) -> Prompting:
     """The Prompting of arm: its model folder, protocol.prompt's template, protocol.fewshot's examples."""
     where = model_dir(params.models[arm.model], arm.model, params.file)
-    return Prompting(params, arm, where, prompt_template(params), fewshot_examples(params), index)
+    return Prompting(params, arm, where, prompt_template(params), fewshot_examples(params), index, items)
 
 
 def plan_run(prompting: Prompting, tools: Sequence[dict[str, Any]]) -> Plan:
     """Every request of the run in its fixed order (suite order, then sample index), with its seed."""
     params, arm, user, examples = prompting.params, prompting.arm, prompting.template, prompting.examples
-    try:
-        items = load_suite(params.suite.path)
-    except SuiteError as e:
-        raise ConfigError(str(e)) from None
+    items = prompting.items
     tokenizer = load_tokenizer(prompting.model_dir)
     display = params.models[arm.model].display_name
     chat = use_chat(is_chat_model(tokenizer), params.protocol, display, params.file)
@@ -288,4 +286,9 @@ def plan_arm(params: Params, arm: ArmSpec, tools: Sequence[dict[str, Any]]) -> P
     """plan_run for an arm outside a run (tests, benchmarks): its Prompting read here, the index included."""
     from pipeline.pins import pinned_index
 
-    return plan_run(read_prompting(params, arm, pinned_index(params) if arm.retrieval else None), tools)
+    try:
+        items = load_suite(params.suite.path)
+    except SuiteError as e:
+        raise ConfigError(str(e)) from None
+    index = pinned_index(params) if arm.retrieval else None
+    return plan_run(read_prompting(params, arm, index, items), tools)

@@ -18,7 +18,7 @@ from typing import Any
 from contract.arm import ArmSpec
 from contract.files import output_dir
 from pipeline.config import Params, arms_of, load_arm, load_params
-from pipeline.pins import check_pins, pinned_index
+from pipeline.pins import check_pins, pinned_index, suite_items
 from pipeline.plan import Prompting, check_matched_prompting, read_prompting
 from pipeline.settings import (
     RunnerError,
@@ -84,9 +84,10 @@ def resolve(settings: RunSettings, *, matched_prompting: bool) -> ResolvedRun:
     part = parse_part(settings.part)
     output_dir(settings.out_dir, "out_dir")
     index = pinned_index(params) if arm.retrieval else None
-    pins = check_pins(params, settings.pins, arm, index, settings.conf_dir)
+    items = suite_items(params)
+    pins = check_pins(params, settings.pins, arm, index, items, settings.conf_dir)
     inputs = inputs_sha256(arm, params, pins.file_sha256, settings.engine)
-    prompting = read_prompting(params, arm, index)
+    prompting = read_prompting(params, arm, index, items)
     tools = tool_server_settings(settings.tool_server, settings.conf_dir) if arm.tools else None
     return ResolvedRun(settings, arm, params, pins.flat, inputs, prompting, tools, part)
 

@@ -13,7 +13,7 @@ from analysis import delta
 from arms.tools.orbital import TOOLS
 from contract.protocol import Protocol
 from pipeline.config import ConfigError, load_arm, load_params
-from pipeline.pins import PinError, check_pins, pinned_index
+from pipeline.pins import PinError, check_pins, pinned_index, suite_items
 from pipeline.plan import plan_arm
 from pipeline.prompts import CHAT_INSTRUCTION
 from tests.conftest import arithmetic_items, make_world, with_chat_template
@@ -75,10 +75,10 @@ def test_system_prompt_instruction_and_template_options_shape_every_prompt(tmp_p
     assert Protocol.model_validate_json(params.protocol.model_dump_json()) == params.protocol
     assert params.protocol.model_dump()["chat_template_kwargs"] == {"enable_thinking": False}
     # The template's content is pinned: an edit to the file is drift, named as such.
-    check_pins(params, w.pins, load_arm("base"), pinned_index(params))
+    check_pins(params, w.pins, load_arm("base"), pinned_index(params), suite_items(params))
     template.write_text(TOOLS_TEMPLATE + " ")
     with pytest.raises(PinError, match=r"base.json: chat_template: .*changed since pinning"):
-        check_pins(params, w.pins, load_arm("base"), pinned_index(params))
+        check_pins(params, w.pins, load_arm("base"), pinned_index(params), suite_items(params))
 
 
 def test_an_empty_instruction_adds_nothing(tmp_path, chat_checkpoint) -> None:

@@ -19,7 +19,7 @@ import yaml
 
 from pipeline.config import ModelRef, engine_config, load_arm, load_params
 from pipeline.hub import model_dir
-from pipeline.pins import PinError, check_pins, compute_pins, pinned_index, write_pins
+from pipeline.pins import PinError, check_pins, compute_pins, pinned_index, suite_items, write_pins
 from pipeline.plan import load_tokenizer
 from tests.conftest import ROOT, TINY_RECIPE, arithmetic_items, make_world
 
@@ -84,7 +84,9 @@ def test_a_cached_hub_model_is_pinned_by_commit_and_loaded_from_its_snapshot(
     assert Path(tok.name_or_path) == snapshot
     write_pins(params, tmp_path / "pins")
     assert (
-        check_pins(params, tmp_path / "pins", load_arm("base"), pinned_index(params)).flat["model"]
+        check_pins(
+            params, tmp_path / "pins", load_arm("base"), pinned_index(params), suite_items(params)
+        ).flat["model"]
         == f"hf:org/tiny@{BASE_SHA}"
     )
 
@@ -115,7 +117,7 @@ def test_a_hub_model_gone_from_the_cache_after_pinning_is_refused_before_generat
     write_pins(params, tmp_path / "pins")
     shutil.rmtree(snapshot)
     with pytest.raises(PinError, match=rf"org/tiny at revision {BASE_SHA} is not in the local Hugging Face"):
-        check_pins(params, tmp_path / "pins", load_arm("base"), pinned_index(params))
+        check_pins(params, tmp_path / "pins", load_arm("base"), pinned_index(params), suite_items(params))
 
 
 def test_a_branch_or_tag_stays_refused() -> None:

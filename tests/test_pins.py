@@ -14,7 +14,16 @@ import yaml
 
 from contract.suite import load_suite, questions_sha256
 from pipeline.config import ConfigError, load_arm, load_params
-from pipeline.pins import PinError, check_pins, compute_pins, dir_files, dir_hash, pinned_index, write_pins
+from pipeline.pins import (
+    PinError,
+    check_pins,
+    compute_pins,
+    dir_files,
+    dir_hash,
+    pinned_index,
+    suite_items,
+    write_pins,
+)
 from tests.conftest import ROOT, arithmetic_items, make_world
 
 CORPUS = [
@@ -58,7 +67,11 @@ def test_pins_hold_suite_questions_checkpoint_and_index(tmp_path, untrained_chec
     assert rag["index"] == inputs["index"] and rag["rag"]["top_k"] == 2
     assert "index" not in json.loads((w.pins / "arms" / "base.json").read_text())
     flat = check_pins(
-        load_params(w.params), w.pins, load_arm("+rag"), pinned_index(load_params(w.params))
+        load_params(w.params),
+        w.pins,
+        load_arm("+rag"),
+        pinned_index(load_params(w.params)),
+        suite_items(load_params(w.params)),
     ).flat
     assert flat == {
         "questions": f"sha256:{inputs['suite']['questions_sha256']}",
@@ -121,16 +134,16 @@ def test_a_changed_checkpoint_file_is_named(tmp_path, untrained_checkpoint) -> N
     cfg = tmp_path / "ckpt" / "config.json"
     cfg.write_text(cfg.read_text().replace('"rms_norm_eps"', '"rms_norm_eps" ', 1))
     with pytest.raises(PinError, match=r"checkpoint 'base': .*ckpt/config.json changed since pinning"):
-        check_pins(params, w.pins, load_arm("base"), pinned_index(params))
+        check_pins(params, w.pins, load_arm("base"), pinned_index(params), suite_items(params))
     (tmp_path / "ckpt" / "extra.bin").write_bytes(b"x")
     w.repin()
     (tmp_path / "ckpt" / "extra.bin").unlink()
     with pytest.raises(PinError, match=r"ckpt/extra.bin was removed since pinning"):
-        check_pins(params, w.pins, load_arm("base"), pinned_index(params))
+        check_pins(params, w.pins, load_arm("base"), pinned_index(params), suite_items(params))
     w.repin()
     (tmp_path / "ckpt" / "new.txt").write_text("hi")
     with pytest.raises(PinError, match=r"ckpt/new.txt was added since pinning"):
-        check_pins(params, w.pins, load_arm("base"), pinned_index(params))
+        check_pins(params, w.pins, load_arm("base"), pinned_index(params), suite_items(params))
 
 
 def test_changed_questions_or_index_are_refused(tmp_path, untrained_checkpoint) -> None:
@@ -142,13 +155,15 @@ def test_changed_questions_or_index_are_refused(tmp_path, untrained_checkpoint) 
 
     build_index(corpus, params.rag.index)
     with pytest.raises(PinError, match=r"index .* changed since pinning"):
-        check_pins(params, w.pins, load_arm("+rag"), pinned_index(params))
+        check_pins(params, w.pins, load_arm("+rag"), pinned_index(params), suite_items(params))
     assert (
-        check_pins(params, w.pins, load_arm("base"), pinned_index(params)).flat["model"].startswith("sha256:")
+        check_pins(params, w.pins, load_arm("base"), pinned_index(params), suite_items(params))
+        .flat["model"]
+        .startswith("sha256:")
     )
     w.suite.write_text(w.suite.read_text().replace("What is", "Compute", 1))
     with pytest.raises(PinError, match=r"pins/arms/base.json: questions: the questions of .* changed"):
-        check_pins(params, w.pins, load_arm("base"), pinned_index(params))
+        check_pins(params, w.pins, load_arm("base"), pinned_index(params), suite_items(params))
 
 
 def test_an_arm_file_changed_after_pinning_is_refused(tmp_path, untrained_checkpoint) -> None:
@@ -162,7 +177,12 @@ def test_an_arm_file_changed_after_pinning_is_refused(tmp_path, untrained_checkp
     arm.write_text(arm.read_text().replace("attribution: reference", "attribution: lookup"))
     with pytest.raises(PinError, match=r"base.json: arm: pinned as .*reference.* now says"):
         check_pins(
-            load_params(w.params), w.pins, load_arm("base", conf), pinned_index(load_params(w.params)), conf
+            load_params(w.params),
+            w.pins,
+            load_arm("base", conf),
+            pinned_index(load_params(w.params)),
+            suite_items(load_params(w.params)),
+            conf,
         )
 
 
@@ -193,9 +213,13 @@ def test_hub_models_are_pinned_by_full_commit_and_branches_are_refused(tmp_path,
     assert pins["inputs"]["models"]["base"] == {"hf": "org/model", "revision": sha}
     write_pins(load_params(p), tmp_path / "pins")
     assert (
-        check_pins(load_params(p), tmp_path / "pins", load_arm("base"), pinned_index(load_params(p))).flat[
-            "model"
-        ]
+        check_pins(
+            load_params(p),
+            tmp_path / "pins",
+            load_arm("base"),
+            pinned_index(load_params(p)),
+            suite_items(load_params(p)),
+        ).flat["model"]
         == f"hf:org/model@{sha}"
     )
 

@@ -14,7 +14,7 @@ import yaml
 from contract.protocol import Protocol
 from contract.suite import SuiteItem
 from pipeline.config import CONF_DIR, ConfigError, known_presets, load_arm, load_params, template_header
-from pipeline.pins import PinError, check_pins, pinned_index
+from pipeline.pins import PinError, check_pins, pinned_index, suite_items
 from pipeline.plan import check_matched_prompting, plan_arm, ships_chat_template
 from pipeline.prompts import PLAIN_STOP, build_prompt, compile_template, render_template
 from pipeline.settings import partial_dir
@@ -81,12 +81,18 @@ def test_a_few_shot_preset_renders_its_examples_pinned_and_records_its_rule(
         f"Question: {first.question}\nAnswer:"
     )
     assert plan.requests[0].stop == (*PLAIN_STOP, "\n\n")
-    pins = check_pins(params, w.pins, load_arm("base"), pinned_index(params)).flat
+    pins = check_pins(params, w.pins, load_arm("base"), pinned_index(params), suite_items(params)).flat
     assert pins["prompt_template"].startswith("sha256:") and pins["fewshot"].startswith("sha256:")
     # Another example file under the same path is drift: the runner refuses it until it is pinned again.
     Path(shots).write_text(Path(shots).read_text().replace("20.", "21."))
     with pytest.raises(PinError, match="fewshot: .* or its file changed since pinning"):
-        check_pins(load_params(w.params), w.pins, load_arm("base"), pinned_index(load_params(w.params)))
+        check_pins(
+            load_params(w.params),
+            w.pins,
+            load_arm("base"),
+            pinned_index(load_params(w.params)),
+            suite_items(load_params(w.params)),
+        )
 
 
 @pytest.mark.parametrize(

@@ -1,10 +1,10 @@
-"""One run of `python -m pipeline.run_arm` reads each of its configuration files once.
+"""One run of `python -m pipeline.run_arm` reads each of its input files once.
 
 The run resolves its configuration into one object (pipeline.resolve) and every later step takes that
-object: the arm file, params.yaml and the arm's pin file are each opened once by the run. Counted at the
-functions that open files (builtins.open and io.open, which pathlib's read_text, read_bytes and open
-call), not by trusting the code. Hydra's own composition of the command line (which reads conf/) happens
-before the run and is not counted.
+object: the arm file, params.yaml, the arm's pin file and the suite are each opened once by the run.
+Counted at the functions that open files (builtins.open and io.open, which pathlib's read_text,
+read_bytes and open call), not by trusting the code. Hydra's own composition of the command line
+(which reads conf/) happens before the run and is not counted.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from pipeline.engines import release_engine
 from tests.conftest import arithmetic_items, make_world
 
 
-def test_one_run_reads_its_arm_params_and_pins_once_each(
+def test_one_run_reads_its_arm_params_pins_and_suite_once_each(
     tmp_path: Path, untrained_checkpoint: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     w = make_world(tmp_path / "w", {"base": untrained_checkpoint}, arithmetic_items(3), k=2, max_tokens=4)
@@ -62,6 +62,7 @@ def test_one_run_reads_its_arm_params_and_pins_once_each(
         "arm": CONF_DIR / "arm" / "base.yaml",
         "params": w.params,
         "pins": w.pins / "arms" / "base.json",
+        "suite": w.suite,
     }
     counts = {name: reads[path.resolve()] for name, path in files.items()}
-    assert counts == {"arm": 1, "params": 1, "pins": 1}, counts
+    assert counts == {"arm": 1, "params": 1, "pins": 1, "suite": 1}, counts
