@@ -11,10 +11,12 @@ import pytest
 from markdown_it import MarkdownIt
 from scipy import stats
 
-from analysis import arm_comparison, delta, render
-from analysis.align import Settings
-from analysis.mdtext import items_href
-from analysis.report_models import ArmComparison
+from analysis.commands import arm_comparison as arm_comparison_command
+from analysis.rendering.arms_report import arms_markdown
+from analysis.rendering.markdown_text import items_href
+from analysis.reports import arm_comparison, delta
+from analysis.reports.align import Settings
+from analysis.reports.report_models import ArmComparison
 from contract.evallog import EvalLog
 from tests.test_delta import (
     FAMILIES,
@@ -97,7 +99,7 @@ def test_names_reach_the_markdown_and_the_forest_plot_as_written(tmp_path):
     """A '|' in a name shifted the cells of its row, HTML rendered, a '$' in an arm crashed the plot."""
     logs = hostile_world(tmp_path / "logs")
     out = tmp_path / "report"
-    r = run_cli("analysis.arm_comparison", "--logs", str(logs), "--out", str(out), "--params",
+    r = run_cli("analysis.commands.arm_comparison", "--logs", str(logs), "--out", str(out), "--params",
                 str(write_params(tmp_path / "p.yaml")))  # fmt: skip
     assert r.returncode == 0, r.stderr
     assert (out / "arm_deltas.png").read_bytes().startswith(b"\x89PNG")
@@ -136,7 +138,7 @@ def test_cli_writes_every_arm_and_reruns_byte_identical(world, tmp_path):
     outs = []
     for run in ("one", "two"):
         r = run_cli(
-            "analysis.arm_comparison",
+            "analysis.commands.arm_comparison",
             "--logs",
             str(world),
             "--out",
@@ -182,7 +184,7 @@ def test_rows_agree_with_direct_computation_and_the_delta_report(world):
     dr = delta.build(
         str(world / "base.json"), logs["base"], str(world / "trained.json"), logs["trained"], FAST
     )
-    assert trained["ci95"] == dr["delta_ci95"] and trained["p_value"] == dr["perm_p"]
+    assert trained["ci95"] == dr.delta_ci95 and trained["p_value"] == dr.perm_p
     marginal = {m["arm"]: m for m in report["marginal"]}
     assert marginal["trained+rag"]["naive_delta"] == pytest.approx(
         (mean["trained+rag"] - mean["+rag"]).mean()
@@ -241,7 +243,7 @@ def test_missing_arms_degrade_gracefully(tmp_path):
     assert report["arms_missing"] == ["+rag", "+tools", "trained+tools", "trained+rag+tools"]
     alone = make_world(tmp_path / "alone", arms_=["base"])
     assert arm_comparison.build(str(alone), FAST)["contrasts"] == []
-    assert arm_comparison.main(["--logs", str(alone), "--out", str(tmp_path / "out"), "--params",
+    assert arm_comparison_command.main(["--logs", str(alone), "--out", str(tmp_path / "out"), "--params",
                       str(write_params(tmp_path / "p.yaml"))]) == 0  # fmt: skip
     assert "Only base is present" in (tmp_path / "out" / "arm_comparison_report.md").read_text()
     assert (tmp_path / "out" / "arm_deltas.png").read_bytes().startswith(b"\x89PNG")
@@ -300,7 +302,7 @@ def test_refuses_an_arm_at_another_protocol(world, tmp_path):
     out = tmp_path / "report"
     out.mkdir()
     (out / "arm_comparison_report.json").write_text("previous\n")
-    r = run_cli("analysis.arm_comparison", "--logs", str(world), "--out", str(out), "--params",
+    r = run_cli("analysis.commands.arm_comparison", "--logs", str(world), "--out", str(out), "--params",
                 str(write_params(tmp_path / "p.yaml")))  # fmt: skip
     lines = (r.stdout + r.stderr).strip().splitlines()
     assert r.returncode == 2 and len(lines) == 1
@@ -314,7 +316,7 @@ def test_refuses_a_trained_arm_of_the_base_model_and_a_suite_of_another_file(wor
     """+rag and +tools share base's model by design; trained may not, or its parametric row reads 0."""
     raw = json.loads((world / "trained.json").read_text())
     (world / "trained.json").write_text(json.dumps({**raw, "model_name": "demo-base"}))
-    code = arm_comparison.main(["--logs", str(world), "--out", str(tmp_path / "o")])
+    code = arm_comparison_command.main(["--logs", str(world), "--out", str(tmp_path / "o")])
     lines = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(lines) == 1
     assert f"{world / 'base.json'} vs {world / 'trained.json'}: model_name is 'demo-base' in both" in lines[0]
@@ -323,7 +325,7 @@ def test_refuses_a_trained_arm_of_the_base_model_and_a_suite_of_another_file(wor
         log = json.loads((world / f"{name}.json").read_text())
         log["pins"] = {"suite": f"sha256:{name}"}
         (world / f"{name}.json").write_text(json.dumps(log))
-    code = arm_comparison.main(["--logs", str(world), "--out", str(tmp_path / "o")])
+    code = arm_comparison_command.main(["--logs", str(world), "--out", str(tmp_path / "o")])
     lines = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(lines) == 1 and "+rag.json: pins.suite differs" in lines[0]
     assert not (tmp_path / "o").exists()
@@ -333,7 +335,7 @@ def test_refuses_an_arm_on_other_items(world, tmp_path, capsys):
     raw = json.loads((world / "+rag.json").read_text())
     raw["items"] = raw["items"][:-1]
     (world / "+rag.json").write_text(json.dumps(raw))
-    code = arm_comparison.main(["--logs", str(world), "--out", str(tmp_path / "o")])
+    code = arm_comparison_command.main(["--logs", str(world), "--out", str(tmp_path / "o")])
     lines = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(lines) == 1 and "items differ" in lines[0] and "+rag.json" in lines[0]
     assert not (tmp_path / "o").exists()
@@ -341,17 +343,17 @@ def test_refuses_an_arm_on_other_items(world, tmp_path, capsys):
 
 def test_missing_base_names_the_folder(world, tmp_path, capsys):
     shutil.move(world / "base.json", tmp_path / "elsewhere.json")
-    code = arm_comparison.main(["--logs", str(world), "--out", str(tmp_path / "o")])
+    code = arm_comparison_command.main(["--logs", str(world), "--out", str(tmp_path / "o")])
     lines = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(lines) == 1 and str(world) in lines[0] and "no base arm" in lines[0]
-    code = arm_comparison.main(["--logs", str(tmp_path / "nope"), "--out", str(tmp_path / "o")])
+    code = arm_comparison_command.main(["--logs", str(tmp_path / "nope"), "--out", str(tmp_path / "o")])
     assert code == 2 and "no such folder" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
 
 
 def test_two_logs_of_one_arm_are_refused(world, tmp_path, capsys):
     shutil.copy(world / "trained.json", world / "trained-copy.json")
-    code = arm_comparison.main(["--logs", str(world), "--out", str(tmp_path / "o")])
+    code = arm_comparison_command.main(["--logs", str(world), "--out", str(tmp_path / "o")])
     err = capsys.readouterr().err
     assert code == 2 and "both hold arm 'trained'" in err
 
@@ -388,13 +390,13 @@ def test_a_row_whose_ci_excludes_zero_but_is_not_significant_says_why(world):
     # A secondary contrast (trained vs base is decided by the claim's family at alpha, not at fdr).
     row = next(c for c in report["contrasts"] if c["ci95"][0] > 0 and c["arm"] != "trained")
     assert not row["significant"]
-    text = render.arms_markdown(ArmComparison.model_validate(report))
+    text = arms_markdown(ArmComparison.model_validate(report))
     assert f"no (q {row['q_value']:.3g} > fdr 0.001)" in text
     assert "significant means q <= fdr and the" in text
 
 
 def test_the_budget_adjustment_is_labelled_descriptive(world):
-    text = render.arms_markdown(ArmComparison.model_validate(arm_comparison.build(str(world), FAST)))
+    text = arms_markdown(ArmComparison.model_validate(arm_comparison.build(str(world), FAST)))
     assert "descriptive only (it conditions on generated tokens" in text
 
 
@@ -437,7 +439,7 @@ def test_factorial_readout_recovers_a_planted_interaction(tmp_path, planted):
     # Without +rag+tools neither retrieval x tools nor the three-way term exists; the page says which arm.
     assert effects["retrieval x tools"]["estimate"] is None
     assert effects["training x retrieval x tools"]["missing_arms"] == ["+rag+tools"]
-    text = render.arms_markdown(ArmComparison.model_validate(report))
+    text = arms_markdown(ArmComparison.model_validate(report))
     assert "## Factorial read-out: training x retrieval x tools" in text
     assert "never decomposed into shares" in text
     tables, _ = markdown_view(text)
@@ -452,7 +454,7 @@ def test_factorial_section_only_when_an_interaction_can_be_estimated(tmp_path):
     (folder / "trained+tools.json").unlink()
     report = arm_comparison.build(str(folder), FAST)
     assert report["factorial"] is None
-    assert "Factorial read-out" not in render.arms_markdown(ArmComparison.model_validate(report))
+    assert "Factorial read-out" not in arms_markdown(ArmComparison.model_validate(report))
 
 
 def test_a_placebo_arm_is_compared_and_never_credited_to_the_reward(tmp_path):

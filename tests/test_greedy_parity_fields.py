@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analysis.align import Refusal, check_matched
+from analysis.reports.align import Refusal, check_matched
 from contract.evallog import EvalLog, load
 from tests.test_delta import write_log
 from tests.test_import_alignment import N_DOCS, imports, write_run

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from analysis import arm_comparison
-from analysis.align import Settings
+from analysis.reports import arm_comparison
+from analysis.reports.align import Settings
 from arms.tools.server import EXIT_EVERY_ENV
 from contract.engine import Decoding, EngineInfo, GenRequest, GenResult
 from contract.evallog import FORMAT_VERSION, load

@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analysis import arm_comparison, trajectory
-from analysis.align import Settings
+from analysis.reports import arm_comparison, trajectory
+from analysis.reports.align import Settings
 from tests.test_delta import markdown_view, run_cli, write_log
 
 FAST = Settings(n_boot=400, n_perm=400, seed=5)
@@ -85,7 +85,7 @@ def test_cli_writes_the_report_the_figure_and_states_the_claim_and_its_limits(tm
     logs = world(tmp_path / "logs")
     p = params(tmp_path / "params.yaml", list(LIFTS), CONFIGURED)
     out = tmp_path / "out"
-    done = run_cli("analysis.trajectory", "--logs", str(logs), "--out", str(out), "--params", str(p))
+    done = run_cli("analysis.commands.trajectory", "--logs", str(logs), "--out", str(out), "--params", str(p))
     assert done.returncode == 0, done.stderr
     assert (out / "trajectory.png").read_bytes().startswith(b"\x89PNG")
     text = (out / "trajectory_report.md").read_text()
@@ -94,7 +94,7 @@ def test_cli_writes_the_report_the_figure_and_states_the_claim_and_its_limits(tm
     tables, html = markdown_view(text)
     assert html == [] and [row[0] for row in tables[0][1:]] == ["base", "step-200", "trained"]
     first = (out / "trajectory_report.json").read_bytes()
-    run_cli("analysis.trajectory", "--logs", str(logs), "--out", str(out), "--params", str(p))
+    run_cli("analysis.commands.trajectory", "--logs", str(logs), "--out", str(out), "--params", str(p))
     assert (out / "trajectory_report.json").read_bytes() == first
 
 
@@ -109,7 +109,7 @@ def test_without_a_section_or_the_logs_a_short_report_and_exit_0(tmp_path, arms,
     logs = world(tmp_path / "logs", {"base": 0.0, "trained": 0.1})
     p = params(tmp_path / "params.yaml", arms, section)
     out = tmp_path / "out"
-    done = run_cli("analysis.trajectory", "--logs", str(logs), "--out", str(out), "--params", str(p))
+    done = run_cli("analysis.commands.trajectory", "--logs", str(logs), "--out", str(out), "--params", str(p))
     assert done.returncode == 0, done.stderr
     report = json.loads((out / "trajectory_report.json").read_text())
     assert report["status"] == status and says in report["detail"]
@@ -149,7 +149,7 @@ def test_a_bad_section_is_refused_in_one_line_naming_the_field(tmp_path, section
     logs = world(tmp_path / "logs", {"base": 0.0, "trained": 0.1})
     p = params(tmp_path / "params.yaml", ["base", "trained"], section)
     out = tmp_path / "out"
-    done = run_cli("analysis.trajectory", "--logs", str(logs), "--out", str(out), "--params", str(p))
+    done = run_cli("analysis.commands.trajectory", "--logs", str(logs), "--out", str(out), "--params", str(p))
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
     assert f"{p}: {field}" in done.stderr and not out.exists()
 
@@ -159,6 +159,6 @@ def test_checkpoints_of_one_model_are_refused(tmp_path):
     write_log(logs / "trained.json", np.zeros((300, 4)), arm="trained", model_name="demo/models/base")
     p = params(tmp_path / "params.yaml", ["base", "trained"], "trajectory: {checkpoints: [base, trained]}")
     done = run_cli(
-        "analysis.trajectory", "--logs", str(logs), "--out", str(tmp_path / "o"), "--params", str(p)
+        "analysis.commands.trajectory", "--logs", str(logs), "--out", str(tmp_path / "o"), "--params", str(p)
     )
     assert done.returncode == 2 and "model_name is 'demo/models/base' in both logs" in done.stderr
