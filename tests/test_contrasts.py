@@ -126,7 +126,7 @@ def _pair(tmp_path, n, k, seed, lift):
 def test_the_delta_report_the_arm_row_and_the_trajectory_print_one_verdict(tmp_path, seed):
     folder = _pair(tmp_path, 24, 2, seed, 0.12)
     d = build(folder / "base.json", folder / "trained.json")
-    a = arm_comparison.build(str(folder), FAST)
+    a = arm_comparison.build(str(folder), FAST).model_dump()
     params = tmp_path / "params.yaml"
     params.write_text("arms: [base, trained]\ntrajectory: {checkpoints: [base, trained], placebo: null}\n")
     t = trajectory.build(str(folder), FAST, params)
@@ -170,7 +170,7 @@ def test_an_interval_that_excludes_zero_with_a_test_that_does_not_reject_is_not_
         d = build(folder / "base.json", folder / "trained.json")
         lo, hi = d["delta_ci95"]
         if (lo > 0 or hi < 0) and d["verdict"]["p_holm"] > 0.05:
-            row = arm_comparison.build(str(folder), FAST)["contrasts"][0]
+            row = arm_comparison.build(str(folder), FAST).model_dump()["contrasts"][0]
             assert not d["verdict"]["significant"] and not row["significant"]
             assert row["claim"] == "no parametric gain detected." and d["claim"] in (
                 "no material shift",
@@ -223,7 +223,7 @@ def test_needed_k_from_beta_binomial_fits():
 def test_calibration_section_in_both_reports(tmp_path):
     folder = _pair(tmp_path, 60, 4, 3, 0.2)
     d = build(folder / "base.json", folder / "trained.json")
-    a = arm_comparison.build(str(folder), FAST)
+    a = arm_comparison.build(str(folder), FAST).model_dump()
     assert d["calibration"]["deltas"][0] == a["calibration"]["deltas"][0]
     base = EvalLog.model_validate_json((folder / "base.json").read_text())
     order = sorted(it.item_id for it in base.items)

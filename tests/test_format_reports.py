@@ -94,7 +94,7 @@ def test_the_same_answers_in_the_readers_form_are_format_in_every_report(tmp_pat
     text = delta_markdown(DeltaReport.model_validate(r))
     assert "**Claim: FORMAT.**" in text and "## Format or reasoning" in text
 
-    arms = arm_comparison.build(str(logs), FAST, ["base", "step-100", "trained"])
+    arms = arm_comparison.build(str(logs), FAST, ["base", "step-100", "trained"]).model_dump()
     row = next(c for c in arms["contrasts"] if c["arm"] == "trained")
     assert row["format"]["call"] == "FORMAT" and row["claim"].startswith("FORMAT:")
     assert row["format"]["lenient"] == f["contrast"]["lenient"]
@@ -138,7 +138,7 @@ def test_logs_without_the_lenient_reader_render_as_before_plus_one_note(tmp_path
     before["notes"] = [n for n in r["notes"] if "lenient reader" not in n]
     assert delta_markdown(DeltaReport.model_validate(before)) == text.replace(notes[0] + "\n", "")
 
-    arms = arm_comparison.build(str(logs), FAST, ["base", "trained"])
+    arms = arm_comparison.build(str(logs), FAST, ["base", "trained"]).model_dump()
     assert all("format" not in c for c in arms["contrasts"])
     text = arms_markdown(ArmComparison.model_validate(arms))
     assert sum("lenient reader not recorded" in line for line in text.splitlines()) == 1

@@ -105,7 +105,7 @@ def test_a_report_of_greedy_logs_with_k_above_1_says_its_pass_at_k_is_not_of_dra
     assert "temperature 0 (greedy decoding)" in delta_rendering.outputs(report)["delta_report.md"].decode()
     sampled = _delta(*_greedy_logs(tmp_path / "sampled", 1.0), settings)
     assert not [n for n in sampled.notes if "greedy" in n]
-    comparison = arm_comparison.build(str(tmp_path), settings)
+    comparison = arm_comparison.build(str(tmp_path), settings).model_dump()
     assert any(n.startswith("temperature 0 (greedy decoding)") for n in comparison["notes"])
 
 

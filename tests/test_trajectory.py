@@ -64,7 +64,7 @@ def test_every_checkpoint_over_base_and_the_reward_against_the_placebo(tmp_path)
     assert r["n_tests"] == 3 and all("q_value" in row for row in [*r["trajectory"][1:], rc])
     assert r["trajectory"][2]["decided_by"].startswith("Holm")
     # The arm report carries the same interval for the same contrast.
-    compared = arm_comparison.build(str(logs), FAST, list(LIFTS))
+    compared = arm_comparison.build(str(logs), FAST, list(LIFTS)).model_dump()
     by_arm = {c["arm"]: c["ci95"] for c in compared["contrasts"]}
     assert all(row["ci95"] == by_arm[row["arm"]] for row in r["trajectory"][1:])
 

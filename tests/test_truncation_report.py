@@ -63,7 +63,7 @@ def test_the_arm_comparison_counts_every_arm_and_says_when_logs_do_not_record_it
     # A log without samples (the minimal form) has no finish reasons: reported as not recorded, not as 0.
     write_log(folder / "+rag.json", (np.random.default_rng(1).random((N_ITEMS, K)) < 0.5).astype(float),
               arm="+rag", model_name="m0")  # fmt: skip
-    report = arm_comparison.build(str(folder), FAST)
+    report = arm_comparison.build(str(folder), FAST).model_dump()
     rows = {a["arm"]: a for a in report["truncation"]["arms"]}
     assert (rows["base"]["at_budget"], rows["trained"]["at_budget"]) == (0, 8)
     assert rows["+rag"]["samples"] is None and rows["+rag"]["share"] is None

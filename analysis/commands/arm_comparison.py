@@ -67,18 +67,18 @@ def main(argv: list[str] | None = None) -> int:
         except Refusal as e:
             print(f"refused: {e}", file=sys.stderr)
             return EXIT_REFUSED
-        forest = drawing.submit("forest_figure", report)
-        diagram = drawing.submit("reliability_figure", report)
+        forest = drawing.submit("forest_figure", report.model_dump())
+        diagram = drawing.submit("reliability_figure", report.model_dump())
         try:
             write_outputs(Path(args.out), outputs(report, forest, diagram))
         except Refusal as e:
             print(f"refused: {e}", file=sys.stderr)
             return EXIT_REFUSED
-    for c in [*report["contrasts"], *report["marginal"]]:
-        lo, hi = c["ci95"]
-        print(f"{c['arm']} vs {c['reference']}: {c['naive_delta']:+.4f} [{lo:+.4f}, {hi:+.4f}] {c['claim']}")
-    for u in report["arms_unusable"]:
-        print(f"arms: warning: {u['arm']} left out, not usable: {u['reason']}", file=sys.stderr)
+    for c in [*report.contrasts, *report.marginal]:
+        lo, hi = c.ci95
+        print(f"{c.arm} vs {c.reference}: {c.naive_delta:+.4f} [{lo:+.4f}, {hi:+.4f}] {c.claim}")
+    for u in report.arms_unusable:
+        print(f"arms: warning: {u.arm} left out, not usable: {u.reason}", file=sys.stderr)
     print(f"-> {args.out}")
     return 0
 

@@ -215,9 +215,9 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"{report.claim}: delta {report.delta_mean:+.4f} CI {interval(report.delta_ci95)} -> {out / 'delta'}"
     )
-    for c in [*comparison["contrasts"], *comparison["marginal"]]:
-        lo, hi = c["ci95"]
-        print(f"{c['arm']} vs {c['reference']}: {c['naive_delta']:+.4f} [{lo:+.4f}, {hi:+.4f}] {c['claim']}")
+    for c in [*comparison.contrasts, *comparison.marginal]:
+        lo, hi = c.ci95
+        print(f"{c.arm} vs {c.reference}: {c.naive_delta:+.4f} [{lo:+.4f}, {hi:+.4f}] {c.claim}")
     print(f"-> {out / 'arms'}; open {out / 'index.html'}")
     return 0
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from analysis.rendering import format_markdown as render_format
 from analysis.rendering.drawing import draw_here
@@ -226,21 +225,20 @@ def _factorial_lines(f: Factorial, pct: str) -> list[str]:
 
 
 def outputs(
-    report: dict[str, Any],
+    report: ArmComparison,
     figure: Callable[[], bytes] | None = None,
     reliability: Callable[[], bytes] | None = None,
 ) -> dict[str, bytes]:
     """The files of an arm comparison: its JSON, markdown, forest plot and reliability diagram.
 
     figure, reliability: the forest plot and the diagram already under way (Drawing.submit), else each is
-    drawn here.
+    drawn here (the figures read the report as plain data, report.model_dump()).
     """
-    figure = figure or (lambda: draw_here("forest_figure", report))
-    diagram = reliability or (lambda: draw_here("reliability_figure", report))
-    typed = ArmComparison.model_validate(report)
+    figure = figure or (lambda: draw_here("forest_figure", report.model_dump()))
+    diagram = reliability or (lambda: draw_here("reliability_figure", report.model_dump()))
     return {
-        "arm_comparison_report.json": report_json(typed),
-        "arm_comparison_report.md": arms_markdown(typed).encode(),
+        "arm_comparison_report.json": report_json(report),
+        "arm_comparison_report.md": arms_markdown(report).encode(),
         "arm_deltas.png": figure(),
         "arm_reliability.png": diagram(),
     }

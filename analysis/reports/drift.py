@@ -20,7 +20,7 @@ from analysis.reports.align import (
     item_order,
     load_logs,
 )
-from analysis.reports.report_models import DeltaReport
+from analysis.reports.report_models import ArmComparison, DeltaReport
 from contract.evallog import EvalLog
 
 
@@ -93,18 +93,16 @@ def _verdicts_delta(r: DeltaReport) -> dict[str, Any]:
     return out
 
 
-def _verdicts_arms(r: dict[str, Any]) -> dict[str, Any]:
+def _verdicts_arms(r: ArmComparison) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for c in [*r["contrasts"], *r["marginal"]]:
-        name = f"arm comparison: {c['arm']} vs {c['reference']}"
-        out[f"{name} significant"] = c["significant"]
-        out[f"{name} claim"] = c["claim"]
-    for f in r["families"]:
-        out[f"arm comparison: {f['arm']} vs {f['reference']}, family {f['family']} significant"] = f[
-            "significant"
-        ]
-    for d in (r.get("calibration") or {}).get("deltas", []):
-        out[f"arm comparison: ECE {d['arm']} vs {d['reference']} significant"] = d["significant"]
+    for c in [*r.contrasts, *r.marginal]:
+        name = f"arm comparison: {c.arm} vs {c.reference}"
+        out[f"{name} significant"] = c.significant
+        out[f"{name} claim"] = c.claim
+    for f in r.families:
+        out[f"arm comparison: {f.arm} vs {f.reference}, family {f.family} significant"] = f.significant
+    for d in r.calibration.deltas if r.calibration is not None else []:
+        out[f"arm comparison: ECE {d.arm} vs {d.reference} significant"] = d.significant
     return out
 
 
