@@ -57,12 +57,9 @@ def _contrast_header(pct: str) -> list[str]:
     ]  # fmt: skip
 
 
-def arms_markdown(r: ArmComparison) -> str:
-    """The arm comparison as markdown: every arm vs base, marginal contrasts, families, tool paths."""
-    s = r.settings
-    pct = ci_percent(s.alpha)
-    header = _contrast_header(pct)
-    lines = [
+def _opening_lines(r: ArmComparison) -> list[str]:
+    """The title, the arms found, missing and left out, the base arm and how each arm was prompted."""
+    return [
         "# Arm comparison: what caused the gain",
         "",
         f"Suite {md(r.suite)} (rev {md(r.suite_revision)}), {r.n_items} items, "
@@ -76,25 +73,33 @@ def arms_markdown(r: ArmComparison) -> str:
         f"mean generated tokens {num(r.base.mean_gen_tokens, '.1f')}.",
         "",
         *prompting_lines(r.prompting),
+    ]
+
+
+def _contrast_lines(r: ArmComparison, pct: str) -> list[str]:
+    """Every arm against the reference, the marginal contrasts, the ceiling's caveat and the forest plot."""
+    fdr = r.settings.fdr
+    header = _contrast_header(pct)
+    if r.contrasts:
+        mde = [
+            "Minimum detectable effect (80% power): "
+            + ", ".join(f"{md(c.arm)} {num(c.mde)}" for c in r.contrasts)
+        ]
+    else:
+        mde = ["Only base is present: there is no contrast to report."]
+    lines = [
         f"## Every arm against {md(r.base.arm)}",
         "",
-        *(
-            [
-                "Minimum detectable effect (80% power): "
-                + ", ".join(f"{md(c.arm)} {num(c.mde)}" for c in r.contrasts)
-            ]
-            if r.contrasts
-            else ["Only base is present: there is no contrast to report."]
-        ),
+        *mde,
         "",
-        *table(header, [_contrast_row(c, s.fdr) for c in r.contrasts]),
+        *table(header, [_contrast_row(c, fdr) for c in r.contrasts]),
         "",
     ]
     if r.marginal:
         lines += [
             "## Marginal parametric gain on top of an augmentation",
             "",
-            *table(header, [_contrast_row(c, s.fdr) for c in r.marginal]),
+            *table(header, [_contrast_row(c, fdr) for c in r.marginal]),
             "",
         ]
     ceilings = [c.arm for c in r.contrasts if c.ceiling]
@@ -104,61 +109,62 @@ def arms_markdown(r: ArmComparison) -> str:
             "system's ceiling, not evidence for any single cause; no parametric share is computed for it.",
             "",
         ]
-    lines += ["![forest plot](arm_deltas.png)", ""]
-    if r.factorial:
-        lines += _factorial_lines(r.factorial, pct)
-    if r.families:
-        lines += ["## By item family", ""]
-        lines += table(
-            ["contrast", "family", "items", "delta", f"{pct} CI", "p", "q", "significant", "browse"],
-            [
-                [
-                    f"{md(f.arm)} vs {md(f.reference)}",
-                    md(f.family),
-                    str(f.n_items),
-                    num(f.delta, "+.4f"),
-                    interval(f.ci95),
-                    p_cell(f.p_value, f.perm_n, f.perm_exact),
-                    pvalue(f.q_value),
-                    significance_text(f, s.fdr),
-                    items_link(f.reference, f.arm, f.family),
-                ]
-                for f in r.families
-            ],
+    return [*lines, "![forest plot](arm_deltas.png)", ""]
+
+
+def _family_lines(r: ArmComparison, pct: str) -> list[str]:
+    """Each contrast's per-family rows (nothing without families)."""
+    if not r.families:
+        return []
+    rows = [
+        [
+            f"{md(f.arm)} vs {md(f.reference)}",
+            md(f.family),
+            str(f.n_items),
+            num(f.delta, "+.4f"),
+            interval(f.ci95),
+            p_cell(f.p_value, f.perm_n, f.perm_exact),
+            pvalue(f.q_value),
+            significance_text(f, r.settings.fdr),
+            items_link(f.reference, f.arm, f.family),
+        ]
+        for f in r.families
+    ]
+    header = ["contrast", "family", "items", "delta", f"{pct} CI", "p", "q", "significant", "browse"]
+    return ["## By item family", "", *table(header, rows), ""]
+
+
+def _path_lines(r: ArmComparison) -> list[str]:
+    """Each tool arm's samples by path verdict, with its tool calls counted (nothing without paths)."""
+    if not r.paths:
+        return []
+    lines = ["## Tool-use paths (per sample)", ""]
+    calls = {c.arm: c.tool_calls for c in r.contrasts}
+    for arm in r.paths:
+        n = calls.get(arm.arm)
+        counted = (
+            f"; {n.answered + n.failed} tool calls, {n.failed} failed, {n.restarts} server restarts"
+            if n
+            else ""
         )
-        lines.append("")
-    if r.paths:
-        lines += ["## Tool-use paths (per sample)", ""]
-        calls = {c.arm: c.tool_calls for c in r.contrasts}
-        for arm in r.paths:
-            n = calls.get(arm.arm)
-            counted = (
-                f"; {n.answered + n.failed} tool calls, {n.failed} failed, {n.restarts} server restarts"
-                if n
-                else ""
-            )
-            lines += [f"**{md(arm.arm)}** ({arm.n_samples} samples{counted})", ""]
-            lines += table(
-                ["path", "samples", "share", "accuracy"],
-                [
-                    [md(v.path), str(v.count), num(v.share, ".3f"), num(v.accuracy, ".3f")]
-                    for v in arm.verdicts
-                ],
-            )
-            lines.append("")
-    lines += render_format.arms_lines(r, pct)
-    if r.has("calibration"):
-        lines += calibration_lines(r.calibration, pct, "arm_reliability.png")
-    lines += truncation_lines(r.truncation, "the delta report's token budget curve")
-    budget = [c for c in [*r.contrasts, *r.marginal] if c.budget_no_support]
-    for c in budget:
-        lines.append(
-            f"Budget strata without support for {md(c.arm)} vs {md(c.reference)}: "
-            f"{md(', '.join(str(z) for z in c.budget_no_support))} (dropped; weights renormalised)."
-        )
-    for note in r.notes:
-        lines.append(f"Note: {md(note)}")
-    lines += [
+        lines += [f"**{md(arm.arm)}** ({arm.n_samples} samples{counted})", ""]
+        rows = [[md(v.path), str(v.count), num(v.share, ".3f"), num(v.accuracy, ".3f")] for v in arm.verdicts]
+        lines += [*table(["path", "samples", "share", "accuracy"], rows), ""]
+    return lines
+
+
+def _closing_lines(r: ArmComparison, pct: str) -> list[str]:
+    """Budget strata without support, the notes, and how every p, q, interval and verdict was made."""
+    s = r.settings
+    lines = [
+        f"Budget strata without support for {md(c.arm)} vs {md(c.reference)}: "
+        f"{md(', '.join(str(z) for z in c.budget_no_support))} (dropped; weights renormalised)."
+        for c in [*r.contrasts, *r.marginal]
+        if c.budget_no_support
+    ]
+    lines += [f"Note: {md(note)}" for note in r.notes]
+    return [
+        *lines,
         "",
         f"p: two-sided sign-flip permutation test; q: Benjamini-Hochberg over the {r.n_tests} arm "
         f"contrasts (against {md(r.base.arm)} and marginal"
@@ -179,7 +185,23 @@ def arms_markdown(r: ArmComparison) -> str:
         f"{s.n_perm} permutations, alpha {s.alpha}, seed {s.seed}.",
         "",
     ]
-    return floor_notes("\n".join(lines), s.n_perm)
+
+
+def arms_markdown(r: ArmComparison) -> str:
+    """The arm comparison as markdown: every arm vs base, marginal contrasts, families, tool paths."""
+    pct = ci_percent(r.settings.alpha)
+    lines = [
+        *_opening_lines(r),
+        *_contrast_lines(r, pct),
+        *(_factorial_lines(r.factorial, pct) if r.factorial else []),
+        *_family_lines(r, pct),
+        *_path_lines(r),
+        *render_format.arms_lines(r, pct),
+        *(calibration_lines(r.calibration, pct, "arm_reliability.png") if r.has("calibration") else []),
+        *truncation_lines(r.truncation, "the delta report's token budget curve"),
+        *_closing_lines(r, pct),
+    ]
+    return floor_notes("\n".join(lines), r.settings.n_perm)
 
 
 def _signed_cells(cells: dict[str, int]) -> str:

@@ -108,24 +108,41 @@ def _crossover_lines(c: Crossover | None, pct: str) -> list[str]:
     ]
 
 
-def delta_markdown(r: DeltaReport) -> str:
-    """The delta report as markdown: sensitivity first, then claim, protocol, headline, flips, pass@k."""
+def _sensitivity(r: DeltaReport) -> str:
+    """The minimum detectable effect sentence, or why it is not estimable."""
     mde = r.mde
-    within = mde.within_item_var
-    s = r.settings
-    pct = ci_percent(s.alpha)
-    sensitivity = (
+    if mde.mde is None:
+        return f"**Minimum detectable effect: not estimable**: {md(mde.reason)}."
+    return (
         f"**Minimum detectable effect: {num(mde.mde)}** ({mde.power:.0%} power, two-sided alpha "
         f"{mde.alpha}, {mde.n_items} items x {mde.k} samples; between-item variance of the "
         f"differences {num(mde.between_item_var, '.3g')}, within-item variance "
-        f"{num(within, '.3g')} / k). A smaller true delta is not reliably visible at this suite size."
-        if mde.mde is not None
-        else f"**Minimum detectable effect: not estimable**: {md(mde.reason)}."
+        f"{num(mde.within_item_var, '.3g')} / k). A smaller true delta is not reliably visible at this "
+        "suite size."
     )
-    lines = [
+
+
+def _protocol_rows(mp: dict[str, Any]) -> list[list[str]]:
+    """The matched protocol, one row per field both logs share."""
+    rows = [[f, md(repr(mp[f]))] for f in MATCHED_LOG_FIELDS]
+    rows += [[f, md(repr(mp[f]))] for f in ("suite", "suite_revision")]
+    if mp.get("protocol"):
+        # Said once: a protocol key the log carries at its top level too (k: n_samples) is in the rows above.
+        rows += [
+            [f"protocol.{k}", md(repr(v))]
+            for k, v in mp["protocol"].items()
+            if not (k in LOG_FIELDS and mp.get(LOG_FIELDS[k]) == v)
+        ]
+    rows.append(["items", f"{mp['n_items']} identical item ids"])
+    return rows
+
+
+def _opening_lines(r: DeltaReport) -> list[str]:
+    """The title, the sensitivity, the claim, the suite and models, the prompting and the matched protocol."""
+    return [
         "# Reasoning delta report",
         "",
-        sensitivity,
+        _sensitivity(r),
         "",
         f"**Claim: {md(r.claim)}.** {md(r.claim_detail)}",
         "",
@@ -137,54 +154,61 @@ def delta_markdown(r: DeltaReport) -> str:
         *prompting_lines(r.prompting),
         "## Matched protocol (checked, identical in both logs)",
         "",
+        *table(["field", "value"], _protocol_rows(r.matched_protocol)),
     ]
-    mp = r.matched_protocol
-    proto_rows = [[f, md(repr(mp[f]))] for f in MATCHED_LOG_FIELDS]
-    proto_rows += [[f, md(repr(mp[f]))] for f in ("suite", "suite_revision")]
-    if mp.get("protocol"):
-        # Said once: a protocol key the log carries at its top level too (k: n_samples) is in the rows above.
-        proto_rows += [
-            [f"protocol.{k}", md(repr(v))]
-            for k, v in mp["protocol"].items()
-            if not (k in LOG_FIELDS and mp.get(LOG_FIELDS[k]) == v)
-        ]
-    proto_rows.append(["items", f"{mp['n_items']} identical item ids"])
-    lines += table(["field", "value"], proto_rows)
-    lines += [
+
+
+def _headline_lines(r: DeltaReport, pct: str) -> list[str]:
+    """The headline table: both means, the paired delta with its interval, test, verdict and effect size."""
+    rows = [
+        ["mean pre", num(r.mean_pre)],
+        ["mean post", num(r.mean_post)],
+        ["**delta (paired)**", f"**{num(r.delta_mean, '+.4f')}**"],
+        [
+            f"{pct} CI of the delta (item-level paired bootstrap, {md(r.delta_ci95_method)})",
+            interval(r.delta_ci95),
+        ],
+        *_noise_rows(r.noise_floor, pct),
+        [
+            f"sign-flip permutation p ({'exact' if r.perm_exact else 'Monte Carlo'}, "
+            f"{r.perm_n} sign vectors)",
+            p_cell(r.perm_p, r.perm_n, r.perm_exact),
+        ],
+        *_verdict_rows(r, pct),
+        [
+            f"Cohen's d_z [noncentral-t {pct} CI]",
+            f"{num(r.cohens_dz, '+.3f')} {interval(r.cohens_dz_ci95, '+.3f')}",
+        ],
+        ["pair correlation rho", num(r.pair_correlation_rho, ".3f")],
+    ]
+    return [
         "",
         "## Headline: mean score per sample",
         "",
-        *table(
-            ["quantity", "value"],
-            [
-                ["mean pre", num(r.mean_pre)],
-                ["mean post", num(r.mean_post)],
-                ["**delta (paired)**", f"**{num(r.delta_mean, '+.4f')}**"],
-                [
-                    f"{pct} CI of the delta (item-level paired bootstrap, {md(r.delta_ci95_method)})",
-                    interval(r.delta_ci95),
-                ],
-                *_noise_rows(r.noise_floor, pct),
-                [
-                    f"sign-flip permutation p ({'exact' if r.perm_exact else 'Monte Carlo'}, "
-                    f"{r.perm_n} sign vectors)",
-                    p_cell(r.perm_p, r.perm_n, r.perm_exact),
-                ],
-                *_verdict_rows(r, pct),
-                [
-                    f"Cohen's d_z [noncentral-t {pct} CI]",
-                    f"{num(r.cohens_dz, '+.3f')} {interval(r.cohens_dz_ci95, '+.3f')}",
-                ],
-                ["pair correlation rho", num(r.pair_correlation_rho, ".3f")],
-            ],
-        ),
+        *table(["quantity", "value"], rows),
         "",
         "Each number carries one interval, its method named beside it: the mean delta (and pass@1, the "
         "same number with 0/1 scores) the item-level paired bootstrap above; the other pass@k values the "
         "cluster bootstrap, which resamples items with their k samples (Field & Welsh 2007: the top level "
         "only).",
         "",
-        *render_format.delta_lines(r, pct),
+    ]
+
+
+def _flips_and_passk_lines(r: DeltaReport, pct: str) -> list[str]:
+    """The items whose majority verdict flipped, and pass@k of both arms with the delta at each k."""
+    passk_rows = [
+        [
+            str(row.k),
+            f"{num(row.pre)} {interval(row.pre_ci95, '.4f')}",
+            f"{num(row.post)} {interval(row.post_ci95, '.4f')}",
+            num(row.delta, "+.4f"),
+            interval(row.delta_ci95),
+            md(row.delta_ci95_method),
+        ]
+        for row in r.pass_at_k
+    ]
+    return [
         "## Item-level flips (majority verdict: item mean >= 0.5)",
         "",
         f"- wrong -> right (b): {r.flips_wrong_to_right}",
@@ -195,93 +219,85 @@ def delta_markdown(r: DeltaReport) -> str:
         "",
         f"## pass@k (unbiased estimator, {pct} CIs)",
         "",
-        *table(
-            ["k", "pre", "post", "delta", f"delta {pct} CI", "delta CI method"],
-            [
-                [
-                    str(row.k),
-                    f"{num(row.pre)} {interval(row.pre_ci95, '.4f')}",
-                    f"{num(row.post)} {interval(row.post_ci95, '.4f')}",
-                    num(row.delta, "+.4f"),
-                    interval(row.delta_ci95),
-                    md(row.delta_ci95_method),
-                ]
-                for row in r.pass_at_k
-            ],
-        ),
+        *table(["k", "pre", "post", "delta", f"delta {pct} CI", "delta CI method"], passk_rows),
         "",
         "![pass@k](passk_curve.png)",
         "",
         *_crossover_lines(r.crossover, pct),
     ]
-    if r.budget_curve:
-        lines += [
-            "## Token budget curve",
-            "",
-            "Accuracy when every sample that did not finish within B generated tokens counts as wrong "
-            f"(what a run capped at B would score); delta post - pre with its {pct} CI (item-level paired "
-            "bootstrap).",
-            "",
-            *table(
-                ["budget B", "pre", "post", "delta", f"{pct} CI"],
-                [
-                    [
-                        str(p.budget),
-                        num(p.pre),
-                        num(p.post),
-                        num(p.delta, "+.4f"),
-                        interval(p.ci95),
-                    ]
-                    for p in r.budget_curve
-                ],
-            ),
-            "",
+
+
+def _budget_lines(r: DeltaReport, pct: str) -> list[str]:
+    """Both arms' accuracy at each token budget (nothing when the logs do not record tokens)."""
+    if not r.budget_curve:
+        return []
+    rows = [
+        [str(p.budget), num(p.pre), num(p.post), num(p.delta, "+.4f"), interval(p.ci95)]
+        for p in r.budget_curve
+    ]
+    return [
+        "## Token budget curve",
+        "",
+        "Accuracy when every sample that did not finish within B generated tokens counts as wrong "
+        f"(what a run capped at B would score); delta post - pre with its {pct} CI (item-level paired "
+        "bootstrap).",
+        "",
+        *table(["budget B", "pre", "post", "delta", f"{pct} CI"], rows),
+        "",
+    ]
+
+
+def _family_lines(r: DeltaReport, pct: str) -> list[str]:
+    """Each item family's delta with its interval, test and verdict (nothing without families)."""
+    if not r.families:
+        return []
+    rows = [
+        [
+            md(f.family),
+            str(f.n_items),
+            num(f.mean_pre),
+            num(f.mean_post),
+            num(f.delta, "+.4f"),
+            interval(f.ci95),
+            p_cell(f.p_value, f.perm_n, f.perm_exact),
+            pvalue(f.q_value),
+            significance_text(f, r.settings.fdr),
+            items_link(r.pre_arm, r.post_arm, f.family),
         ]
-    if r.families:
-        lines += ["## By item family", ""]
-        lines += table(
-            ["family", "items", "pre", "post", "delta", f"{pct} CI", "p", "q (BH)", "significant", "browse"],
-            [
-                [
-                    md(f.family),
-                    str(f.n_items),
-                    num(f.mean_pre),
-                    num(f.mean_post),
-                    num(f.delta, "+.4f"),
-                    interval(f.ci95),
-                    p_cell(f.p_value, f.perm_n, f.perm_exact),
-                    pvalue(f.q_value),
-                    significance_text(f, s.fdr),
-                    items_link(r.pre_arm, r.post_arm, f.family),
-                ]
-                for f in r.families
-            ],
-        )
-        lines += [
-            "",
-            f"q: Benjamini-Hochberg over the {len(r.families)} family contrasts; "
-            + SIGNIFICANT.format(pct=pct)
-            + ".",
-            "",
-        ]
-    lines += calibration_lines(r.calibration, pct, "reliability.png")
-    lines += truncation_lines(r.truncation, "the token budget curve above")
-    for note in r.notes:
-        lines.append(f"Note: {md(note)}")
-    lines += [
+        for f in r.families
+    ]
+    header = ["family", "items", "pre", "post", "delta", f"{pct} CI", "p", "q (BH)", "significant", "browse"]
+    return [
+        "## By item family",
+        "",
+        *table(header, rows),
+        "",
+        f"q: Benjamini-Hochberg over the {len(r.families)} family contrasts; "
+        + SIGNIFICANT.format(pct=pct)
+        + ".",
+        "",
+    ]
+
+
+def delta_markdown(r: DeltaReport) -> str:
+    """The delta report as markdown: sensitivity first, then claim, protocol, headline, flips, pass@k."""
+    s = r.settings
+    pct = ci_percent(s.alpha)
+    lines = [
+        *_opening_lines(r),
+        *_headline_lines(r, pct),
+        *render_format.delta_lines(r, pct),
+        *_flips_and_passk_lines(r, pct),
+        *_budget_lines(r, pct),
+        *_family_lines(r, pct),
+        *calibration_lines(r.calibration, pct, "reliability.png"),
+        *truncation_lines(r.truncation, "the token budget curve above"),
+        *[f"Note: {md(note)}" for note in r.notes],
         f"Settings: {s.n_boot} bootstrap resamples, {s.n_perm} sign-flip permutations, "
         f"alpha {s.alpha}, seed {s.seed}.",
         "",
     ]
     return floor_notes("\n".join(lines), s.n_perm)
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Arm comparison
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Checkpoint trajectory
 
 
 def outputs(
