@@ -54,8 +54,8 @@ from analysis.estimators.noise_floor import aa_noise_floor
 from analysis.estimators.passk import k_grid
 from analysis.estimators.resampling import Interval
 from analysis.reports import answering, contrasts
-from analysis.reports.align import Settings
 from analysis.reports.format_effect import FORMAT, FORMAT_DECLINE, ReaderArrays
+from analysis.reports.settings import Settings
 from benchmarks.calibration_metrics import metrics_table
 
 REGIMES = {"sparse": (0.5, 2.5), "middling": (2.0, 2.0)}

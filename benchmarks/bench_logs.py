@@ -151,7 +151,7 @@ PARTS = """
 import gc, json, pickle, sys, time
 c0 = time.process_time()
 from analysis.reports import delta
-from analysis.reports.align import read_settings
+from analysis.reports.settings import read_settings
 from contract.logreader import read_log
 c1 = time.process_time()
 gc.disable()

@@ -33,8 +33,8 @@ from scipy.special import expit, logit
 from scipy.stats import norm
 
 from analysis.estimators import paper_metrics as pm
-from analysis.reports.align import Settings
 from analysis.reports.benchmark_table import metric_interval
+from analysis.reports.settings import Settings
 
 WRONG = 3  # wrong answers a wrong sample chooses from, uniformly
 COLUMNS = [

@@ -15,9 +15,9 @@ from analysis.commands import arm_comparison as arm_comparison_command
 from analysis.rendering.arms_report import arms_markdown
 from analysis.rendering.markdown_text import items_href
 from analysis.reports import arm_comparison, delta
-from analysis.reports.align import Settings
 from analysis.reports.design import FACTORIAL_CELLS
 from analysis.reports.report_models import ArmComparison
+from analysis.reports.settings import Settings
 from contract.evallog import EvalLog
 from tests.test_delta import (
     FAMILIES,
@@ -426,9 +426,7 @@ def test_factorial_readout_recovers_a_planted_interaction(tmp_path, planted):
     effects = {e["effect"]: e for e in report["factorial"]["effects"]}
     txr = effects["training x retrieval"]
     assert txr["cells"] == {"trained+rag": 1, "trained": -1, "+rag": -1, "base": 1}
-    assert list(report["factorial"]["cells"]) == [
-        a for a in FACTORIAL_CELLS if a != "+rag+tools"
-    ]
+    assert list(report["factorial"]["cells"]) == [a for a in FACTORIAL_CELLS if a != "+rag+tools"]
     lo, hi = txr["ci95"]
     assert lo <= planted <= hi
     assert txr["reading"] == ("complements" if planted > 0 else "substitutes")

@@ -19,8 +19,8 @@ from analysis.estimators.passk import beta_binomial_moments, beta_binomial_pass_
 from analysis.estimators.signflip import sign_flip_interval, sign_flip_test
 from analysis.rendering import index_page as report
 from analysis.reports import arm_comparison, calibration, crossover, trajectory
-from analysis.reports.align import Settings
 from analysis.reports.report_models import ArmComparison, DeltaReport
+from analysis.reports.settings import Settings
 from contract.evallog import EvalLog
 from tests.test_delta import build, write_log
 
@@ -129,7 +129,7 @@ def test_the_delta_report_the_arm_row_and_the_trajectory_print_one_verdict(tmp_p
     a = arm_comparison.build(str(folder), FAST).model_dump()
     params = tmp_path / "params.yaml"
     params.write_text("arms: [base, trained]\ntrajectory: {checkpoints: [base, trained], placebo: null}\n")
-    t = trajectory.build(str(folder), FAST, params)
+    t = trajectory.build(str(folder), FAST, params).model_dump()
     row, step = a["contrasts"][0], t["trajectory"][1]
     assert d["verdict"]["significant"] == row["significant"] == step["significant"]
     assert d["delta_ci95"] == row["ci95"] == step["ci95"] and d["perm_p"] == row["p_value"] == step["p_value"]

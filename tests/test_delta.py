@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 from analysis.commands import delta as delta_command
 from analysis.rendering import delta_report as delta_rendering
 from analysis.reports import delta
-from analysis.reports.align import Settings, read_settings
 from analysis.reports.report_models import DeltaReport
+from analysis.reports.settings import Settings, read_settings
 from contract.evallog import EvalLog
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -11,7 +11,7 @@ from analysis.estimators.passk import pass_at_k
 from analysis.estimators.proportions import newcombe_paired_interval
 from analysis.reports import contrasts
 from analysis.reports import format_effect as fe
-from analysis.reports.align import Settings
+from analysis.reports.settings import Settings
 
 FAST = Settings(n_boot=4000, n_perm=2000, seed=3)
 

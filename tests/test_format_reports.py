@@ -11,8 +11,8 @@ import pytest
 from analysis.rendering.arms_report import arms_markdown
 from analysis.rendering.delta_report import delta_markdown
 from analysis.reports import arm_comparison, delta, trajectory
-from analysis.reports.align import Settings
 from analysis.reports.report_models import ArmComparison, DeltaReport
+from analysis.reports.settings import Settings
 from tests.test_delta import run_cli, write_log, write_params
 from tests.test_trajectory import params as trajectory_params
 
@@ -104,7 +104,7 @@ def test_the_same_answers_in_the_readers_form_are_format_in_every_report(tmp_pat
 
     section = "trajectory: {checkpoints: [base, step-100, trained], placebo: null}"
     p = trajectory_params(tmp_path / "params.yaml", ["base", "step-100", "trained"], section)
-    t = trajectory.build(str(logs), FAST, p)
+    t = trajectory.build(str(logs), FAST, p).model_dump()
     last = t["trajectory"][-1]
     assert last["arm"] == "trained" and last["format"]["call"] == "FORMAT"
     assert last["format"]["lenient"] == f["contrast"]["lenient"]

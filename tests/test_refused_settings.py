@@ -18,8 +18,9 @@ from analysis.commands import delta as delta_command
 from analysis.commands.compare_logs import main as compare_main
 from analysis.rendering import delta_report as delta_rendering
 from analysis.reports import arm_comparison, delta
-from analysis.reports.align import Refusal, Settings, read_arm_list, read_settings
+from analysis.reports.refusal import Refusal
 from analysis.reports.report_models import DeltaReport
+from analysis.reports.settings import Settings, read_arm_list, read_settings
 from contract.evallog import EvalLog
 from pipeline import pins
 from pipeline.config import ConfigError, load_params

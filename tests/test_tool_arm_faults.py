@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from analysis.reports import arm_comparison
-from analysis.reports.align import Settings
+from analysis.reports.settings import Settings
 from arms.tools.server import EXIT_EVERY_ENV
 from contract.engine import Decoding, EngineInfo, GenRequest, GenResult
 from contract.evallog import FORMAT_VERSION, load

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from analysis.reports import arm_comparison, trajectory
-from analysis.reports.align import Settings
+from analysis.reports.settings import Settings
 from tests.test_delta import markdown_view, run_cli, write_log
 
 FAST = Settings(n_boot=400, n_perm=400, seed=5)
@@ -44,7 +44,7 @@ CONFIGURED = "trajectory: {checkpoints: [base, step-200, trained], placebo: plac
 def test_every_checkpoint_over_base_and_the_reward_against_the_placebo(tmp_path):
     logs = world(tmp_path / "logs")
     p = params(tmp_path / "params.yaml", list(LIFTS), CONFIGURED)
-    r = trajectory.build(str(logs), FAST, p)
+    r = trajectory.build(str(logs), FAST, p).model_dump()
     assert r["status"] == "done"
     assert [row["arm"] for row in r["trajectory"]] == ["base", "step-200", "trained"]
     base = json.loads((logs / "base.json").read_text())
@@ -75,7 +75,9 @@ def test_a_placebo_that_scores_as_the_rewarded_run_carries_no_reward_claim(tmp_p
     trained = json.loads((logs / "trained.json").read_text())
     scores = [it["scores"] for it in trained["items"]]
     write_log(logs / "placebo.json", scores, arm="placebo", model_name="demo/models/placebo")
-    r = trajectory.build(str(logs), FAST, params(tmp_path / "params.yaml", list(LIFTS), CONFIGURED))
+    r = trajectory.build(
+        str(logs), FAST, params(tmp_path / "params.yaml", list(LIFTS), CONFIGURED)
+    ).model_dump()
     assert r["reward_contrast"]["delta"] == 0.0 and r["reward_contrast"]["ci95"] == [0.0, 0.0]
     assert r["reward_claim"].startswith("no difference between the rewarded run and the placebo detected")
     assert "cannot be credited to the reward" in r["reward_claim"]
@@ -122,7 +124,7 @@ def test_a_log_of_an_arm_not_in_the_arm_list_is_not_used(tmp_path):
     logs = world(tmp_path / "logs")
     r = trajectory.build(
         str(logs), FAST, params(tmp_path / "p.yaml", ["base", "trained", "placebo"], CONFIGURED)
-    )
+    ).model_dump()
     assert r["status"] == "arms missing" and r["missing"] == ["step-200"]
 
 
@@ -130,7 +132,7 @@ def test_a_missing_placebo_leaves_the_trajectory_without_a_reward_claim(tmp_path
     logs = world(tmp_path / "logs", {"base": 0.0, "step-200": 0.08, "trained": 0.16})
     r = trajectory.build(
         str(logs), FAST, params(tmp_path / "p.yaml", ["base", "step-200", "trained"], CONFIGURED)
-    )
+    ).model_dump()
     assert r["status"] == "done" and r["placebo"] is None and r["reward_contrast"] is None
     assert "no placebo configured" in r["reward_claim"] and "placebo arm placebo has no log" in r["notes"][0]
 

@@ -24,15 +24,10 @@ from pathlib import Path
 
 from analysis.rendering.arms_report import outputs
 from analysis.rendering.drawing import Drawing
-from analysis.reports.align import (
-    EXIT_REFUSED,
-    Refusal,
-    out_folder,
-    read_arm_list,
-    read_settings,
-    write_outputs,
-)
 from analysis.reports.arm_comparison import build
+from analysis.reports.refusal import EXIT_REFUSED, Refusal
+from analysis.reports.settings import read_arm_list, read_settings
+from analysis.reports.writing import out_folder, write_outputs
 from contract.evallog import collector_paused
 
 

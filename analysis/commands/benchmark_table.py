@@ -19,15 +19,10 @@ import sys
 from pathlib import Path
 
 from analysis.rendering.benchmark_table_text import csv_text, latex, markdown
-from analysis.reports.align import (
-    Refusal,
-    clean,
-    dump_json,
-    out_folder,
-    read_settings,
-    write_outputs,
-)
 from analysis.reports.benchmark_table import EXIT_REFUSED, build
+from analysis.reports.refusal import Refusal
+from analysis.reports.settings import read_settings
+from analysis.reports.writing import clean, dump_json, out_folder, write_outputs
 from contract.evallog import collector_paused
 
 

@@ -33,19 +33,12 @@ from typing import Any
 
 from analysis.rendering import arms_report, delta_report, index_page, item_browser
 from analysis.reports import arm_comparison, delta
-from analysis.reports.align import (
-    EXIT_REFUSED,
-    TAIL_RESAMPLES,
-    Refusal,
-    Settings,
-    load_log,
-    min_resamples,
-    one_model_differences,
-    same_model,
-    write_set,
-)
+from analysis.reports.align import load_log, one_model_differences, same_model
 from analysis.reports.number_text import interval
+from analysis.reports.refusal import EXIT_REFUSED, Refusal
 from analysis.reports.report_models import DeltaReport
+from analysis.reports.settings import TAIL_RESAMPLES, Settings, min_resamples
+from analysis.reports.writing import write_set
 from contract.digest import file_sha256
 from contract.evallog import EvalLog, collector_paused
 from contract.files import PathCheckError, input_file, output_dir
@@ -130,8 +123,8 @@ def settings_from(args: argparse.Namespace) -> Settings:
 
 # The logs live until the reports are written and the run makes little cyclic garbage: no collection.
 @collector_paused()
-def main(argv: list[str] | None = None) -> int:
-    """Command line entry: the delta report and the arm comparison of the logs given."""
+def parser() -> argparse.ArgumentParser:
+    """The command's options: the logs, --out and the analysis settings."""
     ap = argparse.ArgumentParser(
         prog="python -m analysis.commands.compare_logs",
         description=__doc__.split("\n\n")[0],
@@ -157,6 +150,24 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--seed", type=int, default=None, help=f"seed of the resampling (default {Settings.seed})"
     )
+    return ap
+
+
+def distinct_files(paths: list[Path]) -> None:
+    """Refuse one log given twice (equal bytes): its delta with itself says nothing."""
+    given: dict[str, Path] = {}
+    for path in paths:
+        digest = file_sha256(path)
+        if digest in given:
+            raise Refusal(
+                f"{given[digest]} and {path}: the same log given twice (equal bytes); compare two runs"
+            )
+        given[digest] = path
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line entry: the delta report and the arm comparison of the logs given."""
+    ap = parser()
     args = ap.parse_args(argv)
     if len(args.logs) < 2:
         ap.error("give at least two logs: the base first, then the log to compare with it")
@@ -164,14 +175,7 @@ def main(argv: list[str] | None = None) -> int:
         settings = settings_from(args)
         out = output_dir(args.out, "--out")
         paths = [input_file(p, "LOG") for p in args.logs]
-        given: dict[str, Path] = {}
-        for path in paths:
-            digest = file_sha256(path)
-            if digest in given:
-                raise Refusal(
-                    f"{given[digest]} and {path}: the same log given twice (equal bytes); compare two runs"
-                )
-            given[digest] = path
+        distinct_files(paths)
         logs = [load_log(p) for p in paths]
         named = arm_names(args.logs, logs)
         same = one_model(named)

@@ -19,9 +19,12 @@ from typing import Any
 from analysis.rendering.delta_report import outputs
 from analysis.rendering.drawing import Drawing
 from analysis.rendering.markdown_text import p_text
-from analysis.reports.align import EXIT_REFUSED, Refusal, load_logs, out_folder, read_settings, write_outputs
+from analysis.reports.align import load_logs
 from analysis.reports.delta import build
 from analysis.reports.number_text import interval
+from analysis.reports.refusal import EXIT_REFUSED, Refusal
+from analysis.reports.settings import read_settings
+from analysis.reports.writing import out_folder, write_outputs
 from contract.evallog import collector_paused
 
 

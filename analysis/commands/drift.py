@@ -31,17 +31,11 @@ from typing import Any
 from analysis.rendering.drift_report import markdown
 from analysis.rendering.html_page import markdown_page
 from analysis.rendering.markdown_text import md
-from analysis.reports.align import (
-    EXIT_REFUSED,
-    Refusal,
-    Settings,
-    dump_json,
-    load_logs,
-    read_arm_list,
-    read_settings,
-    write_outputs,
-)
+from analysis.reports.align import load_logs
 from analysis.reports.drift import build, read_folder, scorer_of
+from analysis.reports.refusal import EXIT_REFUSED, Refusal
+from analysis.reports.settings import Settings, read_arm_list, read_settings
+from analysis.reports.writing import dump_json, write_outputs
 from contract.evallog import EvalLog, collector_paused
 from contract.files import PathCheckError, input_dir, output_dir
 

@@ -19,7 +19,8 @@ import sys
 from pathlib import Path
 
 from analysis.rendering.index_page import write
-from analysis.reports.align import Refusal, out_folder
+from analysis.reports.refusal import Refusal
+from analysis.reports.writing import out_folder
 
 
 def main(argv: list[str] | None = None) -> int:

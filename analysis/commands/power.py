@@ -16,7 +16,8 @@ import argparse
 import sys
 
 from analysis.estimators.power_planning import PowerPlan, power_plan
-from analysis.reports.align import EXIT_REFUSED, Refusal, arm_arrays, check_matched, item_order, load_log
+from analysis.reports.align import arm_arrays, check_matched, item_order, load_log
+from analysis.reports.refusal import EXIT_REFUSED, Refusal
 
 
 def plan_lines(plan: PowerPlan, pilot_k: int | None) -> list[str]:

@@ -19,17 +19,11 @@ import sys
 from pathlib import Path
 
 from analysis.rendering.drawing import Drawing
-from analysis.rendering.html_page import markdown_page
-from analysis.rendering.trajectory_report import metrics_markdown, trajectory_markdown
-from analysis.reports.align import (
-    EXIT_REFUSED,
-    Refusal,
-    out_folder,
-    read_settings,
-    write_outputs,
-)
-from analysis.reports.report_models import TrajectoryReport, report_json
+from analysis.rendering.trajectory_report import outputs
+from analysis.reports.refusal import EXIT_REFUSED, Refusal
+from analysis.reports.settings import read_settings
 from analysis.reports.trajectory import DONE, build
+from analysis.reports.writing import out_folder, write_outputs
 from contract.evallog import collector_paused
 
 
@@ -55,32 +49,20 @@ def main(argv: list[str] | None = None) -> int:
         except Refusal as e:
             print(f"refused: {e}", file=sys.stderr)
             return EXIT_REFUSED
-        figure = drawing.submit("trajectory_figure", report)
-        metrics_figure = drawing.submit("trajectory_metrics_figure", report)
-        typed = TrajectoryReport.model_validate(report)
-        text = trajectory_markdown(typed) + metrics_markdown(report)
+        figure = drawing.submit("trajectory_figure", report.model_dump())
+        metrics_figure = drawing.submit("trajectory_metrics_figure", report.model_dump())
         try:
-            write_outputs(
-                Path(args.out),
-                {
-                    "trajectory_report.json": report_json(typed),
-                    "trajectory_report.md": text.encode(),
-                    # The HTML rendering the report page links to.
-                    "trajectory_report.html": markdown_page(text, "Checkpoint trajectory").encode(),
-                    "trajectory.png": figure(),
-                    "trajectory_metrics.png": metrics_figure(),
-                },
-            )
+            write_outputs(Path(args.out), outputs(report, figure, metrics_figure))
         except Refusal as e:
             print(f"refused: {e}", file=sys.stderr)
             return EXIT_REFUSED
-    if report["status"] != DONE:
-        print(f"trajectory: {report['status']}: {report['detail']} -> {args.out}")
+    if report.status != DONE:
+        print(f"trajectory: {report.status}: {report.detail} -> {args.out}")
         return 0
-    for row in report["trajectory"][1:]:
-        lo, hi = row["ci95"]
-        print(f"{row['arm']} vs {row['reference']}: {row['delta']:+.4f} [{lo:+.4f}, {hi:+.4f}]")
-    print(f"reward: {report['reward_claim']} -> {args.out}")
+    for row in (report.trajectory or [])[1:]:
+        lo, hi = row.ci95
+        print(f"{row.arm} vs {row.reference}: {row.delta:+.4f} [{lo:+.4f}, {hi:+.4f}]")
+    print(f"reward: {report.reward_claim} -> {args.out}")
     return 0
 
 

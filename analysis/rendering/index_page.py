@@ -28,9 +28,10 @@ from analysis.rendering.markdown_text import (
     p_text,
     significance_text,
 )
-from analysis.reports.align import Refusal, write_set
 from analysis.reports.number_text import num, pvalue, signed
+from analysis.reports.refusal import Refusal
 from analysis.reports.report_models import ArmComparison, DeltaReport, ReportPart
+from analysis.reports.writing import write_set
 from contract.files import PathCheckError, input_file
 from contract.protocol import MATCHED_LOG_FIELDS
 

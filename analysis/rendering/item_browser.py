@@ -28,7 +28,8 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from analysis.estimators.mcnemar import majority_verdicts
-from analysis.reports.align import Refusal, arm_arrays, check_matched, item_order, load_log
+from analysis.reports.align import arm_arrays, check_matched, item_order, load_log
+from analysis.reports.refusal import Refusal
 from contract.evallog import EvalLog, ItemResult, SampleRecord, collector_paused
 from contract.textformat import transcript
 

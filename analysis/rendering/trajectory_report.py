@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
 
 from analysis.rendering import format_markdown as render_format
+from analysis.rendering.html_page import markdown_page
 from analysis.rendering.markdown_parts import (
     prompting_lines,
     table,
@@ -21,6 +22,7 @@ from analysis.reports.number_text import interval, num, pvalue
 from analysis.reports.report_models import (
     TrajectoryReport,
     TrajectoryRow,
+    report_json,
 )
 
 
@@ -113,9 +115,9 @@ def trajectory_markdown(r: TrajectoryReport) -> str:
     return floor_notes("\n".join(lines), s.n_perm)
 
 
-def metrics_markdown(report: dict[str, Any]) -> str:
+def metrics_markdown(report: TrajectoryReport) -> str:
     """The paper metrics of every checkpoint as a markdown table (empty when the report is short)."""
-    rows = report.get("metrics")
+    rows = report.metrics
     if not rows:
         return ""
     k = rows[0]["k"]
@@ -137,3 +139,18 @@ def metrics_markdown(report: dict[str, Any]) -> str:
             f"{r['pass_at_k']:.3f} | {r['pass_hat']:.3f} | {r['bayes']:.3f} ± {r['bayes_sd']:.3f} |"
         )
     return "\n".join(lines) + "\n"
+
+
+def outputs(
+    report: TrajectoryReport, figure: Callable[[], bytes], metrics_figure: Callable[[], bytes]
+) -> dict[str, bytes]:
+    """The files of the trajectory report: its JSON, markdown, the HTML the report page links to, figures."""
+    text = trajectory_markdown(report) + metrics_markdown(report)
+    return {
+        "trajectory_report.json": report_json(report),
+        "trajectory_report.md": text.encode(),
+        # The HTML rendering the report page links to.
+        "trajectory_report.html": markdown_page(text, "Checkpoint trajectory").encode(),
+        "trajectory.png": figure(),
+        "trajectory_metrics.png": metrics_figure(),
+    }

@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 
 from analysis.reports import format_effect as fe
-from analysis.reports.align import Settings
 from analysis.reports.contrasts import Primary
+from analysis.reports.settings import Settings
 from contract.evallog import EvalLog
 
 

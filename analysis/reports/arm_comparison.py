@@ -14,17 +14,7 @@ from analysis.estimators.budget import budget_adjusted_deltas
 from analysis.estimators.resampling import rng_for
 from analysis.reports import answering, calibration, truncation
 from analysis.reports import contrasts as ct
-from analysis.reports.align import (
-    ArmData,
-    Refusal,
-    Settings,
-    arm_arrays,
-    check_matched,
-    generated_by,
-    item_order,
-    load_logs,
-    settings_dict,
-)
+from analysis.reports.align import ArmData, arm_arrays, check_matched, generated_by, item_order, load_logs
 from analysis.reports.arm_rows import (
     contrast_claim,
     contrast_row,
@@ -35,7 +25,9 @@ from analysis.reports.arm_rows import (
 from analysis.reports.contrasts import family_rows
 from analysis.reports.design import CANONICAL_ARMS, DEFAULT_ATTRIBUTION, MARGINAL_CONTRASTS
 from analysis.reports.prompting import prompt_line
+from analysis.reports.refusal import Refusal
 from analysis.reports.report_models import ArmComparison
+from analysis.reports.settings import Settings, settings_dict
 from contract.evallog import EvalLog
 
 

@@ -14,12 +14,10 @@ from analysis.estimators.mcnemar import majority_verdicts, mcnemar_from_verdicts
 from analysis.estimators.power_planning import mde_paired
 from analysis.estimators.resampling import rng_for
 from analysis.reports import contrasts as ct
-from analysis.reports.align import (
-    ArmData,
-    Settings,
-)
+from analysis.reports.align import ArmData
 from analysis.reports.contrasts import mean_contrast, too_few_items
 from analysis.reports.design import FACTORIAL_CELLS
+from analysis.reports.settings import Settings
 from contract.evallog import EvalLog
 
 PATH_VERDICTS = ["clean", "answer_without_tool", "tool_result_ignored", "tool_error", "no_answer"]

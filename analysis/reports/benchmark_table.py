@@ -15,18 +15,10 @@ import numpy as np
 from analysis.estimators import paper_metrics as pm
 from analysis.estimators.resampling import Interval, rng_for
 from analysis.estimators.signflip import small_suite_interval
-from analysis.reports.align import (
-    Refusal,
-    Settings,
-    arm_arrays,
-    check_matched,
-    item_order,
-    load_logs,
-    log_path,
-    read_arm_list,
-    read_swept,
-)
+from analysis.reports.align import arm_arrays, check_matched, item_order, load_logs
 from analysis.reports.contrasts import BCA_MIN_ITEMS, NO_FAMILY, delta_interval, mean_contrast
+from analysis.reports.refusal import Refusal
+from analysis.reports.settings import Settings, log_path, read_arm_list, read_swept
 from contract.evallog import EvalLog
 
 ALL = "all"

@@ -20,8 +20,8 @@ import numpy as np
 
 from analysis.estimators.ece import ece_difference_test, ece_interval
 from analysis.estimators.resampling import rng_for
-from analysis.reports.align import Settings
 from analysis.reports.contrasts import significant
+from analysis.reports.settings import Settings
 from contract.evallog import EvalLog
 
 ECE_MIN_EFFECT = 0.01  # a calibration error change smaller than one point is negligible

@@ -41,7 +41,8 @@ from analysis.estimators.signflip import (
     sign_flip_test,
     small_suite_interval,
 )
-from analysis.reports.align import ArmData, Settings
+from analysis.reports.align import ArmData
+from analysis.reports.settings import Settings
 
 NO_FAMILY = "(none)"
 # The contrast every report decides by the claim's family (docs/reading-the-report.md).
@@ -194,6 +195,44 @@ def crossover_ks(n: int) -> list[int]:
     )
 
 
+def _small_suite_passk(
+    ref_scores: np.ndarray,
+    arm_scores: np.ndarray,
+    every: list[int],
+    settings: Settings,
+    passk: PassAtK,
+    mean_ci: Interval,
+) -> PassAtK:
+    """pass@k's delta intervals of a small suite: each inverts the sign-flip test of its per-item differences.
+
+    Items are taken whole with their k samples; where the per-item values are 0/1 (pass@K at K = k),
+    Newcombe's paired interval (small_suite_interval).
+    """
+    ref_items, arm_items = pass_at_k_items(ref_scores, every), pass_at_k_items(arm_scores, every)
+    cis = [
+        small_suite_interval(
+            ref_items[:, j],
+            arm_items[:, j],
+            settings.n_perm,
+            rng_for(settings.seed, f"perm-ci/pass@{k}"),
+            settings.alpha,
+        )  # fmt: skip
+        for j, k in enumerate(every)
+    ]
+    return dataclasses.replace(passk, delta_ci=cis, mean_delta_ci=mean_ci)
+
+
+def _claim_family(
+    ref_scores: np.ndarray, arm_scores: np.ndarray, top_k: int, p_mean: float, settings: Settings
+) -> tuple[int, float, list[float]]:
+    """The claim's family: pass@1 alone (k = 1), else pass@1 and pass@K; its tests, pass@K's p, Holm's p."""
+    if top_k == 1:
+        return 1, p_mean, [p_mean]
+    top_d = pass_at_k_items(arm_scores, [top_k])[:, 0] - pass_at_k_items(ref_scores, [top_k])[:, 0]
+    top_p = float(sign_flip_test(top_d, settings.n_perm, rng_for(settings.seed, "perm-top-k")).p[0])
+    return 2, top_p, list(holm_adjusted([p_mean, top_p]))
+
+
 def primary_contrast(ref_scores: np.ndarray, arm_scores: np.ndarray, settings: Settings) -> Primary:
     """Trained vs base: the headline mean delta and pass@k, with Holm over pass@1 and pass@K at alpha.
 
@@ -222,22 +261,8 @@ def primary_contrast(ref_scores: np.ndarray, arm_scores: np.ndarray, settings: S
         mean_draws=theta_b,
     )  # fmt: skip
     if small:
-        # Every pass@k delta is a mean over items of per-item differences, each tested by sign flips:
-        # its interval inverts that test, items taken whole with their k samples; where the per-item
-        # values are 0/1 (pass@K at K = k), Newcombe's paired interval (small_suite_interval).
-        ref_items, arm_items = pass_at_k_items(ref_scores, every), pass_at_k_items(arm_scores, every)
-        cis = [
-            small_suite_interval(
-                ref_items[:, j],
-                arm_items[:, j],
-                settings.n_perm,
-                rng_for(seed, f"perm-ci/pass@{k}"),
-                alpha,
-            )  # fmt: skip
-            for j, k in enumerate(every)
-        ]
         mean_ci = Interval(float(lo[0]), float(hi[0]), f"{methods[0]} (item-level, the headline's)")
-        passk = dataclasses.replace(passk, delta_ci=cis, mean_delta_ci=mean_ci)
+        passk = _small_suite_passk(ref_scores, arm_scores, every, settings, passk, mean_ci)
     headline = Interval(float(lo[0]), float(hi[0]), methods[0])
     all_k = passk
     if np.isin(ref_scores, (0.0, 1.0)).all() and np.isin(arm_scores, (0.0, 1.0)).all():
@@ -257,12 +282,7 @@ def primary_contrast(ref_scores: np.ndarray, arm_scores: np.ndarray, settings: S
         "perm_n": flip.n_perm,
     }
     top_k = ks[-1]
-    if top_k == 1:
-        n_tests, top_p, holm = 1, mean["p_value"], [mean["p_value"]]
-    else:
-        top_d = pass_at_k_items(arm_scores, [top_k])[:, 0] - pass_at_k_items(ref_scores, [top_k])[:, 0]
-        top_p = float(sign_flip_test(top_d, settings.n_perm, rng_for(seed, "perm-top-k")).p[0])
-        n_tests, holm = 2, list(holm_adjusted([mean["p_value"], top_p]))
+    n_tests, top_p, holm = _claim_family(ref_scores, arm_scores, top_k, mean["p_value"], settings)
     mean["q_value"] = float(holm[0])
     mean["significant"] = (
         significant(holm[0], mean["ci95"], alpha)

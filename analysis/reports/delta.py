@@ -20,15 +20,7 @@ from analysis.estimators.noise_floor import aa_noise_floor
 from analysis.estimators.power_planning import MDE, mde_paired
 from analysis.estimators.resampling import Interval, rng_for
 from analysis.reports import answering, calibration, contrasts, crossover, truncation
-from analysis.reports.align import (
-    ArmData,
-    Settings,
-    arm_arrays,
-    check_matched,
-    item_order,
-    measured_line,
-    settings_dict,
-)
+from analysis.reports.align import ArmData, arm_arrays, check_matched, item_order, measured_line
 from analysis.reports.contrasts import Primary
 from analysis.reports.prompting import prompt_line
 from analysis.reports.report_models import (
@@ -40,6 +32,7 @@ from analysis.reports.report_models import (
     PassAtKRow,
     Verdict,
 )
+from analysis.reports.settings import Settings, settings_dict
 from contract.evallog import EvalLog
 
 

@@ -12,15 +12,10 @@ from typing import Any
 
 from analysis.reports import arm_comparison, contrasts
 from analysis.reports import delta as delta_report
-from analysis.reports.align import (
-    Refusal,
-    Settings,
-    arm_arrays,
-    check_matched,
-    item_order,
-    load_logs,
-)
+from analysis.reports.align import arm_arrays, check_matched, item_order, load_logs
+from analysis.reports.refusal import Refusal
 from analysis.reports.report_models import ArmComparison, DeltaReport
+from analysis.reports.settings import Settings
 from contract.evallog import EvalLog
 
 

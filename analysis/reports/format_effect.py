@@ -56,7 +56,6 @@ from analysis.estimators.bootstrap_ci import bca_interval_means, bootstrap_mean_
 from analysis.estimators.proportions import wilson_interval
 from analysis.estimators.resampling import Interval, bootstrap_distribution, rng_for, weighted_means
 from analysis.estimators.signflip import sign_flip_test, small_suite_interval
-from analysis.reports.align import Settings
 from analysis.reports.contrasts import (
     BCA_MIN_ITEMS,
     delta_interval,
@@ -64,6 +63,7 @@ from analysis.reports.contrasts import (
     primary_contrast,
     significant,
 )
+from analysis.reports.settings import Settings
 
 FORMAT, FORMAT_DECLINE = "FORMAT", "FORMAT (decline)"
 # The claims under the report's reader that say the score moved.

@@ -8,7 +8,7 @@ validation (extra="forbid").
 
 The JSON of a model is the report's JSON as it always was, byte for byte (`report_json`): the keys in the
 order the report assembled them, a key the report left out left out (older reports lack some), an int kept
-an int, and every float through align.clean (10 significant digits, NaN and infinity as null). The
+an int, and every float through writing.clean (10 significant digits, NaN and infinity as null). The
 attributes hold the numbers as computed, so the markdown prints what it printed from the dict.
 """
 
@@ -31,7 +31,7 @@ from pydantic import (
     model_validator,
 )
 
-from analysis.reports.align import clean
+from analysis.reports.writing import clean
 
 
 def _python_number(x: Any) -> Any:
@@ -40,7 +40,7 @@ def _python_number(x: Any) -> Any:
 
 
 # A real number as computed: an int stays an int (its JSON keeps no ".0"), a float is written through
-# align.clean. The same for any value the model does not type (the matched protocol).
+# writing.clean. The same for any value the model does not type (the matched protocol).
 Real = Annotated[int | float, BeforeValidator(_python_number), PlainSerializer(clean, when_used="json")]
 Loose = Annotated[Any, PlainSerializer(clean, when_used="json")]
 Interval = list[Real | None]
@@ -76,7 +76,7 @@ class ReportPart(BaseModel):
 
 
 def report_json(report: ReportPart) -> bytes:
-    """The report's canonical JSON bytes (what align.dump_json writes for the dict it was built from)."""
+    """The report's canonical JSON bytes (what writing.dump_json writes for the dict it was built from)."""
     return (
         json.dumps(report.model_dump(mode="json"), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
     ).encode()
@@ -86,8 +86,8 @@ def report_json(report: ReportPart) -> bytes:
 # Parts every report shares
 
 
-class Settings(ReportPart):
-    """The analysis settings a report was computed with (align.Settings)."""
+class RecordedSettings(ReportPart):
+    """The analysis settings a report was computed with (analysis.reports.settings.Settings)."""
 
     n_boot: int
     n_perm: int
@@ -418,7 +418,7 @@ class DeltaReport(ReportPart):
     truncation: Truncation | None = None
     families: list[DeltaFamily]
     calibration: Calibration | None = None
-    settings: Settings
+    settings: RecordedSettings
     notes: list[str]
     comparison: OneModel | None = None
 
@@ -577,7 +577,7 @@ class ArmComparison(ReportPart):
     n_tests: int
     n_family_tests: int
     primary_in_report: bool | None = None
-    settings: Settings
+    settings: RecordedSettings
     notes: list[str]
 
 
@@ -620,5 +620,5 @@ class TrajectoryReport(ReportPart):
     metrics: Loose = None
     limits: str | None = None
     n_tests: int | None = None
-    settings: Settings
+    settings: RecordedSettings
     notes: list[str] | None = None

@@ -13,22 +13,21 @@ from typing import Any
 
 from analysis.estimators import paper_metrics as pm
 from analysis.reports import answering, contrasts
-from analysis.reports.align import (
-    Refusal,
+from analysis.reports.align import ArmData, arm_arrays, check_matched, item_order, load_logs
+from analysis.reports.benchmark_table import answers_of
+from analysis.reports.contrasts import mean_contrast, too_few_items
+from analysis.reports.prompting import prompt_line
+from analysis.reports.refusal import Refusal
+from analysis.reports.report_models import TrajectoryReport
+from analysis.reports.settings import (
     Settings,
-    arm_arrays,
-    check_matched,
-    item_order,
-    load_logs,
     log_path,
     read_arm_list,
     read_section,
     read_swept,
     settings_dict,
 )
-from analysis.reports.benchmark_table import answers_of
-from analysis.reports.contrasts import mean_contrast, too_few_items
-from analysis.reports.prompting import prompt_line
+from contract.evallog import EvalLog
 
 NOT_CONFIGURED, ARMS_MISSING, DONE = "not configured", "arms missing", "done"
 STEP_IN_NAME = re.compile(r"step[-_](\d+)$")
@@ -89,16 +88,6 @@ def read_trajectory(
             f"{p}: trajectory.placebo: must be one arm that is not a checkpoint (or null); got {placebo!r}"
         )
     return list(checkpoints), placebo
-
-
-def _short(status: str, detail: str, settings: Settings, **extra: Any) -> dict[str, Any]:
-    return {
-        "report": "trajectory",
-        "status": status,
-        "detail": detail,
-        **extra,
-        "settings": settings_dict(settings),
-    }
 
 
 def _row(arm: str, ref: str, data: dict[str, Any], models: dict[str, str], settings: Settings) -> dict:
@@ -181,29 +170,55 @@ LIMITS = (
 )
 
 
-def build(logs_dir: str, settings: Settings, params: str | Path | None) -> dict[str, Any]:
-    """The trajectory report as a JSON-ready dict, or a short one when it is not configured or arms miss."""
+def _short(status: str, detail: str, settings: Settings, **extra: Any) -> TrajectoryReport:
+    """The short report of a trajectory that is not configured or whose checkpoints have no logs."""
+    return TrajectoryReport(
+        report="trajectory", status=status, detail=detail, **extra, settings=settings_dict(settings)
+    )
+
+
+def absent_arms(wanted: list[str], params: str | Path | None, logs_dir: str | Path) -> list[str]:
+    """The wanted arms without a log among the params file's arms (and the swept checkpoints)."""
+    listed = read_arm_list(params)
+    swept = swept_checkpoints(params, logs_dir) or []
+    run = None if listed is None else [*listed, *swept]
+    return [a for a in wanted if (run is not None and a not in run) or not log_path(logs_dir, a).is_file()]
+
+
+def _reference_row(ref: str, model_name: str, data: ArmData, n_items: int) -> dict[str, Any]:
+    """The reference checkpoint's row: its own mean, no delta."""
+    mean = float(data.item_mean.mean())
+    return {"arm": ref, "reference": ref, "model_name": model_name, "n_items": n_items,
+            "mean_ref": mean, "mean_arm": mean, "delta": 0.0, "ci95": None}  # fmt: skip
+
+
+def _notes(ref_log: EvalLog, n_items: int, configured_placebo: str | None, placebo: str | None) -> list[str]:
+    """A small suite, greedy decoding, a configured placebo without a log."""
+    notes = [n for n in [contrasts.small_suite_note(n_items)] if n]
+    notes += [n for n in [contrasts.greedy_note(ref_log.temperature, ref_log.n_samples)] if n]
+    if configured_placebo and placebo is None:
+        notes.append(
+            f"placebo arm {configured_placebo} has no log among the arms of the params file: no claim about "
+            "the reward"
+        )
+    return notes
+
+
+def build(logs_dir: str, settings: Settings, params: str | Path | None) -> TrajectoryReport:
+    """The trajectory report, or a short one when it is not configured or arms miss."""
     config = read_trajectory(params, logs_dir)
     if config is None:
         return _short(NOT_CONFIGURED, f"no trajectory section in the params file; {CONFIGURE}.", settings)
     checkpoints, placebo = config
-    listed = read_arm_list(params)
-    swept = swept_checkpoints(params, logs_dir) or []
-    run = None if listed is None else [*listed, *swept]
     folder = Path(logs_dir)
-    wanted = [*checkpoints, *([placebo] if placebo else [])]
-    absent = [a for a in wanted if (run is not None and a not in run) or not log_path(folder, a).is_file()]
+    absent = absent_arms([*checkpoints, *([placebo] if placebo else [])], params, folder)
     if [a for a in absent if a in checkpoints]:
+        detail = (
+            f"no log of {', '.join(absent)} in {folder} among the arms of the params file; add them to "
+            "`arms` (each a conf/arm file naming its model) and run dvc repro"
+        )
         return _short(
-            ARMS_MISSING,
-            "no log of "
-            + ", ".join(absent)
-            + f" in {folder} among the arms of the params file; add them to `arms` (each a conf/arm file "
-            "naming its model) and run dvc repro",
-            settings,
-            checkpoints=checkpoints,
-            placebo=placebo,
-            missing=absent,
+            ARMS_MISSING, detail, settings, checkpoints=checkpoints, placebo=placebo, missing=absent
         )
     if placebo in absent:
         placebo = None
@@ -219,9 +234,7 @@ def build(logs_dir: str, settings: Settings, params: str | Path | None) -> dict[
     order = item_order(ref_log)
     data = {a: arm_arrays(log, order) for a, (_, log) in logs.items()}
     models = {a: log.model_name for a, (_, log) in logs.items()}
-    rows = [{"arm": ref, "reference": ref, "model_name": models[ref], "n_items": len(order),
-             "mean_ref": float(data[ref].item_mean.mean()), "mean_arm": float(data[ref].item_mean.mean()),
-             "delta": 0.0, "ci95": None}]  # fmt: skip
+    rows = [_reference_row(ref, models[ref], data[ref], len(order))]
     rows += [_row(a, ref, data, models, settings) for a in checkpoints[1:]]
     placebo_row = _row(placebo, ref, data, models, settings) if placebo else None
     versus = _row(checkpoints[-1], placebo, data, models, settings) if placebo else None
@@ -231,39 +244,33 @@ def build(logs_dir: str, settings: Settings, params: str | Path | None) -> dict[
     for t in tests:
         _format(t, readers, settings)
     lenient_missing = answering.missing_lenient(readers)
-    notes = [n for n in [contrasts.small_suite_note(len(order))] if n]
-    first = ref_log
-    notes += [n for n in [contrasts.greedy_note(first.temperature, first.n_samples)] if n]
-    if config[1] and placebo is None:
-        notes.append(
-            f"placebo arm {config[1]} has no log among the arms of the params file: no claim about the reward"
-        )
+    notes = _notes(ref_log, len(order), config[1], placebo)
     if lenient_missing:
         notes.append(answering.not_recorded(lenient_missing, len(readers)))
-    return {
-        "report": "trajectory",
-        "status": DONE,
-        "suite": ref_log.suite,
-        "suite_revision": ref_log.suite_revision,
-        "n_items": len(order),
-        "n_samples": ref_log.n_samples,
-        "checkpoints": checkpoints,
-        "placebo": placebo,
-        "logs": {a: str(p) for a, (p, _) in logs.items()},
-        "matched_protocol": matched,
-        "prompting": {a: prompt_line(log) for a, (_, log) in logs.items()},
-        "trajectory": rows,
-        "placebo_delta": placebo_row,
-        "reward_contrast": versus,
-        "reward_claim": reward_claim(versus, settings),
-        "answering": [answering.arm_row(a, data[a].scores, readers[a], settings) for a in logs],
-        "metrics": metrics_by_step(checkpoints, {a: log for a, (_, log) in logs.items()}, order),
-        "lenient_missing": lenient_missing,
-        "limits": LIMITS,
-        "n_tests": sum(1 for t in tests if not contrasts.is_primary(t["reference"], t["arm"])),
-        "settings": settings_dict(settings),
-        "notes": notes,
-    }
+    return TrajectoryReport(
+        report="trajectory",
+        status=DONE,
+        suite=ref_log.suite,
+        suite_revision=ref_log.suite_revision,
+        n_items=len(order),
+        n_samples=ref_log.n_samples,
+        checkpoints=checkpoints,
+        placebo=placebo,
+        logs={a: str(p) for a, (p, _) in logs.items()},
+        matched_protocol=matched,
+        prompting={a: prompt_line(log) for a, (_, log) in logs.items()},
+        trajectory=rows,
+        placebo_delta=placebo_row,
+        reward_contrast=versus,
+        reward_claim=reward_claim(versus, settings),
+        answering=[answering.arm_row(a, data[a].scores, readers[a], settings) for a in logs],
+        metrics=metrics_by_step(checkpoints, {a: log for a, (_, log) in logs.items()}, order),
+        lenient_missing=lenient_missing,
+        limits=LIMITS,
+        n_tests=sum(1 for t in tests if not contrasts.is_primary(t["reference"], t["arm"])),
+        settings=settings_dict(settings),
+        notes=notes,
+    )
 
 
 def metrics_by_step(checkpoints: list[str], logs: dict[str, Any], order: list[str]) -> list[dict[str, Any]]:
