@@ -9,13 +9,8 @@ from __future__ import annotations
 from analysis.rendering.markdown_text import md, p_cell, significance_text
 from analysis.reports.format_effect import RATIO_METHOD, SHARE_METHOD
 from analysis.reports.number_text import interval, num, pvalue
-from analysis.reports.report_models import (
-    ArmAnswering,
-    ArmComparison,
-    DeltaReport,
-    FormatContrast,
-    TrajectoryReport,
-)
+from analysis.reports.report_models import ArmComparison, DeltaReport, TrajectoryReport
+from analysis.reports.report_parts import ArmAnswering, FormatContrast
 
 HEADING = "## Format or reasoning: the answered share and the lenient reader"
 READERS = (

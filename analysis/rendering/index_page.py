@@ -30,7 +30,8 @@ from analysis.rendering.markdown_text import (
 )
 from analysis.reports.number_text import num, pvalue, signed
 from analysis.reports.refusal import Refusal
-from analysis.reports.report_models import ArmComparison, DeltaReport, ReportPart
+from analysis.reports.report_models import ArmComparison, DeltaReport
+from analysis.reports.report_parts import ReportPart
 from analysis.reports.writing import write_set
 from contract.files import PathCheckError, input_file
 from contract.protocol import MATCHED_LOG_FIELDS

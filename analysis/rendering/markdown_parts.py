@@ -11,10 +11,7 @@ from analysis.rendering.markdown_text import (
     md,
 )
 from analysis.reports.number_text import interval, num, pvalue
-from analysis.reports.report_models import (
-    Calibration,
-    Truncation,
-)
+from analysis.reports.report_parts import Calibration, Truncation
 
 
 def items_link(ref: str, arm: str, family: str | None = None) -> str:

@@ -23,15 +23,8 @@ from analysis.reports import answering, calibration, contrasts, crossover, trunc
 from analysis.reports.align import ArmData, arm_arrays, check_matched, item_order, measured_line
 from analysis.reports.contrasts import Primary
 from analysis.reports.prompting import prompt_line
-from analysis.reports.report_models import (
-    BudgetPoint,
-    DeltaReport,
-    FormatSection,
-    Mde,
-    NoiseFloor,
-    PassAtKRow,
-    Verdict,
-)
+from analysis.reports.report_models import BudgetPoint, DeltaReport, Mde, NoiseFloor, PassAtKRow, Verdict
+from analysis.reports.report_parts import FormatSection
 from analysis.reports.settings import Settings, settings_dict
 from contract.evallog import EvalLog
 
