@@ -106,7 +106,7 @@ def check_scorers(ref_path: str | Path, ref: EvalLog, other_path: str | Path, ot
     return ["scorer"]
 
 
-class _Pair:
+class _Matching:
     """Two logs being matched, and the refusal that names both files and the field that differs."""
 
     def __init__(self, ref_path: str | Path, ref: EvalLog, other_path: str | Path, other: EvalLog) -> None:
@@ -119,7 +119,7 @@ class _Pair:
         return Refusal(f"{self.ref_path} vs {self.other_path}: {field} differs ({a!r} vs {b!r}); {fix}")
 
 
-def _check_protocol(p: _Pair, allow: frozenset[str], moot: set[str]) -> list[str]:
+def _check_protocol(p: _Matching, allow: frozenset[str], moot: set[str]) -> list[str]:
     """The matched log fields and the `protocol` block, equal in both logs; the fields checked."""
     for name in (*PROTOCOL_FIELDS, *SUITE_FIELDS):
         if (name == "seed" and "seed" in allow) or name in moot:
@@ -145,7 +145,7 @@ def _check_protocol(p: _Pair, allow: frozenset[str], moot: set[str]) -> list[str
     return checked
 
 
-def _check_items(p: _Pair) -> int:
+def _check_items(p: _Matching) -> int:
     """The same item ids in both logs, and some; their number."""
     ids_a = {it.item_id for it in p.ref.items}
     ids_b = {it.item_id for it in p.other.items}
@@ -164,7 +164,7 @@ def _check_items(p: _Pair) -> int:
     return len(ids_a)
 
 
-def _check_suite_pins(p: _Pair, allow: frozenset[str]) -> list[str]:
+def _check_suite_pins(p: _Matching, allow: frozenset[str]) -> list[str]:
     """The suite file's and its questions' pins, equal where both logs record them; the pins checked.
 
     Logs scored against different suite files (an answer or verifier fixed in one) or generated from other
@@ -182,7 +182,7 @@ def _check_suite_pins(p: _Pair, allow: frozenset[str]) -> list[str]:
     return checked
 
 
-def _check_seeds(p: _Pair) -> bool:
+def _check_seeds(p: _Matching) -> bool:
     """Each item's per-sample seeds, equal where both logs record them; whether any were compared."""
     # From the samples, or the seeds the fast reader kept when it dropped them.
     seeds = {it.item_id: mine for it in p.ref.items if (mine := it.sample_seeds()) is not None}
@@ -204,7 +204,7 @@ def _check_seeds(p: _Pair) -> bool:
     return bool(both)
 
 
-def _check_distinct_models(p: _Pair) -> str:
+def _check_distinct_models(p: _Matching) -> str:
     """Two models, by their pinned weights (content hash or hub commit), else their names; the field."""
     pinned = all(log.pins is not None and "model" in log.pins for log in (p.ref, p.other))
     field = "pins.model" if pinned else "model_name"
@@ -232,7 +232,7 @@ def check_matched(
     seeds; "prompt": the protocol's prompting keys; "scorer": the scorer, its verifiers and the suite file
     they read, which a drift report compares on purpose). Returns the matched protocol and the fields checked.
     """
-    p = _Pair(ref_path, ref, other_path, other)
+    p = _Matching(ref_path, ref, other_path, other)
     # Greedy decoding (temperature 0 in both logs) reads neither the seed nor top_p: they cannot change a
     # token, so they may differ or be recorded in one log only (an lm-eval log records no sampling seed).
     moot = {"seed", "top_p"} if ref.temperature == 0 and other.temperature == 0 else set()
