@@ -149,7 +149,7 @@ def main() -> None:
             )
             if not fractional:
                 argv = ["--logs", str(logs), "--out", str(tmp_path / "arms"), "--params", str(params)]
-                r = run_child("arms", argv)
+                r = run_child("arm_comparison", argv)
                 print(
                     f"arm comparison, 7 arms ({kind}): in-process {r['main_s']:.2f} s, process "
                     f"{r['process_s']:.2f} s (cpu {r['cpu_s']:.2f} s), peak RSS {r['maxrss_mib']:.0f} MiB"
