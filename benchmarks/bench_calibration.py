@@ -6,7 +6,7 @@ Each design draws per-item success rates from a Beta distribution (sparse: Beta(
 middling: Beta(2, 2), mean 0.5), then k Bernoulli samples per item for base and trained, under the null
 (trained draws from the base's own rates) or a planted effect (trained's rates shifted by +0.8 on the
 logit scale). Generated tokens are drawn independently of correctness, uniform on 1..64, for the budget
-curve. Every rep calls the estimators the reports call (analysis.contrasts.primary_contrast and claim,
+curve. Every rep calls the estimators the reports call (analysis.reports.contrasts.primary_contrast and claim,
 mean_contrast for a secondary arm row, noise_floor.aa_noise_floor and budget.budget_curve), not the command
 line.
 
@@ -24,8 +24,8 @@ independently, written in the form the report's reader expects (Bernoulli of the
 the report's reader scores it right when both hold, the lenient reader when it is right. Designs: null
 (same rates, both arms write the expected form at 0.7), format (same rates; base writes it at 0.5, trained
 at 0.9: a pure format effect) and reasoning (trained's rates shifted by +0.8 on the logit scale, both at
-0.7). Each rep runs the delta report's claim and FORMAT call (analysis.contrasts.claim,
-analysis.answering.primary_part). Printed: the rate of FORMAT (null: a false call; format: the power;
+0.7). Each rep runs the delta report's claim and FORMAT call (analysis.reports.contrasts.claim,
+analysis.reports.answering.primary_part). Printed: the rate of FORMAT (null: a false call; format: the power;
 reasoning: a false call), of a SHARPENING / EXPANSION / UNDETERMINED claim that stands (format: the gain
 wrongly called reasoning) and of any claim, and the coverage of trained's answered-share and
 accuracy-among-answered intervals and of the answered share's change, each with its Monte Carlo standard
@@ -49,13 +49,13 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import expit, logit
 
-from analysis import answering, contrasts
-from analysis.align import Settings
-from analysis.budget import budget_curve, budget_grid
-from analysis.format_effect import FORMAT, FORMAT_DECLINE, ReaderArrays
-from analysis.noise_floor import aa_noise_floor
-from analysis.passk import k_grid
-from analysis.resampling import Interval
+from analysis.estimators.budget import budget_curve, budget_grid
+from analysis.estimators.noise_floor import aa_noise_floor
+from analysis.estimators.passk import k_grid
+from analysis.estimators.resampling import Interval
+from analysis.reports import answering, contrasts
+from analysis.reports.format_effect import FORMAT, FORMAT_DECLINE, ReaderArrays
+from analysis.reports.settings import Settings
 from benchmarks.calibration_metrics import metrics_table
 
 REGIMES = {"sparse": (0.5, 2.5), "middling": (2.0, 2.0)}

@@ -12,17 +12,18 @@ contract's types (EvalLog, ItemResult, SampleRecord) and written as the scorer w
 each with 0/1 scores and with fractional scores (no two items alike, so no grouping shortcut). For each it
 prints the log size; the CPU time to validate one log in this process with the analyses' reader
 (contract.logreader.read_log, samples checked then dropped) and with contract.evallog.load (every sample a
-pydantic object); and the whole `python -m analysis.delta` process (interpreter start, imports, both logs
+pydantic object); and the whole `python -m analysis.commands.delta` process (interpreter start, imports, both
+logs
 read and validated, every statistic, markdown and figure written): its wall time, minimum and median of
 --repeats runs (other jobs on a shared machine only ever add time), and its CPU time (user + system), with
 the load average before and after.
 
-A second table splits the process's CPU time into its parts, each the least of --repeats runs in a
-fresh interpreter as the process runs it (collector paused): the imports, reading both logs, handing one
-log back from the reader's process (pickle there and here), every statistic (`analysis.delta.build`, its
+A second table splits the process's CPU time into its parts, each the least of --repeats runs in a fresh
+interpreter as the process runs it (collector paused): the imports, reading both logs, handing one log back
+from the reader's process (pickle there and here), every statistic (`analysis.reports.delta.build`, its
 threads included), and the figure (matplotlib's import and one drawing). The imports come before anything
-else; the rest can at best be shared evenly by the CPUs, so imports + rest / CPUs is a floor no
-arrangement of this work beats on this machine.
+else; the rest can at best be shared evenly by the CPUs, so imports + rest / CPUs is a floor no arrangement
+of this work beats on this machine.
 """
 
 from __future__ import annotations
@@ -144,12 +145,13 @@ def cpu_seconds(read: object, path: Path) -> float:
     return time.process_time() - t0
 
 
-# Run in a fresh interpreter by delta_parts: each part's CPU time as `python -m analysis.delta` spends it.
+# Run in a fresh interpreter by delta_parts: each part's CPU time as `python -m analysis.commands.delta`
+# spends it.
 PARTS = """
 import gc, json, pickle, sys, time
 c0 = time.process_time()
-from analysis import delta
-from analysis.align import read_settings
+from analysis.reports import delta
+from analysis.reports.settings import read_settings
 from contract.logreader import read_log
 c1 = time.process_time()
 gc.disable()
@@ -160,8 +162,8 @@ pickle.loads(pickle.dumps(post))
 c3 = time.process_time()
 report = delta.build(pre_path, pre, post_path, post, read_settings(params))
 c4 = time.process_time()
-from analysis import figures
-figures.passk_figure(report)
+from analysis.rendering import figures
+figures.passk_figure(report.model_dump())
 c5 = time.process_time()
 print(json.dumps({"imports": c1 - c0, "read": c2 - c1, "handover": c3 - c2, "statistics": c4 - c3,
                   "figure": c5 - c4}))
@@ -190,13 +192,14 @@ def children_cpu() -> float:
 
 
 def time_process(argv: list[str], repeats: int) -> tuple[list[float], list[float]]:
-    """Wall and CPU times of repeats runs of `python -m analysis.delta argv` in fresh interpreters."""
+    """Wall and CPU times of repeats runs of `python -m analysis.commands.delta argv` in fresh
+    interpreters."""
     walls, cpus = [], []
     for _ in range(repeats):
         c0 = children_cpu()
         t0 = time.perf_counter()
         proc = subprocess.run(
-            [sys.executable, "-m", "analysis.delta", *argv],
+            [sys.executable, "-m", "analysis.commands.delta", *argv],
             cwd=ROOT,
             env={**os.environ, "PYTHONPATH": str(ROOT)},
             capture_output=True,
@@ -206,7 +209,9 @@ def time_process(argv: list[str], repeats: int) -> tuple[list[float], list[float
         walls.append(time.perf_counter() - t0)
         cpus.append(children_cpu() - c0)
         if proc.returncode != 0:
-            raise SystemExit(f"analysis.delta {' '.join(argv)} exited {proc.returncode}:\n{proc.stderr}")
+            raise SystemExit(
+                f"analysis.commands.delta {' '.join(argv)} exited {proc.returncode}:\n{proc.stderr}"
+            )
     return walls, cpus
 
 

@@ -2,9 +2,10 @@
 
     .venv/bin/python benchmarks/bench_stats.py [--items 10000] [--k 16] [--n-boot 10000] [--n-perm 10000]
 
-1. the delta report (python -m analysis.delta) on items x k with n_boot resamples and n_perm permutations,
+1. the delta report (python -m analysis.reports.delta) on items x k with n_boot resamples and n_perm
+permutations,
    0/1 scores (the usual case) and fractional scores (no two items alike, so no grouping shortcut);
-2. the arm comparison (python -m analysis.arm_comparison) over 7 arms of that size;
+2. the arm comparison (python -m analysis.reports.arm_comparison) over 7 arms of that size;
 3. the item-level bootstrap of the mean delta against a per-resample Python loop over random.Random, the
    textbook form (a few hundred loop resamples timed, then extrapolated to n_boot).
 
@@ -32,8 +33,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from analysis.bootstrap_ci import bootstrap_mean_ci  # noqa: E402  (needs the repository root on sys.path)
-from analysis.resampling import rng_for  # noqa: E402  (needs the repository root on sys.path)
+from analysis.estimators.bootstrap_ci import bootstrap_mean_ci  # noqa: E402  (needs the repository root on sys.path)
+from analysis.estimators.resampling import rng_for  # noqa: E402  (needs the repository root on sys.path)
 
 ARMS = {  # arm -> (logit lift, mean generated tokens, attribution)
     "base": (0.0, 40, "reference"),
@@ -50,7 +51,7 @@ CHILD = """
 import json, resource, sys, time
 sys.path.insert(0, {root!r})
 t0 = time.perf_counter()
-from analysis import {module} as m
+from analysis.commands import {module} as m
 t1 = time.perf_counter()
 code = m.main({argv!r})
 t2 = time.perf_counter()
@@ -148,7 +149,7 @@ def main() -> None:
             )
             if not fractional:
                 argv = ["--logs", str(logs), "--out", str(tmp_path / "arms"), "--params", str(params)]
-                r = run_child("arms", argv)
+                r = run_child("arm_comparison", argv)
                 print(
                     f"arm comparison, 7 arms ({kind}): in-process {r['main_s']:.2f} s, process "
                     f"{r['process_s']:.2f} s (cpu {r['cpu_s']:.2f} s), peak RSS {r['maxrss_mib']:.0f} MiB"

@@ -1,4 +1,5 @@
-"""Coverage of the paper metrics' intervals (analysis.paper_metrics, the benchmark table), by simulation:
+"""Coverage of the paper metrics' intervals (analysis.estimators.paper_metrics, the benchmark table), by
+simulation:
 `python -m benchmarks.bench_calibration --part metrics`.
 
 Each design draws per-item success rates from a Beta distribution (the regimes of bench_calibration), then k
@@ -7,7 +8,8 @@ shifted by +0.8 on the logit scale). A sample is right with its item's rate; a w
 three wrong answers, uniformly, so maj@k has wrong answers to split the vote. Every rep calls the
 estimators the table calls: paper_metrics.maj_at_k_items (with the samples' answers as text),
 pass_hat_k_items, avg_at_k, bayes_at_n and bayes_delta, and the paired interval every report takes
-(analysis.benchmark_table.metric_interval: BCa from 100 items; below, Newcombe's paired score interval for
+(analysis.reports.benchmark_table.metric_interval: BCa from 100 items; below, Newcombe's paired score
+interval for
 0/1 per-item values, maj@k's and pass^k's, and the sign-flip inversion for avg@k's).
 
 Printed per design, each with its Monte Carlo standard error over the reps:
@@ -30,9 +32,9 @@ import numpy as np
 from scipy.special import expit, logit
 from scipy.stats import norm
 
-from analysis import paper_metrics as pm
-from analysis.align import Settings
-from analysis.benchmark_table import metric_interval
+from analysis.estimators import paper_metrics as pm
+from analysis.reports.benchmark_table import metric_interval
+from analysis.reports.settings import Settings
 
 WRONG = 3  # wrong answers a wrong sample chooses from, uniformly
 COLUMNS = [

@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from analysis.numbers import num
+from analysis.reports.number_text import num
 from contract.atomic import atomic_write
 from contract.generations import Generations, GenerationsError, load_generations
 from contract.provenance import load_provenance, provenance_path

@@ -87,8 +87,8 @@ LOG_FIELDS = {"k": "n_samples", "temperature": "temperature", "top_p": "top_p", 
 MATCHED_LOG_FIELDS: tuple[str, ...] = tuple(LOG_FIELDS.values())
 
 
-# The top-level sections of params.yaml; pipeline.config and analysis.align refuse any other key, so a typo
-# (`analysys:`) is an error instead of a section nobody reads while the defaults run.
+# The top-level sections of params.yaml; pipeline.config and analysis.reports.settings refuse any other
+# key, so a typo (`analysys:`) is an error instead of a section nobody reads while the defaults run.
 PARAMS_SECTIONS: tuple[str, ...] = (
     "suite",
     "models",

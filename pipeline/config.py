@@ -114,7 +114,7 @@ class RagRef(BaseModel):
 
 
 class Params(BaseModel):
-    """params.yaml: what the pipeline reads, and the analyses' section (read by analysis.align)."""
+    """params.yaml: what the pipeline reads, and the analyses' section (read by analysis.reports.settings)."""
 
     model_config = ConfigDict(extra="forbid")
     suite: SuiteRef
@@ -123,7 +123,8 @@ class Params(BaseModel):
     protocol: Protocol
     analysis: dict[str, Any] | None = None
     arms: list[str] | None = None
-    # The checkpoint trajectory's arms (read and checked by analysis.trajectory; generation ignores it).
+    # The checkpoint trajectory's arms (read and checked by analysis.reports.trajectory; generation
+    # ignores it).
     trajectory: dict[str, Any] | None = None
     # Every checkpoint of a training run (contract.sweep): one model and one plain arm per folder of a glob.
     sweep: dict[str, Any] | None = None

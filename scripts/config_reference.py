@@ -1,7 +1,7 @@
 """The configuration reference of the documentation site, generated from the code's own lists of keys.
 
-Keys come from what validates them (pipeline.config.Params and its models, analysis.align.Settings,
-analysis.trajectory.TRAJECTORY_KEYS, contract.sweep.KEYS) and from the commented YAML files of conf/;
+Keys come from what validates them (pipeline.config.Params and its models, analysis.reports.settings.Settings,
+analysis.reports.trajectory.TRAJECTORY_KEYS, contract.sweep.KEYS) and from the commented YAML files of conf/;
 meanings of params.yaml keys come from docs/configuration_keys.yaml. A key the code accepts and the
 meanings file does not explain (or the reverse), or a page whose tables differ from what the code gives,
 fails the site build (`mkdocs build --strict`: this file is its hook) and `scripts/config_reference.py`,
@@ -74,8 +74,8 @@ def params_keys() -> list[tuple[str, str]]:
     """Every params.yaml key the code accepts, as (dotted key, default), in the order the code lists them."""
     from dataclasses import fields
 
-    from analysis.align import Settings
-    from analysis.trajectory import TRAJECTORY_KEYS
+    from analysis.reports.settings import Settings
+    from analysis.reports.trajectory import TRAJECTORY_KEYS
     from contract.sweep import KEYS as SWEEP_KEYS
     from pipeline.config import Params
 

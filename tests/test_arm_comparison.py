@@ -11,10 +11,13 @@ import pytest
 from markdown_it import MarkdownIt
 from scipy import stats
 
-from analysis import arm_comparison, delta, render
-from analysis.align import Settings
-from analysis.mdtext import items_href
-from analysis.report_models import ArmComparison
+from analysis.commands import arm_comparison as arm_comparison_command
+from analysis.rendering.arms_report import arms_markdown
+from analysis.rendering.markdown_text import items_href
+from analysis.reports import arm_comparison, delta
+from analysis.reports.design import FACTORIAL_CELLS
+from analysis.reports.report_models import ArmComparison
+from analysis.reports.settings import Settings
 from contract.evallog import EvalLog
 from tests.test_delta import (
     FAMILIES,
@@ -97,7 +100,7 @@ def test_names_reach_the_markdown_and_the_forest_plot_as_written(tmp_path):
     """A '|' in a name shifted the cells of its row, HTML rendered, a '$' in an arm crashed the plot."""
     logs = hostile_world(tmp_path / "logs")
     out = tmp_path / "report"
-    r = run_cli("analysis.arm_comparison", "--logs", str(logs), "--out", str(out), "--params",
+    r = run_cli("analysis.commands.arm_comparison", "--logs", str(logs), "--out", str(out), "--params",
                 str(write_params(tmp_path / "p.yaml")))  # fmt: skip
     assert r.returncode == 0, r.stderr
     assert (out / "arm_deltas.png").read_bytes().startswith(b"\x89PNG")
@@ -136,7 +139,7 @@ def test_cli_writes_every_arm_and_reruns_byte_identical(world, tmp_path):
     outs = []
     for run in ("one", "two"):
         r = run_cli(
-            "analysis.arm_comparison",
+            "analysis.commands.arm_comparison",
             "--logs",
             str(world),
             "--out",
@@ -162,7 +165,7 @@ def test_cli_writes_every_arm_and_reruns_byte_identical(world, tmp_path):
 
 
 def test_rows_agree_with_direct_computation_and_the_delta_report(world):
-    report = arm_comparison.build(str(world), FAST)
+    report = arm_comparison.build(str(world), FAST).model_dump()
     logs = {a: EvalLog.model_validate_json((world / f"{a}.json").read_text()) for a in WORLD}
     mean = {a: np.array([np.mean(it.scores) for it in log.items]) for a, log in logs.items()}
     rows = {c["arm"]: c for c in report["contrasts"]}
@@ -182,7 +185,7 @@ def test_rows_agree_with_direct_computation_and_the_delta_report(world):
     dr = delta.build(
         str(world / "base.json"), logs["base"], str(world / "trained.json"), logs["trained"], FAST
     )
-    assert trained["ci95"] == dr["delta_ci95"] and trained["p_value"] == dr["perm_p"]
+    assert trained["ci95"] == dr.delta_ci95 and trained["p_value"] == dr.perm_p
     marginal = {m["arm"]: m for m in report["marginal"]}
     assert marginal["trained+rag"]["naive_delta"] == pytest.approx(
         (mean["trained+rag"] - mean["+rag"]).mean()
@@ -190,7 +193,7 @@ def test_rows_agree_with_direct_computation_and_the_delta_report(world):
 
 
 def test_claims_follow_attribution_not_size(world):
-    rows = {c["arm"]: c for c in arm_comparison.build(str(world), FAST)["contrasts"]}
+    rows = {c["arm"]: c for c in arm_comparison.build(str(world), FAST).model_dump()["contrasts"]}
     assert "NOT reasoning" in rows["+tools"]["claim"] and "tool-access" in rows["+tools"]["claim"]
     assert "NOT reasoning" in rows["+rag"]["claim"] and "retrieval" in rows["+rag"]["claim"]
     assert rows["trained"]["claim"].startswith("parametric")
@@ -198,7 +201,7 @@ def test_claims_follow_attribution_not_size(world):
 
 
 def test_ceiling_is_labelled_and_never_decomposed(world):
-    rows = {c["arm"]: c for c in arm_comparison.build(str(world), FAST)["contrasts"]}
+    rows = {c["arm"]: c for c in arm_comparison.build(str(world), FAST).model_dump()["contrasts"]}
     ceiling = rows["trained+rag+tools"]
     assert ceiling["ceiling"] is True and ceiling["parametric_share"] is None
     assert sum(c["ceiling"] for c in rows.values()) == 1
@@ -212,7 +215,7 @@ def test_ceiling_is_labelled_and_never_decomposed(world):
 
 
 def test_per_family_rows_show_retrieval_on_lookup(world):
-    report = arm_comparison.build(str(world), FAST)
+    report = arm_comparison.build(str(world), FAST).model_dump()
     fam = {(f["arm"], f["reference"], f["family"]): f for f in report["families"]}
     rag_lookup = fam[("+rag", "base", "lookup")]
     assert rag_lookup["n_items"] == 24
@@ -221,7 +224,7 @@ def test_per_family_rows_show_retrieval_on_lookup(world):
 
 
 def test_path_table_of_tool_arms(world):
-    report = arm_comparison.build(str(world), FAST)
+    report = arm_comparison.build(str(world), FAST).model_dump()
     tables = {t["arm"]: t for t in report["paths"]}
     assert sorted(tables) == ["+tools", "trained+rag+tools", "trained+tools"]
     log = EvalLog.model_validate_json((world / "+tools.json").read_text())
@@ -235,13 +238,13 @@ def test_path_table_of_tool_arms(world):
 
 def test_missing_arms_degrade_gracefully(tmp_path):
     folder = make_world(tmp_path / "logs", arms_=["base", "trained", "trained+rag"])
-    report = arm_comparison.build(str(folder), FAST)
+    report = arm_comparison.build(str(folder), FAST).model_dump()
     assert [c["arm"] for c in report["contrasts"]] == ["trained", "trained+rag"]
     assert report["marginal"] == []
     assert report["arms_missing"] == ["+rag", "+tools", "trained+tools", "trained+rag+tools"]
     alone = make_world(tmp_path / "alone", arms_=["base"])
-    assert arm_comparison.build(str(alone), FAST)["contrasts"] == []
-    assert arm_comparison.main(["--logs", str(alone), "--out", str(tmp_path / "out"), "--params",
+    assert arm_comparison.build(str(alone), FAST).model_dump()["contrasts"] == []
+    assert arm_comparison_command.main(["--logs", str(alone), "--out", str(tmp_path / "out"), "--params",
                       str(write_params(tmp_path / "p.yaml"))]) == 0  # fmt: skip
     assert "Only base is present" in (tmp_path / "out" / "arm_comparison_report.md").read_text()
     assert (tmp_path / "out" / "arm_deltas.png").read_bytes().startswith(b"\x89PNG")
@@ -254,7 +257,7 @@ def test_arm_name_and_attribution_fall_back_to_file_stem(tmp_path):
     (folder / "+rag.json").write_text(json.dumps(raw))
     raw["arm"] = "my-arm"
     (tmp_path / "logs" / "other.json").write_text(json.dumps(raw))
-    rows = {c["arm"]: c for c in arm_comparison.build(str(folder), FAST)["contrasts"]}
+    rows = {c["arm"]: c for c in arm_comparison.build(str(folder), FAST).model_dump()["contrasts"]}
     assert rows["+rag"]["attribution"] == "lookup"
     assert rows["my-arm"]["attribution"] == "unknown" and "no causal reading" in rows["my-arm"]["claim"]
 
@@ -265,7 +268,7 @@ def test_budget_adjustment_is_null_without_gen_tokens(tmp_path):
     for it in raw["items"]:
         del it["gen_tokens"]
     (folder / "trained.json").write_text(json.dumps(raw))
-    report = arm_comparison.build(str(folder), FAST)
+    report = arm_comparison.build(str(folder), FAST).model_dump()
     row = report["contrasts"][0]
     assert row["adjusted_delta"] is None and row["budget_confound"] is None and row["mean_gen_tokens"] is None
     assert any("gen_tokens" in n and "trained" in n for n in report["notes"])
@@ -283,9 +286,9 @@ def test_significant_but_tiny_delta_is_negligible(tmp_path):
     folder.mkdir()
     write_log(folder / "base.json", base)
     write_log(folder / "trained.json", arm)
-    row = arm_comparison.build(str(folder), Settings(n_boot=2000, n_perm=2000, min_effect=0.01))["contrasts"][
-        0
-    ]
+    row = arm_comparison.build(str(folder), Settings(n_boot=2000, n_perm=2000, min_effect=0.01)).model_dump()[
+        "contrasts"
+    ][0]
     assert row["naive_delta"] == pytest.approx(0.006)
     assert row["significant"] and row["negligible"]
 
@@ -300,7 +303,7 @@ def test_refuses_an_arm_at_another_protocol(world, tmp_path):
     out = tmp_path / "report"
     out.mkdir()
     (out / "arm_comparison_report.json").write_text("previous\n")
-    r = run_cli("analysis.arm_comparison", "--logs", str(world), "--out", str(out), "--params",
+    r = run_cli("analysis.commands.arm_comparison", "--logs", str(world), "--out", str(out), "--params",
                 str(write_params(tmp_path / "p.yaml")))  # fmt: skip
     lines = (r.stdout + r.stderr).strip().splitlines()
     assert r.returncode == 2 and len(lines) == 1
@@ -314,7 +317,7 @@ def test_refuses_a_trained_arm_of_the_base_model_and_a_suite_of_another_file(wor
     """+rag and +tools share base's model by design; trained may not, or its parametric row reads 0."""
     raw = json.loads((world / "trained.json").read_text())
     (world / "trained.json").write_text(json.dumps({**raw, "model_name": "demo-base"}))
-    code = arm_comparison.main(["--logs", str(world), "--out", str(tmp_path / "o")])
+    code = arm_comparison_command.main(["--logs", str(world), "--out", str(tmp_path / "o")])
     lines = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(lines) == 1
     assert f"{world / 'base.json'} vs {world / 'trained.json'}: model_name is 'demo-base' in both" in lines[0]
@@ -323,7 +326,7 @@ def test_refuses_a_trained_arm_of_the_base_model_and_a_suite_of_another_file(wor
         log = json.loads((world / f"{name}.json").read_text())
         log["pins"] = {"suite": f"sha256:{name}"}
         (world / f"{name}.json").write_text(json.dumps(log))
-    code = arm_comparison.main(["--logs", str(world), "--out", str(tmp_path / "o")])
+    code = arm_comparison_command.main(["--logs", str(world), "--out", str(tmp_path / "o")])
     lines = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(lines) == 1 and "+rag.json: pins.suite differs" in lines[0]
     assert not (tmp_path / "o").exists()
@@ -333,7 +336,7 @@ def test_refuses_an_arm_on_other_items(world, tmp_path, capsys):
     raw = json.loads((world / "+rag.json").read_text())
     raw["items"] = raw["items"][:-1]
     (world / "+rag.json").write_text(json.dumps(raw))
-    code = arm_comparison.main(["--logs", str(world), "--out", str(tmp_path / "o")])
+    code = arm_comparison_command.main(["--logs", str(world), "--out", str(tmp_path / "o")])
     lines = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(lines) == 1 and "items differ" in lines[0] and "+rag.json" in lines[0]
     assert not (tmp_path / "o").exists()
@@ -341,17 +344,17 @@ def test_refuses_an_arm_on_other_items(world, tmp_path, capsys):
 
 def test_missing_base_names_the_folder(world, tmp_path, capsys):
     shutil.move(world / "base.json", tmp_path / "elsewhere.json")
-    code = arm_comparison.main(["--logs", str(world), "--out", str(tmp_path / "o")])
+    code = arm_comparison_command.main(["--logs", str(world), "--out", str(tmp_path / "o")])
     lines = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(lines) == 1 and str(world) in lines[0] and "no base arm" in lines[0]
-    code = arm_comparison.main(["--logs", str(tmp_path / "nope"), "--out", str(tmp_path / "o")])
+    code = arm_comparison_command.main(["--logs", str(tmp_path / "nope"), "--out", str(tmp_path / "o")])
     assert code == 2 and "no such folder" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
 
 
 def test_two_logs_of_one_arm_are_refused(world, tmp_path, capsys):
     shutil.copy(world / "trained.json", world / "trained-copy.json")
-    code = arm_comparison.main(["--logs", str(world), "--out", str(tmp_path / "o")])
+    code = arm_comparison_command.main(["--logs", str(world), "--out", str(tmp_path / "o")])
     err = capsys.readouterr().err
     assert code == 2 and "both hold arm 'trained'" in err
 
@@ -361,13 +364,13 @@ def test_too_few_items_never_claim_a_surviving_gain(tmp_path):
     folder.mkdir()
     write_log(folder / "base.json", np.zeros((4, 2)), gen_tokens=np.full((4, 2), 10))
     write_log(folder / "trained.json", np.ones((4, 2)), gen_tokens=np.full((4, 2), 10))
-    row = arm_comparison.build(str(folder), FAST)["contrasts"][0]
+    row = arm_comparison.build(str(folder), FAST).model_dump()["contrasts"][0]
     assert "SURVIVES" not in row["claim"] and not row["significant"]
     assert row["claim"].startswith("too few items: 4 paired items cannot reach p < 0.05")
 
 
 def test_family_contrasts_have_their_own_fdr_family(world):
-    report = arm_comparison.build(str(world), FAST)
+    report = arm_comparison.build(str(world), FAST).model_dump()
     main, fam = [*report["contrasts"], *report["marginal"]], report["families"]
     # trained vs base is the primary contrast, decided by the claim's Holm family; the rest are one family.
     secondary = [t for t in main if (t["arm"], t["reference"]) != ("trained", "base")]
@@ -384,17 +387,19 @@ def test_family_contrasts_have_their_own_fdr_family(world):
 
 
 def test_a_row_whose_ci_excludes_zero_but_is_not_significant_says_why(world):
-    report = arm_comparison.build(str(world), Settings(n_boot=400, n_perm=400, seed=3, fdr=0.001))
+    report = arm_comparison.build(
+        str(world), Settings(n_boot=400, n_perm=400, seed=3, fdr=0.001)
+    ).model_dump()
     # A secondary contrast (trained vs base is decided by the claim's family at alpha, not at fdr).
     row = next(c for c in report["contrasts"] if c["ci95"][0] > 0 and c["arm"] != "trained")
     assert not row["significant"]
-    text = render.arms_markdown(ArmComparison.model_validate(report))
+    text = arms_markdown(ArmComparison.model_validate(report))
     assert f"no (q {row['q_value']:.3g} > fdr 0.001)" in text
     assert "significant means q <= fdr and the" in text
 
 
 def test_the_budget_adjustment_is_labelled_descriptive(world):
-    text = render.arms_markdown(ArmComparison.model_validate(arm_comparison.build(str(world), FAST)))
+    text = arms_markdown(ArmComparison.model_validate(arm_comparison.build(str(world), FAST).model_dump()))
     assert "descriptive only (it conditions on generated tokens" in text
 
 
@@ -404,7 +409,7 @@ def planted_factorial_world(folder: Path, interaction: float, n_items: int = 400
     folder.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(11)
     base = rng.uniform(0.1, 0.3, n_items)
-    for name, (t, r, x) in arm_comparison.FACTORIAL_CELLS.items():
+    for name, (t, r, x) in FACTORIAL_CELLS.items():
         if name == "+rag+tools":
             continue
         p = base + 0.10 * t + 0.25 * r + 0.20 * x + interaction * t * r
@@ -417,13 +422,11 @@ def planted_factorial_world(folder: Path, interaction: float, n_items: int = 400
 
 @pytest.mark.parametrize("planted", [0.15, -0.15])
 def test_factorial_readout_recovers_a_planted_interaction(tmp_path, planted):
-    report = arm_comparison.build(str(planted_factorial_world(tmp_path / "logs", planted)), FAST)
+    report = arm_comparison.build(str(planted_factorial_world(tmp_path / "logs", planted)), FAST).model_dump()
     effects = {e["effect"]: e for e in report["factorial"]["effects"]}
     txr = effects["training x retrieval"]
     assert txr["cells"] == {"trained+rag": 1, "trained": -1, "+rag": -1, "base": 1}
-    assert list(report["factorial"]["cells"]) == [
-        a for a in arm_comparison.FACTORIAL_CELLS if a != "+rag+tools"
-    ]
+    assert list(report["factorial"]["cells"]) == [a for a in FACTORIAL_CELLS if a != "+rag+tools"]
     lo, hi = txr["ci95"]
     assert lo <= planted <= hi
     assert txr["reading"] == ("complements" if planted > 0 else "substitutes")
@@ -437,7 +440,7 @@ def test_factorial_readout_recovers_a_planted_interaction(tmp_path, planted):
     # Without +rag+tools neither retrieval x tools nor the three-way term exists; the page says which arm.
     assert effects["retrieval x tools"]["estimate"] is None
     assert effects["training x retrieval x tools"]["missing_arms"] == ["+rag+tools"]
-    text = render.arms_markdown(ArmComparison.model_validate(report))
+    text = arms_markdown(ArmComparison.model_validate(report))
     assert "## Factorial read-out: training x retrieval x tools" in text
     assert "never decomposed into shares" in text
     tables, _ = markdown_view(text)
@@ -448,11 +451,11 @@ def test_factorial_readout_recovers_a_planted_interaction(tmp_path, planted):
 
 def test_factorial_section_only_when_an_interaction_can_be_estimated(tmp_path):
     folder = make_world(tmp_path / "logs", arms_=["base", "trained", "+rag", "+tools", "trained+tools"])
-    assert arm_comparison.build(str(folder), FAST)["factorial"] is not None
+    assert arm_comparison.build(str(folder), FAST).model_dump()["factorial"] is not None
     (folder / "trained+tools.json").unlink()
-    report = arm_comparison.build(str(folder), FAST)
+    report = arm_comparison.build(str(folder), FAST).model_dump()
     assert report["factorial"] is None
-    assert "Factorial read-out" not in render.arms_markdown(ArmComparison.model_validate(report))
+    assert "Factorial read-out" not in arms_markdown(ArmComparison.model_validate(report))
 
 
 def test_a_placebo_arm_is_compared_and_never_credited_to_the_reward(tmp_path):
@@ -461,6 +464,6 @@ def test_a_placebo_arm_is_compared_and_never_credited_to_the_reward(tmp_path):
     write_log(
         folder / "placebo.json", scores, arm="placebo", attribution="placebo", model_name="demo-placebo"
     )
-    report = arm_comparison.build(str(folder), FAST)
+    report = arm_comparison.build(str(folder), FAST).model_dump()
     row = next(c for c in report["contrasts"] if c["arm"] == "placebo")
     assert row["attribution"] == "placebo" and row["claim"].endswith("(placebo), NOT the reward's effect.")

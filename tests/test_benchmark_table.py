@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from analysis import benchmark_table, report
+from analysis.commands import benchmark_table as benchmark_table_command
+from analysis.rendering import index_page as report
 
 ROOT = Path(__file__).resolve().parents[1]
 WORLD = ROOT / "examples" / "smollm2-grpo"
@@ -29,7 +30,7 @@ def test_the_index_page_and_metrics_json_carry_the_tables_overall_numbers(tmp_pa
         "--params",
         str(WORLD / "params.yaml"),
     ]
-    assert benchmark_table.main(argv) == 0
+    assert benchmark_table_command.main(argv) == 0
     table = json.loads((out / "table" / "benchmark_table.json").read_text())
     report.write(out / "delta", out / "arms", out, WORLD / "evallogs", out / "table")
     page = (out / "index.md").read_text()

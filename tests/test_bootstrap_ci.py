@@ -1,4 +1,5 @@
-"""analysis.bootstrap_ci against scipy.stats.bootstrap on small data (same Generator, same draws)."""
+"""analysis.estimators.bootstrap_ci against scipy.stats.bootstrap on small data (same Generator, same
+draws)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from analysis.bootstrap_ci import bootstrap_mean_ci, cluster_bootstrap
-from analysis.passk import pass_at_k_items
-from analysis.resampling import percentile_interval, rng_for
+from analysis.estimators.bootstrap_ci import bootstrap_mean_ci, cluster_bootstrap
+from analysis.estimators.passk import pass_at_k_items
+from analysis.estimators.resampling import percentile_interval, rng_for
 
 
 @pytest.mark.parametrize("method", ["percentile", "BCa"])

@@ -1,11 +1,12 @@
-"""analysis.budget: the budget curve by hand and the budget-stratified adjustment against a plain loop."""
+"""analysis.estimators.budget: the budget curve by hand and the budget-stratified adjustment against a plain
+loop."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from analysis.budget import budget_adjusted_deltas, budget_curve, budget_grid
+from analysis.estimators.budget import budget_adjusted_deltas, budget_curve, budget_grid
 
 
 def loop_budget_adjusted_delta(y_base, y_arm, b_base, b_arm, n_bins=5):

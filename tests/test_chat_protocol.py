@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import yaml
 
-from analysis import delta
+from analysis.commands import delta as delta_command
 from arms.tools.orbital import TOOLS
 from contract.protocol import Protocol
 from pipeline.config import ConfigError, load_arm, load_params
@@ -147,7 +147,7 @@ def test_logs_prompted_differently_are_not_compared(tmp_path, capsys, change, fi
     rng = np.random.default_rng(2)
     pre = write_log(tmp_path / "pre.json", (rng.random((12, 4)) < 0.5).astype(float))
     post = write_log(tmp_path / "post.json", (rng.random((12, 4)) < 0.5).astype(float), protocol=change)
-    code = delta.main(["--pre", str(pre), "--post", str(post), "--out", str(tmp_path / "r"),
+    code = delta_command.main(["--pre", str(pre), "--post", str(post), "--out", str(tmp_path / "r"),
                        "--params", str(write_params(tmp_path / "p.yaml"))])  # fmt: skip
     lines = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(lines) == 1 and f"{field} differs" in lines[0], lines

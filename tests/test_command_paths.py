@@ -13,14 +13,20 @@ import pytest
 from tests.conftest import ROOT
 
 CASES = [
-    (["analysis.delta", "--pre", "{d}", "--post", "{d}", "--out", "{o}"], r"log {d}: is a folder"),
-    (["analysis.delta", "--pre", "{loop}", "--post", "{loop}", "--out", "{o}"], r"{loop}: a symbolic link"),
-    (["analysis.delta", "--pre", "{f}", "--post", "{f}", "--out", "{f}"], r"--out {f}: is a file"),
-    (["analysis.arm_comparison", "--logs", "{f}", "--out", "{o}"], r"{f}: no such folder of EvalLogs"),
-    (["analysis.arm_comparison", "--logs", "{d}", "--out", "/proc/x"], r"--out /proc/x: under /proc"),
-    (["analysis.trajectory", "--logs", "{d}", "--out", "{f}"], r"--out {f}: is a file; give a folder"),
-    (["analysis.report", "--delta", "{loopdir}", "--arms", "{d}", "--out", "{o}"], r"delta_report.json"),
-    (["analysis.report", "--delta", "{d}", "--arms", "{d}", "--out", "{f}"], r"--out {f}: is a file"),
+    (["analysis.commands.delta", "--pre", "{d}", "--post", "{d}", "--out", "{o}"], r"log {d}: is a folder"),
+    (["analysis.commands.delta", "--pre", "{loop}", "--post", "{loop}", "--out", "{o}"],
+     r"{loop}: a symbolic link"),
+    (["analysis.commands.delta", "--pre", "{f}", "--post", "{f}", "--out", "{f}"], r"--out {f}: is a file"),
+    (["analysis.commands.arm_comparison", "--logs", "{f}", "--out", "{o}"],
+     r"{f}: no such folder of EvalLogs"),
+    (["analysis.commands.arm_comparison", "--logs", "{d}", "--out", "/proc/x"],
+     r"--out /proc/x: under /proc"),
+    (["analysis.commands.trajectory", "--logs", "{d}", "--out", "{f}"],
+     r"--out {f}: is a file; give a folder"),
+    (["analysis.commands.index_page", "--delta", "{loopdir}", "--arms", "{d}", "--out", "{o}"],
+     r"delta_report.json"),
+    (["analysis.commands.index_page", "--delta", "{d}", "--arms", "{d}", "--out", "{f}"],
+     r"--out {f}: is a file"),
     (["interop.inspect_export", "{d}", "--out", "{o}"], r"log {d}: is a folder; give a file"),
 ]  # fmt: skip
 

@@ -10,14 +10,17 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from analysis import arm_comparison, calibration, compare, crossover, drift, report, trajectory
-from analysis.align import Settings
-from analysis.bootstrap_ci import bootstrap_mean_ci
-from analysis.ece import ece_difference_test, ece_interval, expected_calibration_error
-from analysis.multiplicity import holm_adjusted
-from analysis.passk import beta_binomial_moments, beta_binomial_pass_at_k
-from analysis.report_models import ArmComparison, DeltaReport
-from analysis.signflip import sign_flip_interval, sign_flip_test
+from analysis.commands import compare_logs as compare
+from analysis.commands import drift as drift_command
+from analysis.estimators.bootstrap_ci import bootstrap_mean_ci
+from analysis.estimators.ece import ece_difference_test, ece_interval, expected_calibration_error
+from analysis.estimators.multiplicity import holm_adjusted
+from analysis.estimators.passk import beta_binomial_moments, beta_binomial_pass_at_k
+from analysis.estimators.signflip import sign_flip_interval, sign_flip_test
+from analysis.rendering import index_page as report
+from analysis.reports import arm_comparison, calibration, crossover, trajectory
+from analysis.reports.report_models import ArmComparison, DeltaReport
+from analysis.reports.settings import Settings
 from contract.evallog import EvalLog
 from tests.test_delta import build, write_log
 
@@ -123,10 +126,10 @@ def _pair(tmp_path, n, k, seed, lift):
 def test_the_delta_report_the_arm_row_and_the_trajectory_print_one_verdict(tmp_path, seed):
     folder = _pair(tmp_path, 24, 2, seed, 0.12)
     d = build(folder / "base.json", folder / "trained.json")
-    a = arm_comparison.build(str(folder), FAST)
+    a = arm_comparison.build(str(folder), FAST).model_dump()
     params = tmp_path / "params.yaml"
     params.write_text("arms: [base, trained]\ntrajectory: {checkpoints: [base, trained], placebo: null}\n")
-    t = trajectory.build(str(folder), FAST, params)
+    t = trajectory.build(str(folder), FAST, params).model_dump()
     row, step = a["contrasts"][0], t["trajectory"][1]
     assert d["verdict"]["significant"] == row["significant"] == step["significant"]
     assert d["delta_ci95"] == row["ci95"] == step["ci95"] and d["perm_p"] == row["p_value"] == step["p_value"]
@@ -167,7 +170,7 @@ def test_an_interval_that_excludes_zero_with_a_test_that_does_not_reject_is_not_
         d = build(folder / "base.json", folder / "trained.json")
         lo, hi = d["delta_ci95"]
         if (lo > 0 or hi < 0) and d["verdict"]["p_holm"] > 0.05:
-            row = arm_comparison.build(str(folder), FAST)["contrasts"][0]
+            row = arm_comparison.build(str(folder), FAST).model_dump()["contrasts"][0]
             assert not d["verdict"]["significant"] and not row["significant"]
             assert row["claim"] == "no parametric gain detected." and d["claim"] in (
                 "no material shift",
@@ -220,7 +223,7 @@ def test_needed_k_from_beta_binomial_fits():
 def test_calibration_section_in_both_reports(tmp_path):
     folder = _pair(tmp_path, 60, 4, 3, 0.2)
     d = build(folder / "base.json", folder / "trained.json")
-    a = arm_comparison.build(str(folder), FAST)
+    a = arm_comparison.build(str(folder), FAST).model_dump()
     assert d["calibration"]["deltas"][0] == a["calibration"]["deltas"][0]
     base = EvalLog.model_validate_json((folder / "base.json").read_text())
     order = sorted(it.item_id for it in base.items)
@@ -250,7 +253,7 @@ def test_drift_reports_the_rescored_items_and_the_verdicts_that_change(tmp_path,
             write_log(folder / f"{name}.json", s, samples=samples, arm=name,
                       scorer={"name": "demo", "version": version})  # fmt: skip
     out = tmp_path / "drift"
-    assert drift.main(["--before", str(before), "--after", str(after), "--out", str(out)]) == 0
+    assert drift_command.main(["--before", str(before), "--after", str(after), "--out", str(out)]) == 0
     r = json.loads((out / "drift_report.json").read_text())
     rows = {row["arm"]: row for row in r["arms"]}
     assert rows["base"]["samples_rescored"] == 0 and rows["base"]["delta"] == 0
@@ -260,7 +263,10 @@ def test_drift_reports_the_rescored_items_and_the_verdicts_that_change(tmp_path,
     assert changed == flipped and changed
     assert r["verdicts_checked"] > 0
     assert "Report verdicts that change" in (out / "drift_report.md").read_text()
-    assert drift.main(["--before", str(tmp_path / "nowhere"), "--after", str(after), "--out", str(out)]) == 2
+    assert (
+        drift_command.main(["--before", str(tmp_path / "nowhere"), "--after", str(after), "--out", str(out)])
+        == 2
+    )
     assert "--before" in capsys.readouterr().err
 
 
@@ -335,7 +341,7 @@ def test_the_drift_stage_reports_a_scorer_change_against_the_cached_log(tmp_path
     for name, s in scores.items():
         write_log(logs / f"{name}.json", s, arm=name, scorer={"name": "demo", "version": "1"})
     args = ["--record", str(out / "scorers.json"), "--logs", str(logs), "--out", str(out)]
-    assert drift.main(args) == 0
+    assert drift_command.main(args) == 0
     assert "no drift to report" in (out / "drift_report.md").read_text()
     recorded = json.loads((out / "scorers.json").read_text())
     # DVC keeps the recorded log in its cache under its md5: the stage reads it from there.
@@ -346,7 +352,7 @@ def test_the_drift_stage_reports_a_scorer_change_against_the_cached_log(tmp_path
     rescored = scores["trained"].copy()
     rescored[:5] = 1.0
     write_log(logs / "trained.json", rescored, arm="trained", scorer={"name": "demo", "version": "2"})
-    assert drift.main(args) == 0
+    assert drift_command.main(args) == 0
     r = json.loads((out / "drift_report.json").read_text())
     assert r["changed_arms"] == ["trained"]
     # base is still scored by the old scorer: the reports would refuse the pair, so no verdict is compared.

@@ -14,9 +14,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from analysis import delta
-from analysis.align import Settings, read_settings
-from analysis.report_models import DeltaReport
+from analysis.commands import delta as delta_command
+from analysis.rendering import delta_report as delta_rendering
+from analysis.reports import delta
+from analysis.reports.report_models import DeltaReport
+from analysis.reports.settings import Settings, read_settings
 from contract.evallog import EvalLog
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -143,9 +145,14 @@ def pair(tmp_path: Path) -> tuple[Path, Path]:
     return a, b
 
 
-def build(pre: Path, post: Path, s: Settings = FAST) -> dict:
+def build_typed(pre: Path, post: Path, s: Settings = FAST) -> DeltaReport:
     return delta.build(str(pre), EvalLog.model_validate_json(pre.read_text()), str(post),
                        EvalLog.model_validate_json(post.read_text()), s)  # fmt: skip
+
+
+def build(pre: Path, post: Path, s: Settings = FAST) -> dict:
+    """The report as plain data (its fields as assembled), as the tests below read it."""
+    return build_typed(pre, post, s).model_dump()
 
 
 # ------------------------------------------------------------------------------------------- the CLI
@@ -157,7 +164,7 @@ def test_cli_writes_the_report_and_reruns_byte_identical(pair, tmp_path):
     outs = []
     for run in ("one", "two"):
         out = tmp_path / run
-        r = run_cli("analysis.delta", "--pre", str(pre), "--post", str(post), "--out", str(out),
+        r = run_cli("analysis.commands.delta", "--pre", str(pre), "--post", str(post), "--out", str(out),
                     "--params", str(params))  # fmt: skip
         assert r.returncode == 0, r.stderr
         outs.append(out)
@@ -180,10 +187,10 @@ def test_the_figure_drawn_beside_the_statistics_is_the_one_drawn_here(pair, tmp_
     pre, post = pair
     params = write_params(tmp_path / "params.yaml")
     out = tmp_path / "cli"
-    r = run_cli("analysis.delta", "--pre", str(pre), "--post", str(post), "--out", str(out),
+    r = run_cli("analysis.commands.delta", "--pre", str(pre), "--post", str(post), "--out", str(out),
                 "--params", str(params))  # fmt: skip
     assert r.returncode == 0, r.stderr
-    here = delta.outputs(build(pre, post, read_settings(params)))
+    here = delta_rendering.outputs(build_typed(pre, post, read_settings(params)))
     assert set(here) == {p.name for p in out.iterdir()}
     for name, data in here.items():
         assert (out / name).read_bytes() == data, name
@@ -198,7 +205,7 @@ def test_names_reach_the_markdown_and_the_figure_as_written(tmp_path):
     a = write_log(tmp_path / "base.json", pre, families=fam, model_name=HOSTILE_MODEL)
     b = write_log(tmp_path / "trained.json", post, families=fam, model_name="demo-trained")
     out = tmp_path / "report"
-    r = run_cli("analysis.delta", "--pre", str(a), "--post", str(b), "--out", str(out), "--params",
+    r = run_cli("analysis.commands.delta", "--pre", str(a), "--post", str(b), "--out", str(out), "--params",
                 str(write_params(tmp_path / "p.yaml")))  # fmt: skip
     assert r.returncode == 0, r.stderr
     assert (out / "passk_curve.png").read_bytes().startswith(b"\x89PNG")
@@ -269,7 +276,7 @@ def test_pass_at_k_curve_up_to_k_1024_from_the_cli_equals_exact_fractions(tmp_pa
     a = write_log(tmp_path / "base.json", scores[0], protocol={"k": n}, n_samples=n)
     b = write_log(tmp_path / "trained.json", scores[1], protocol={"k": n}, n_samples=n, model_name="m1")
     out = tmp_path / "out"
-    proc = run_cli("analysis.delta", "--pre", str(a), "--post", str(b), "--out", str(out),
+    proc = run_cli("analysis.commands.delta", "--pre", str(a), "--post", str(b), "--out", str(out),
                    "--params", str(write_params(tmp_path / "params.yaml")))  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     r = json.loads((out / "delta_report.json").read_text())
@@ -433,7 +440,7 @@ def _mismatched(tmp_path: Path, change: dict) -> tuple[Path, Path]:
 def test_refuses_mismatched_logs_with_one_line_and_exit_2(tmp_path, capsys, name, change, field):
     pre, post = _mismatched(tmp_path, change)
     out = tmp_path / "report"
-    code = delta.main(["--pre", str(pre), "--post", str(post), "--out", str(out), "--params",
+    code = delta_command.main(["--pre", str(pre), "--post", str(post), "--out", str(out), "--params",
                        str(write_params(tmp_path / "p.yaml"))])  # fmt: skip
     captured = capsys.readouterr()
     lines = (captured.out + captured.err).strip().splitlines()
@@ -451,12 +458,15 @@ def test_greedy_logs_compare_when_one_does_not_record_top_p(tmp_path, capsys):
     post = write_log(tmp_path / "post.json", (rng.random((20, 1)) < 0.5).astype(float), top_p=None, **greedy)
     out = tmp_path / "report"
     params = str(write_params(tmp_path / "p.yaml"))
-    assert delta.main(["--pre", str(pre), "--post", str(post), "--out", str(out), "--params", params]) == 0
+    assert (
+        delta_command.main(["--pre", str(pre), "--post", str(post), "--out", str(out), "--params", params])
+        == 0
+    )
     # Sampled, the same gap is refused: top_p then shapes every sample.
     pre = write_log(tmp_path / "pre1.json", (rng.random((20, 1)) < 0.5).astype(float))
     post = write_log(tmp_path / "post1.json", (rng.random((20, 1)) < 0.5).astype(float), top_p=None)
     args = ["--pre", str(pre), "--post", str(post), "--out", str(tmp_path / "r2"), "--params", params]
-    assert delta.main(args) == 2 and not (tmp_path / "r2").exists()
+    assert delta_command.main(args) == 2 and not (tmp_path / "r2").exists()
     assert "top_p differs (1.0 vs None)" in capsys.readouterr().err
 
 
@@ -494,7 +504,8 @@ def _pinned_pair(tmp_path: Path, change: dict) -> tuple[Path, Path]:
 def test_refuses_logs_that_do_not_measure_the_same_thing(tmp_path, name, change, field):
     pre, post = _pinned_pair(tmp_path, change)
     out = tmp_path / "report"
-    r = run_cli("analysis.delta", "--pre", str(pre), "--post", str(post), "--out", str(out), "--params",
+    r = run_cli("analysis.commands.delta", "--pre", str(pre), "--post", str(post), "--out", str(out),
+                "--params",
                 str(write_params(tmp_path / "p.yaml")))  # fmt: skip
     lines = (r.stdout + r.stderr).strip().splitlines()
     assert r.returncode == 2 and len(lines) == 1, lines
@@ -523,7 +534,9 @@ def test_a_log_whose_samples_contradict_it_is_refused(tmp_path, edit, field):
     raw = json.loads(post.read_text())
     edit(raw["items"][4])
     post.write_text(json.dumps(raw))
-    r = run_cli("analysis.delta", "--pre", str(pre), "--post", str(post), "--out", str(tmp_path / "o"))
+    r = run_cli(
+        "analysis.commands.delta", "--pre", str(pre), "--post", str(post), "--out", str(tmp_path / "o")
+    )
     lines = (r.stdout + r.stderr).strip().splitlines()
     assert r.returncode == 2 and len(lines) == 1, lines
     assert f"{post}: item 'q0004': {field}" in lines[0]
@@ -535,7 +548,8 @@ def test_cli_refusal_writes_nothing_and_keeps_an_existing_report(tmp_path):
     out = tmp_path / "report"
     out.mkdir()
     (out / "delta_report.json").write_text("previous report\n")
-    r = run_cli("analysis.delta", "--pre", str(pre), "--post", str(post), "--out", str(out), "--params",
+    r = run_cli("analysis.commands.delta", "--pre", str(pre), "--post", str(post), "--out", str(out),
+                "--params",
                 str(write_params(tmp_path / "p.yaml")))  # fmt: skip
     assert r.returncode == 2
     lines = (r.stdout + r.stderr).strip().splitlines()
@@ -546,7 +560,7 @@ def test_cli_refusal_writes_nothing_and_keeps_an_existing_report(tmp_path):
 
 def test_a_log_without_items_is_refused(tmp_path, capsys):
     empty = write_log(tmp_path / "empty.json", np.zeros((0, 2)))
-    code = delta.main(["--pre", str(empty), "--post", str(empty), "--out", str(tmp_path / "o")])
+    code = delta_command.main(["--pre", str(empty), "--post", str(empty), "--out", str(tmp_path / "o")])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and "no items" in err[0] and str(empty) in err[0]
 
@@ -557,7 +571,7 @@ def test_invalid_log_is_one_line_naming_the_file(tmp_path, capsys):
     raw = json.loads(good.read_text())
     raw["items"][1]["scores"] = [1.0, 2.0]
     bad.write_text(json.dumps(raw))
-    code = delta.main(["--pre", str(good), "--post", str(bad), "--out", str(tmp_path / "o")])
+    code = delta_command.main(["--pre", str(good), "--post", str(bad), "--out", str(tmp_path / "o")])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and str(bad) in err[0] and "scores" in err[0]
     assert not (tmp_path / "o").exists()
@@ -644,9 +658,9 @@ def test_one_interval_per_number_with_its_method_named(pair):
     # With 0/1 scores pass@1 is the mean score: its delta carries the headline interval, not a second one.
     assert row1["delta"] == pytest.approx(r["delta_mean"])
     assert row1["delta_ci95"] == r["delta_ci95"] and r["delta_ci95_method"] in row1["delta_ci95_method"]
-    from analysis import render
+    from analysis.rendering.delta_report import delta_markdown
 
-    tables, _ = markdown_view(render.delta_markdown(DeltaReport.model_validate(r)))
+    tables, _ = markdown_view(delta_markdown(DeltaReport.model_validate(r)))
     headline = next(t for t in tables if t[0] == ["quantity", "value"])
     ci_rows = [row for row in headline if "CI of the delta" in row[0] or "bootstrap" in row[0]]
     assert len(ci_rows) == 1 and "bootstrap" in ci_rows[0][0] and r["delta_ci95_method"] in ci_rows[0][0]
@@ -656,11 +670,11 @@ def test_one_interval_per_number_with_its_method_named(pair):
 
 
 def test_p_at_the_permutation_floor_is_printed_as_a_bound(pair):
-    from analysis import render
+    from analysis.rendering.delta_report import delta_markdown
 
     r = build(*pair)
     assert not r["perm_exact"] and r["perm_p"] == pytest.approx(2 / 401)
-    text = render.delta_markdown(DeltaReport.model_validate(r))
+    text = delta_markdown(DeltaReport.model_validate(r))
     # In a table cell the bound is marked, and the note under the table says what the floor is.
     assert "| <=\u00a00.00499\\* |" in text
     assert "\\*: the floor of the sign-flip test at 400 permutations, 0.00499: no permutation" in text
@@ -668,50 +682,50 @@ def test_p_at_the_permutation_floor_is_printed_as_a_bound(pair):
 
 
 def test_interval_labels_follow_alpha(pair):
-    from analysis import render
+    from analysis.rendering.delta_report import delta_markdown
 
     r = build(*pair, Settings(n_boot=400, n_perm=400, seed=7, alpha=0.1))
-    text = render.delta_markdown(DeltaReport.model_validate(r))
+    text = delta_markdown(DeltaReport.model_validate(r))
     assert "90% CI" in text and "95%" not in text
 
 
 def test_identical_logs_print_no_zero_mde(tmp_path):
-    from analysis import render
+    from analysis.rendering.delta_report import delta_markdown
 
     rows = np.array([[1, 0, 1], [0, 0, 0]] * 5, float)
     r = build(write_log(tmp_path / "a.json", rows), write_log(tmp_path / "b.json", rows))
     assert r["mde"]["mde"] is None and "no variance" in r["mde"]["reason"]
-    text = render.delta_markdown(DeltaReport.model_validate(r))
+    text = delta_markdown(DeltaReport.model_validate(r))
     assert "Minimum detectable effect: 0.0000" not in text and "not estimable" in text
 
 
 def test_power_cli_plans_from_a_pilot_pair_and_refuses_identical_logs(tmp_path):
-    from analysis.power_planning import power_plan
+    from analysis.estimators.power_planning import power_plan
 
     rng = np.random.default_rng(5)
     pre, logit = synthetic_scores(rng, 60, 4)
     post, _ = synthetic_scores(rng, 60, 4, lift=0.5, base=logit)
     a = write_log(tmp_path / "a.json", pre)
     b = write_log(tmp_path / "b.json", post)
-    out = run_cli("analysis.power", "--pilot", str(a), "--post", str(b), "--mde", "0.02")
+    out = run_cli("analysis.commands.power", "--pilot", str(a), "--post", str(b), "--mde", "0.02")
     assert out.returncode == 0, out.stderr
     plan = power_plan(pre, post, 0.02)
     row = next(line for line in out.stdout.splitlines() if line.endswith("<- the pilot's k"))
     assert f"| {plan.items_by_k[4]:>12,} |" in row and "assumed" not in out.stdout
-    same = run_cli("analysis.power", "--pilot", str(a), "--post", str(a), "--mde", "0.02")
+    same = run_cli("analysis.commands.power", "--pilot", str(a), "--post", str(a), "--mde", "0.02")
     assert same.returncode == 2 and "no variance" in same.stderr and "0.0000" not in same.stdout
-    bare = run_cli("analysis.power", "--mde", "0.02")
+    bare = run_cli("analysis.commands.power", "--mde", "0.02")
     assert bare.returncode == 0 and "assumed (not measured): no pilot" in bare.stdout
     assert "4,906" in bare.stdout
 
 
 def test_the_noise_floor_stands_beside_the_headline_delta(pair, tmp_path):
-    from analysis import render
+    from analysis.rendering.delta_report import delta_markdown
 
     r = build(*pair)
     nf = r["noise_floor"]
     assert nf["half"] == 4 and nf["n_splits"] == 200 and 0 <= nf["false_positive_rate"] <= 1
-    tables, _ = markdown_view(render.delta_markdown(DeltaReport.model_validate(r)))
+    tables, _ = markdown_view(delta_markdown(DeltaReport.model_validate(r)))
     headline = [row[0] for row in next(t for t in tables if t[0] == ["quantity", "value"])]
     at = headline.index(next(h for h in headline if h.startswith("95% CI of the delta")))
     assert headline[at + 1].startswith("noise floor: pre against itself, 4 vs 4")
@@ -719,11 +733,11 @@ def test_the_noise_floor_stands_beside_the_headline_delta(pair, tmp_path):
         write_log(tmp_path / "a.json", np.zeros((10, 1))), write_log(tmp_path / "b.json", np.ones((10, 1)))
     )
     assert one["noise_floor"] is None
-    assert "no halves" in render.delta_markdown(DeltaReport.model_validate(one))
+    assert "no halves" in delta_markdown(DeltaReport.model_validate(one))
 
 
 def test_budget_curve_shows_a_gain_that_needs_long_generations(tmp_path):
-    from analysis import render
+    from analysis.rendering.delta_report import delta_markdown
 
     rng = np.random.default_rng(8)
     pre = (rng.random((60, 4)) < 0.3).astype(float)
@@ -737,4 +751,4 @@ def test_budget_curve_shows_a_gain_that_needs_long_generations(tmp_path):
     assert curve[16]["delta"] == 0.0 and curve[64]["delta"] == pytest.approx(r["delta_mean"])
     assert curve[64]["ci95"] == r["delta_ci95"] and "headline" in curve[64]["ci95_method"]
     assert curve[64]["ci95"][0] > 0
-    assert "## Token budget curve" in render.delta_markdown(DeltaReport.model_validate(r))
+    assert "## Token budget curve" in delta_markdown(DeltaReport.model_validate(r))

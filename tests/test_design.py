@@ -1,4 +1,5 @@
-"""analysis.design: the arms of the design, read from the arm specs (conf/arm) rather than from names."""
+"""analysis.reports.design: the arms of the design, read from the arm specs (conf/arm) rather than from
+names."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis import design
+from analysis.reports import design
 
 
 def write_spec(folder: Path, name: str, model: str, retrieval: bool, tools: bool, attribution: str) -> None:

@@ -1,4 +1,5 @@
-"""Figures drawn in a forked process (analysis.drawing): the same bytes as drawn here, errors that say so."""
+"""Figures drawn in a forked process (analysis.rendering.drawing): the same bytes as drawn here, errors that
+say so."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.drawing import Drawing, draw_here
+from analysis.rendering.drawing import Drawing, draw_here
 
 REPORT = {
     "pre_model": "base $x$",
@@ -76,7 +77,7 @@ def test_the_drawing_process_ends_when_its_parent_is_killed():
     """A killed report (no close, no atexit) must not leave its drawing process waiting for ever."""
     script = (
         "import os, signal, sys\n"
-        "from analysis.drawing import Drawing\n"
+        "from analysis.rendering.drawing import Drawing\n"
         "d = Drawing()\n"
         "print(d._proc.pid, flush=True)\n"
         "os.kill(os.getpid(), signal.SIGKILL)\n"

@@ -15,7 +15,7 @@ def test_an_empty_before_folder_is_refused_in_one_line(tmp_path: Path) -> None:
     after = tmp_path / "after"
     after.mkdir()
     (after / "base.json").write_text("{}")
-    cmd = ["-m", "analysis.drift", "--before", str(empty), "--after", str(after), "--out", str(out)]
+    cmd = ["-m", "analysis.commands.drift", "--before", str(empty), "--after", str(after), "--out", str(out)]
     res = subprocess.run([sys.executable, *cmd], cwd=ROOT, capture_output=True, text=True, check=False)
     assert res.returncode == 2, res.stderr
     assert (

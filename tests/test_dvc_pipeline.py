@@ -322,7 +322,8 @@ def test_editing_an_arm_file_reruns_only_that_arm_and_what_follows(repo: Path) -
     before = arm_file.read_text()
     arm_file.write_text(before + "description: edited by the test\n")
     try:
-        # The arms and drift stages read the arm specs too (analysis.design: each arm's cell of the design).
+        # The arms and drift stages read the arm specs too (analysis.reports.design: each arm's cell of the
+        # design).
         assert stale_stages(repo) == {"pin", "generate", "arms", "drift"}
         assert stale_after_pinning(repo) == {"generate", "arms", "drift"}
         assert arms_to_generate(repo) == {"+rag"}

@@ -1,11 +1,12 @@
-"""analysis.ece: the expected calibration error by hand and binned directly, and its paired difference."""
+"""analysis.estimators.ece: the expected calibration error by hand and binned directly, and its paired
+difference."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from analysis.ece import ece_difference_test, expected_calibration_error
+from analysis.estimators.ece import ece_difference_test, expected_calibration_error
 
 
 def test_ece_hand_computed():

@@ -1,4 +1,4 @@
-"""analysis.effect_size: Cohen's d_z and its noncentral-t interval against scipy.stats.nct."""
+"""analysis.estimators.effect_size: Cohen's d_z and its noncentral-t interval against scipy.stats.nct."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from analysis.effect_size import cohens_dz
+from analysis.estimators.effect_size import cohens_dz
 
 
 def test_cohens_dz_ci_inverts_the_noncentral_t():

@@ -17,7 +17,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analysis import arm_comparison, delta
+from analysis.commands import arm_comparison as arm_comparison_command
+from analysis.commands import delta as delta_command
 from benchmarks.bench_logs import arm_log
 from contract.atomic import atomic_write
 from contract.evallog import EvalLogError, collector_paused, load
@@ -88,10 +89,13 @@ def test_the_delta_and_arms_commands_run_one_collection_each(
     params = tmp_path / "params.yaml"
     params.write_text("analysis: {n_boot: 200, n_perm: 200, seed: 1}\n")
     cli = ["--pre", str(logs / "base.json"), "--post", str(logs / "trained.json"), "--params", str(params)]
-    assert delta.main([*cli, "--out", str(tmp_path / "d")]) == 0
+    assert delta_command.main([*cli, "--out", str(tmp_path / "d")]) == 0
     after_delta = len(collections)  # an int: reading it allocates nothing the collector tracks
     assert (
-        arm_comparison.main(["--logs", str(logs), "--out", str(tmp_path / "a"), "--params", str(params)]) == 0
+        arm_comparison_command.main(
+            ["--logs", str(logs), "--out", str(tmp_path / "a"), "--params", str(params)]
+        )
+        == 0
     )
     after_arms = len(collections)
     assert after_delta <= 1 and after_arms - after_delta <= 1

@@ -1,18 +1,18 @@
-"""analysis.factorial: effects against hand-worked values and the reading of an interaction."""
+"""analysis.estimators.factorial: effects against hand-worked values and the reading of an interaction."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from analysis.factorial import (
+from analysis.estimators.factorial import (
     COMPLEMENTS,
     NO_INTERACTION,
     SUBSTITUTES,
     factorial_readout,
     interaction_reading,
 )
-from analysis.resampling import Interval
+from analysis.estimators.resampling import Interval
 
 
 def test_factorial_effects_equal_hand_worked_values():

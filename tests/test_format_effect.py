@@ -1,4 +1,5 @@
-"""The format estimators (analysis.format_effect) against closed forms, scipy and the headline's own draws."""
+"""The format estimators (analysis.reports.format_effect) against closed forms, scipy and the headline's own
+draws."""
 
 from __future__ import annotations
 
@@ -6,11 +7,11 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from analysis import contrasts
-from analysis import format_effect as fe
-from analysis.align import Settings
-from analysis.passk import pass_at_k
-from analysis.proportions import newcombe_paired_interval
+from analysis.estimators.passk import pass_at_k
+from analysis.estimators.proportions import newcombe_paired_interval
+from analysis.reports import contrasts
+from analysis.reports import format_effect as fe
+from analysis.reports.settings import Settings
 
 FAST = Settings(n_boot=4000, n_perm=2000, seed=3)
 

@@ -77,7 +77,7 @@ def test_the_same_answers_boxed_are_format_not_a_capability_gain(tmp_path: Path)
 
     params = write_params(tmp_path / "params.yaml", n_boot=1000, n_perm=1000)
     pre, post = str(tmp_path / "base.json"), str(tmp_path / "trained.json")
-    done = run_cli("analysis.delta", "--pre", pre, "--post", post, "--out", str(tmp_path / "delta"),
+    done = run_cli("analysis.commands.delta", "--pre", pre, "--post", post, "--out", str(tmp_path / "delta"),
                    "--params", str(params))  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("FORMAT: delta +"), done.stdout

@@ -8,9 +8,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analysis import arm_comparison, delta, render, trajectory
-from analysis.align import Settings
-from analysis.report_models import ArmComparison, DeltaReport
+from analysis.rendering.arms_report import arms_markdown
+from analysis.rendering.delta_report import delta_markdown
+from analysis.reports import arm_comparison, delta, trajectory
+from analysis.reports.report_models import ArmComparison, DeltaReport
+from analysis.reports.settings import Settings
 from tests.test_delta import run_cli, write_log, write_params
 from tests.test_trajectory import params as trajectory_params
 
@@ -66,11 +68,11 @@ def world(folder: Path, kind: str, lenient: bool = True) -> Path:
 
 def delta_of(folder: Path) -> dict:
     pre, post = folder / "base.json", folder / "trained.json"
-    return delta.build(str(pre), *_load([pre]), str(post), *_load([post]), FAST)
+    return delta.build(str(pre), *_load([pre]), str(post), *_load([post]), FAST).model_dump()
 
 
 def _load(paths: list[Path]) -> list:
-    from analysis.align import load_logs
+    from analysis.reports.align import load_logs
 
     return load_logs(paths, samples=False)
 
@@ -89,20 +91,20 @@ def test_the_same_answers_in_the_readers_form_are_format_in_every_report(tmp_pat
     assert f["contrast"]["answered_change"]["delta"] == 1.0
     # The report's reader alone would claim a gain, and the verdict on its delta still stands.
     assert r["verdict"]["significant"] and "EXPANSION under it alone" in r["claim_detail"]
-    text = render.delta_markdown(DeltaReport.model_validate(r))
+    text = delta_markdown(DeltaReport.model_validate(r))
     assert "**Claim: FORMAT.**" in text and "## Format or reasoning" in text
 
-    arms = arm_comparison.build(str(logs), FAST, ["base", "step-100", "trained"])
+    arms = arm_comparison.build(str(logs), FAST, ["base", "step-100", "trained"]).model_dump()
     row = next(c for c in arms["contrasts"] if c["arm"] == "trained")
     assert row["format"]["call"] == "FORMAT" and row["claim"].startswith("FORMAT:")
     assert row["format"]["lenient"] == f["contrast"]["lenient"]
     step = next(c for c in arms["contrasts"] if c["arm"] == "step-100")
     assert step["format"]["call"] is None and not step["claim"].startswith("FORMAT")
-    assert "## Format or reasoning" in render.arms_markdown(ArmComparison.model_validate(arms))
+    assert "## Format or reasoning" in arms_markdown(ArmComparison.model_validate(arms))
 
     section = "trajectory: {checkpoints: [base, step-100, trained], placebo: null}"
     p = trajectory_params(tmp_path / "params.yaml", ["base", "step-100", "trained"], section)
-    t = trajectory.build(str(logs), FAST, p)
+    t = trajectory.build(str(logs), FAST, p).model_dump()
     last = t["trajectory"][-1]
     assert last["arm"] == "trained" and last["format"]["call"] == "FORMAT"
     assert last["format"]["lenient"] == f["contrast"]["lenient"]
@@ -128,17 +130,17 @@ def test_logs_without_the_lenient_reader_render_as_before_plus_one_note(tmp_path
     r = delta_of(logs)
     assert r["claim"] == "EXPANSION" and r["format"]["contrast"] is None
     assert r["format"]["lenient_missing"] == ["base", "trained"]
-    text = render.delta_markdown(DeltaReport.model_validate(r))
+    text = delta_markdown(DeltaReport.model_validate(r))
     notes = [line for line in text.splitlines() if "lenient reader not recorded" in line]
     assert len(notes) == 1 and "no FORMAT call" in notes[0]
     # Without the format part and its note, the markdown is what it was: nothing else moved.
     before = {k: v for k, v in r.items() if k != "format"}
     before["notes"] = [n for n in r["notes"] if "lenient reader" not in n]
-    assert render.delta_markdown(DeltaReport.model_validate(before)) == text.replace(notes[0] + "\n", "")
+    assert delta_markdown(DeltaReport.model_validate(before)) == text.replace(notes[0] + "\n", "")
 
-    arms = arm_comparison.build(str(logs), FAST, ["base", "trained"])
+    arms = arm_comparison.build(str(logs), FAST, ["base", "trained"]).model_dump()
     assert all("format" not in c for c in arms["contrasts"])
-    text = render.arms_markdown(ArmComparison.model_validate(arms))
+    text = arms_markdown(ArmComparison.model_validate(arms))
     assert sum("lenient reader not recorded" in line for line in text.splitlines()) == 1
     assert "## Format or reasoning" not in text
 
@@ -150,10 +152,12 @@ def test_the_index_page_and_metrics_carry_the_lenient_delta_and_answered_shares(
     params = write_params(tmp_path / "params.yaml", n_boot=300, n_perm=300)
     out = tmp_path / "reports"
     for args in (
-        ("analysis.delta", "--pre", str(logs / "base.json"), "--post", str(logs / "trained.json"),
+        ("analysis.commands.delta", "--pre", str(logs / "base.json"), "--post", str(logs / "trained.json"),
          "--out", str(out / "delta"), "--params", str(params)),
-        ("analysis.arm_comparison", "--logs", str(logs), "--out", str(out / "arms"), "--params", str(params)),
-        ("analysis.report", "--delta", str(out / "delta"), "--arms", str(out / "arms"), "--logs", str(logs),
+        ("analysis.commands.arm_comparison", "--logs", str(logs), "--out", str(out / "arms"), "--params",
+         str(params)),
+        ("analysis.commands.index_page", "--delta", str(out / "delta"), "--arms", str(out / "arms"),
+         "--logs", str(logs),
          "--out", str(out)),
     ):  # fmt: skip
         done = run_cli(*args)

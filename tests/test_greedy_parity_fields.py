@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analysis.align import Refusal, check_matched
+from analysis.reports.align import check_matched
+from analysis.reports.refusal import Refusal
 from contract.evallog import EvalLog, load
 from tests.test_delta import write_log
 from tests.test_import_alignment import N_DOCS, imports, write_run

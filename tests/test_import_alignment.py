@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from analysis.compare import main as compare_main
+from analysis.commands.compare_logs import main as compare_main
 from contract.evallog import load
 from contract.jsonl import read_jsonl
 from interop.imports.__main__ import main as imports_main

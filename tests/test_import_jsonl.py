@@ -3,7 +3,7 @@
 The pipeline's log of real samples (the GRPO world's committed base arm: SmolLM2 texts, 48 items x 4) is
 rescored by the pipeline's own scorer (scoring.scorer.score_generations, so the test holds whatever the
 scorer's version); its texts are written as JSONL the way another tool would write them, imported, and
-every score must equal the pipeline's and `analysis.compare` must report a delta of exactly 0.
+every score must equal the pipeline's and `analysis.commands.compare_logs` must report a delta of exactly 0.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from analysis.compare import main as compare_main
+from analysis.commands.compare_logs import main as compare_main
 from contract.arm import ArmSpec
 from contract.digest import file_sha256
 from contract.evallog import EvalLog, load

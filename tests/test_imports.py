@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from analysis.compare import main as compare_main
+from analysis.commands.compare_logs import main as compare_main
 from contract.evallog import load
 from interop.imports.__main__ import main as imports_main
 from interop.inspect_export import main as export_main
@@ -45,7 +45,7 @@ class Cli:
 
     def __call__(self, command: str, *args: str | Path) -> tuple[int, str]:
         """(exit status, stderr) of `python -m <command> args`."""
-        main = {"interop.imports": imports_main, "analysis.compare": compare_main}[command]
+        main = {"interop.imports": imports_main, "analysis.commands.compare_logs": compare_main}[command]
         rc = main([str(a) for a in args])
         return rc, self.capsys.readouterr().err
 
@@ -170,7 +170,15 @@ def test_inspect_logs_import_with_their_epochs_and_compare_as_inspect_scored_the
 
     # The comparison reads the same per-item scores: its means are Inspect's own.
     rc, err = cli(
-        "analysis.compare", pair.base, pair.trained, "--out", tmp_path, "--n-boot", "300", "--n-perm", "300"
+        "analysis.commands.compare_logs",
+        pair.base,
+        pair.trained,
+        "--out",
+        tmp_path,
+        "--n-boot",
+        "300",
+        "--n-perm",
+        "300",
     )
     assert rc == 0, err
     report = json.loads((tmp_path / "delta/delta_report.json").read_text())
@@ -209,7 +217,8 @@ def test_inspect_token_logprobs_are_kept_and_weigh_the_calibration(tmp_path: Pat
             tokens = own[(it.item_id, e)].output.choices[0].logprobs.content
             assert sample.mean_logprob == pytest.approx(sum(t.logprob for t in tokens) / len(tokens))
             assert sample.mean_logprob == pytest.approx(-math.log(1 + e))
-    rc, err = cli("analysis.compare", tmp_path / "base.json", tmp_path / "trained.json", "--out",
+    rc, err = cli("analysis.commands.compare_logs", tmp_path / "base.json", tmp_path / "trained.json",
+                  "--out",
                   tmp_path / "cmp", "--n-boot", "300", "--n-perm", "300")  # fmt: skip
     assert rc == 0, err
     calib = json.loads((tmp_path / "cmp/delta/delta_report.json").read_text())["calibration"]
@@ -221,7 +230,7 @@ def test_inspect_token_logprobs_are_kept_and_weigh_the_calibration(tmp_path: Pat
 def test_compare_writes_the_delta_report_that_analysis_delta_writes(pair: Pair, tmp_path: Path) -> None:
     (tmp_path / "params.yaml").write_text(FAST_PARAMS)
     r = run(
-        "analysis.delta",
+        "analysis.commands.delta",
         "--pre",
         str(pair.base),
         "--post",
@@ -232,7 +241,8 @@ def test_compare_writes_the_delta_report_that_analysis_delta_writes(pair: Pair, 
     )
     assert r.returncode == 0, r.stderr
     (tmp_path / "params.yaml").unlink()  # compare needs no params file: the same settings come as flags
-    r = run("analysis.compare", str(pair.base), str(pair.trained), "--out", "cmp", "--n-boot", "300",
+    r = run("analysis.commands.compare_logs", str(pair.base), str(pair.trained), "--out", "cmp",
+            "--n-boot", "300",
             "--n-perm", "300", cwd=tmp_path)  # fmt: skip
     assert r.returncode == 0, r.stderr
     by_delta = (tmp_path / "by_delta/delta_report.json").read_bytes()
@@ -244,17 +254,25 @@ def test_compare_writes_the_delta_report_that_analysis_delta_writes(pair: Pair, 
 
 
 def test_compare_refuses_logs_of_other_items_or_one_model(pair: Pair, cli: Cli, tmp_path: Path) -> None:
-    rc, err = cli("analysis.compare", pair.base, pair.base, "--out", tmp_path / "cmp")
+    rc, err = cli("analysis.commands.compare_logs", pair.base, pair.base, "--out", tmp_path / "cmp")
     assert rc == 2 and "the same log given twice" in err
     # A copy under another name is one run twice: the same model, arm, prompt, seed and driver.
     (tmp_path / "copy").mkdir()
     (tmp_path / "copy" / "base.json").write_text(pair.base.read_text() + " ")
-    rc, err = cli("analysis.compare", pair.base, tmp_path / "copy" / "base.json", "--out", tmp_path / "cmp")
+    rc, err = cli(
+        "analysis.commands.compare_logs",
+        pair.base,
+        tmp_path / "copy" / "base.json",
+        "--out",
+        tmp_path / "cmp",
+    )
     assert rc == 2 and "both are arm 'base'" in err
     two = json.loads(pair.trained.read_text())
     two["model_name"] = "mockllm/base"
     (tmp_path / "trained.json").write_text(json.dumps({**two, "arm": "trained"}))
-    rc, err = cli("analysis.compare", pair.base, tmp_path / "trained.json", "--out", tmp_path / "one")
+    rc, err = cli(
+        "analysis.commands.compare_logs", pair.base, tmp_path / "trained.json", "--out", tmp_path / "one"
+    )
     # One model under two arm names: compared as such, never as a parametric gain.
     assert rc == 0, err
     report = json.loads((tmp_path / "one/delta/delta_report.json").read_text())
@@ -267,12 +285,21 @@ def test_compare_refuses_logs_of_other_items_or_one_model(pair: Pair, cli: Cli, 
     fewer = json.loads(pair.trained.read_text())
     fewer["items"] = fewer["items"][1:]
     (tmp_path / "fewer.json").write_text(json.dumps(fewer))
-    rc, err = cli("analysis.compare", pair.base, tmp_path / "fewer.json", "--out", tmp_path / "cmp")
+    rc, err = cli(
+        "analysis.commands.compare_logs", pair.base, tmp_path / "fewer.json", "--out", tmp_path / "cmp"
+    )
     assert rc == 2 and "items differ (1 only in the first" in err and err.count("\n") == 1
-    rc, err = cli("analysis.compare", pair.base, pair.trained, "--out", tmp_path / "cmp", "--alpha", "1.5")
+    rc, err = cli(
+        "analysis.commands.compare_logs", pair.base, pair.trained, "--out", tmp_path / "cmp", "--alpha", "1.5"
+    )
     assert rc == 2 and "--alpha = 1.5 must lie strictly between 0 and 1" in err
     rc, err = cli(
-        "analysis.compare", pair.base, pair.trained, tmp_path / "trained.json", "--out", tmp_path / "cmp"
+        "analysis.commands.compare_logs",
+        pair.base,
+        pair.trained,
+        tmp_path / "trained.json",
+        "--out",
+        tmp_path / "cmp",
     )
     assert rc == 2 and "both are arm 'trained'" in err
     assert not (tmp_path / "cmp").exists()

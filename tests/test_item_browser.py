@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from analysis import item_browser
-from analysis.mdtext import items_href
+from analysis.rendering import item_browser
+from analysis.rendering.markdown_text import items_href
 from contract.arm import ArmSpec
 from contract.engine import EngineInfo
 from contract.evallog import load
@@ -132,7 +132,8 @@ def arm_generations(arm: str, suite: list[dict[str, Any]], items_pin: str) -> Ge
 
 
 def build_site(root: Path) -> Path:
-    """Suite, generations, logs (pipeline.score) and every report page (analysis.delta, arms, report)."""
+    """Suite, generations, logs (pipeline.score) and every report page (analysis.reports.delta, arms,
+    report)."""
     root.mkdir(parents=True, exist_ok=True)
     suite = root / "suite.jsonl"
     suite.write_text("".join(json.dumps(r) + "\n" for r in suite_rows()))
@@ -146,14 +147,16 @@ def build_site(root: Path) -> Path:
     params = write_params(root / "params.yaml", n_boot=200, n_perm=200)
     out = root / "reports"
     for cmd in (
-        ("analysis.delta", "--pre", str(logs / "base.json"), "--post", str(logs / "trained.json"),
+        ("analysis.commands.delta", "--pre", str(logs / "base.json"), "--post", str(logs / "trained.json"),
          "--out", str(out / "delta"), "--params", str(params)),
-        ("analysis.arm_comparison", "--logs", str(logs), "--out", str(out / "arms"), "--params", str(params)),
-        ("analysis.trajectory", "--logs", str(logs), "--out", str(out / "trajectory"),
+        ("analysis.commands.arm_comparison", "--logs", str(logs), "--out", str(out / "arms"), "--params",
+         str(params)),
+        ("analysis.commands.trajectory", "--logs", str(logs), "--out", str(out / "trajectory"),
          "--params", str(params)),
-        ("analysis.drift", "--record", str(out / "drift" / "scorers.json"), "--logs", str(logs),
+        ("analysis.commands.drift", "--record", str(out / "drift" / "scorers.json"), "--logs", str(logs),
          "--out", str(out / "drift"), "--params", str(params)),
-        ("analysis.report", "--delta", str(out / "delta"), "--arms", str(out / "arms"), "--logs", str(logs),
+        ("analysis.commands.index_page", "--delta", str(out / "delta"), "--arms", str(out / "arms"),
+         "--logs", str(logs),
          "--out", str(out)),
     ):  # fmt: skip
         done = run_cli(*cmd)
@@ -249,7 +252,8 @@ def test_a_missing_arm_log_is_refused_in_one_line(site: Path, tmp_path: Path) ->
     logs = tmp_path / "logs"
     shutil.copytree(site.parent / "evallogs", logs)
     (logs / "+rag.json").unlink()
-    done = run_cli("analysis.report", "--delta", str(site / "delta"), "--arms", str(site / "arms"),
+    done = run_cli("analysis.commands.index_page", "--delta", str(site / "delta"), "--arms",
+                   str(site / "arms"),
                    "--logs", str(logs), "--out", str(tmp_path / "out"))  # fmt: skip
     assert done.returncode == 2
     assert done.stderr.strip() == (

@@ -1,8 +1,9 @@
 """The layers: which folder may import which, and stage dependencies that cover the code each stage runs.
 
 Data flows one way: contract <- arms <- pipeline (generation) and contract <- scoring, and the analyses read
-only the contract. A stage that imported more than its dvc.yaml entry declares would not rerun when that
-code changed; one that declared less than it imports would rerun for nothing.
+only the contract. Inside analysis/ the packages are floors: commands -> rendering -> reports -> estimators,
+each importing only the floors below it. A stage that ran more code than its dvc.yaml entry declares would
+not rerun when that code changed.
 """
 
 from __future__ import annotations
@@ -38,11 +39,16 @@ ALLOWED = {
 }
 
 
-def modules_of(package: str) -> list[str]:
+# The floors of analysis/, lowest first: a module imports only its own floor and the ones below it, and the
+# estimators import nothing of the project but each other.
+ANALYSIS_FLOORS = ("estimators", "reports", "rendering", "commands")
+
+
+def modules_of(package: str, root: Path = ROOT) -> list[str]:
     """Every module of a top-level package."""
     mods = []
-    for path in sorted((ROOT / package).rglob("*.py")):
-        rel = path.relative_to(ROOT).with_suffix("")
+    for path in sorted((root / package).rglob("*.py")):
+        rel = path.relative_to(root).with_suffix("")
         parts = list(rel.parts)
         if parts[-1] == "__init__":
             parts.pop()
@@ -94,6 +100,57 @@ def test_each_folder_imports_only_the_layers_below_it(package: str) -> None:
         if edge[0] == package and edge[1] not in ALLOWED[package]
     }
     assert bad == {}, f"{package} imports what it may not: {bad}"
+
+
+def analysis_floor_breaches(root: Path = ROOT) -> list[str]:
+    """Each import of an analysis module that reaches a floor above its own (an estimator: any project
+    code)."""
+    bad = []
+    for mod in modules_of("analysis", root):
+        parts = mod.split(".")
+        if len(parts) < 3 or parts[1] not in ANALYSIS_FLOORS:
+            continue
+        floor = ANALYSIS_FLOORS.index(parts[1])
+        for target in imports_of(mod, root):
+            top, *rest = target.split(".")
+            if top not in PACKAGES or target == "analysis":
+                continue
+            if top != "analysis":
+                upward = floor == 0
+            else:
+                upward = bool(rest) and (
+                    rest[0] not in ANALYSIS_FLOORS or ANALYSIS_FLOORS.index(rest[0]) > floor
+                )
+            if upward:
+                bad.append(f"{mod} -> {target}")
+    return bad
+
+
+def test_each_analysis_floor_imports_only_the_floors_below_it() -> None:
+    assert {m.split(".")[1] for m in modules_of("analysis") if m.count(".") >= 2} >= set(ANALYSIS_FLOORS)
+    assert analysis_floor_breaches() == []
+
+
+def test_the_floor_check_sees_an_upward_import_and_an_estimator_reading_the_contract(tmp_path: Path) -> None:
+    for floor in ("reports", "rendering", "estimators"):
+        (tmp_path / "analysis" / floor).mkdir(parents=True)
+        (tmp_path / "analysis" / floor / "__init__.py").write_text("")
+        (tmp_path / "analysis" / floor / "b.py").write_text("")
+    (tmp_path / "analysis" / "__init__.py").write_text("")
+    (tmp_path / "contract").mkdir()
+    (tmp_path / "contract" / "__init__.py").write_text("")
+    (tmp_path / "contract" / "evallog.py").write_text("")
+    (tmp_path / "analysis" / "reports" / "a.py").write_text(
+        "def f():\n    from analysis.rendering import b\n"
+    )
+    (tmp_path / "analysis" / "rendering" / "a.py").write_text("from analysis.reports import b\n")
+    (tmp_path / "analysis" / "estimators" / "a.py").write_text("import contract.evallog\n")
+    assert sorted(analysis_floor_breaches(tmp_path)) == [
+        "analysis.estimators.a -> contract",
+        "analysis.estimators.a -> contract.evallog",
+        "analysis.reports.a -> analysis.rendering",
+        "analysis.reports.a -> analysis.rendering.b",
+    ]
 
 
 def _top_level_imports(path: Path) -> set[str]:
@@ -181,3 +238,29 @@ def test_the_generate_stage_depends_on_the_arm_pins_not_on_code_folders() -> Non
     assert body["outs"] == [{"generations": {"persist": True}}]
     score = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]["score"]["do"]
     assert "generations/${item}.json" in score["deps"]
+
+
+ANALYSIS_STAGES = ["delta", "arms", "trajectory", "table", "drift", "report"]
+
+
+@pytest.mark.parametrize("stage", ANALYSIS_STAGES)
+def test_an_analysis_stage_depends_on_floors_and_its_command_file(stage: str) -> None:
+    dvc = yaml.safe_load((ROOT / "dvc.yaml").read_text())
+    body = dvc["stages"][stage]
+    module = body["cmd"].split("python -m ", 1)[1].split()[0]
+    command = str(module_file(module).relative_to(ROOT))
+    code = [
+        str(d)
+        for d in body["deps"]
+        if str(d).startswith("analysis/") and not d.startswith("analysis/templates")
+    ]
+    floors = {f"analysis/{f}" for f in ANALYSIS_FLOORS}
+    assert command.startswith("analysis/commands/"), command
+    # Folders, not files: the code a stage runs is its command and the floors below it.
+    assert set(code) - floors == {"analysis/__init__.py", "analysis/commands/__init__.py", command}, code
+    # Each floor it names is one its command reaches (a folder it never runs would rerun it for nothing).
+    ran = {"/".join(f.split("/")[:2]) for f in source_files(closure([module]))}
+    assert set(code) & floors <= ran, (code, ran)
+    # A dependency named like a params key shares its `dvc exp show` column, and --keep/--drop then fail.
+    params = yaml.safe_load((ROOT / "params.yaml").read_text())
+    assert not {str(d).rstrip("/") for d in body["deps"]} & set(params), body["deps"]

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from analysis.compare import main as compare_main
+from analysis.commands.compare_logs import main as compare_main
 from contract.evallog import load
 from interop.imports.__main__ import main as imports_main
 from pipeline.prompts import PLAIN_STOP

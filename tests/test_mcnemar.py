@@ -1,4 +1,4 @@
-"""analysis.mcnemar against R's documented example and scipy.stats' binomtest and chi2."""
+"""analysis.estimators.mcnemar against R's documented example and scipy.stats' binomtest and chi2."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from analysis.mcnemar import mcnemar, mcnemar_from_verdicts
+from analysis.estimators.mcnemar import mcnemar, mcnemar_from_verdicts
 
 
 def test_mcnemar_exact_reference():

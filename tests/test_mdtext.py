@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analysis.mdtext import md
+from analysis.rendering.markdown_text import md
 from tests.test_delta import markdown_view
 
 # Printable text with every ASCII punctuation mark, spaces, tabs and line breaks.

@@ -1,4 +1,5 @@
-"""analysis.multiplicity against Benjamini & Hochberg (1995) and scipy.stats.false_discovery_control."""
+"""analysis.estimators.multiplicity against Benjamini & Hochberg (1995) and
+scipy.stats.false_discovery_control."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scipy import stats
 
-from analysis.multiplicity import bh_qvalues
+from analysis.estimators.multiplicity import bh_qvalues
 
 # Benjamini & Hochberg (1995), section 4: the fifteen p-values of the myocardial-infarction example.
 BH_1995 = [0.0001, 0.0004, 0.0019, 0.0095, 0.0201, 0.0278, 0.0298, 0.0344, 0.0459, 0.3240, 0.4262, 0.5719,

@@ -1,4 +1,5 @@
-"""analysis.noise_floor: the A/A split by hand, its false-positive rate and the uniform half-splits."""
+"""analysis.estimators.noise_floor: the A/A split by hand, its false-positive rate and the uniform
+half-splits."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from analysis.noise_floor import aa_noise_floor, half_deltas, split_halves
+from analysis.estimators.noise_floor import aa_noise_floor, half_deltas, split_halves
 
 
 def test_aa_noise_floor_first_split_is_the_seeded_halves_by_hand():

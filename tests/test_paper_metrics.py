@@ -1,4 +1,5 @@
-"""maj@k, pass^k, avg@k with its spread and Bayes@N (analysis.paper_metrics) against reference values: the
+"""maj@k, pass^k, avg@k with its spread and Bayes@N (analysis.estimators.paper_metrics) against reference
+values: the
 authors' published Bayes@N example, closed forms (the Beta posterior, C(c, k) / C(n, k)), brute-force
 enumeration, and lighteval 0.13's own rules (MajAtN's vote, G-Pass@k at threshold 1)."""
 
@@ -12,7 +13,7 @@ import numpy as np
 import pytest
 from scipy.stats import beta, hypergeom
 
-from analysis import paper_metrics as pm
+from analysis.estimators import paper_metrics as pm
 
 GRPO_LOGS = Path(__file__).resolve().parents[1] / "examples" / "smollm2-grpo" / "evallogs"
 
@@ -113,8 +114,8 @@ def test_bayes_delta_is_the_difference_of_independent_posteriors() -> None:
 
 
 def test_arm_metrics_on_a_committed_log() -> None:
-    from analysis.align import arm_arrays, item_order, load_log
-    from analysis.passk import pass_at_k_items
+    from analysis.estimators.passk import pass_at_k_items
+    from analysis.reports.align import arm_arrays, item_order, load_log
 
     log = load_log(GRPO_LOGS / "sweep" / "grpo-step-24.json")
     order = item_order(log)

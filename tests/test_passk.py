@@ -1,4 +1,4 @@
-"""analysis.passk: pass@k against exact fractions and a direct resampling, and its invariants."""
+"""analysis.estimators.passk: pass@k against exact fractions and a direct resampling, and its invariants."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.special import comb
 
-from analysis import resampling
-from analysis.passk import k_grid, pass_at_k, pass_at_k_bootstrap, pass_at_k_items, pass_at_k_table
-from analysis.resampling import bootstrap_distribution, distinct_rows, row_groups, weighted_means
+from analysis.estimators import resampling
+from analysis.estimators.passk import k_grid, pass_at_k, pass_at_k_bootstrap, pass_at_k_items, pass_at_k_table
+from analysis.estimators.resampling import bootstrap_distribution, distinct_rows, row_groups, weighted_means
 
 
 def test_pass_at_k_reference_values():

@@ -304,7 +304,8 @@ def test_unknown_params_keys_are_refused_naming_the_known_ones(tmp_path, changes
 
 
 def test_params_has_exactly_the_documented_sections() -> None:
-    """analysis.align refuses the keys of contract.protocol.PARAMS_SECTIONS' complement; so does Params."""
+    """analysis.reports.align refuses the keys of contract.protocol.PARAMS_SECTIONS' complement; so does
+    Params."""
     from contract.protocol import PARAMS_SECTIONS
     from pipeline.config import Params
 

@@ -1,4 +1,5 @@
-"""analysis.power_planning: the MDE and the items a paired design needs, by hand and in closed form."""
+"""analysis.estimators.power_planning: the MDE and the items a paired design needs, by hand and in closed
+form."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from analysis.power_planning import mde_paired, power_plan
+from analysis.estimators.power_planning import mde_paired, power_plan
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -20,7 +21,10 @@ def test_the_analyses_do_not_import_scipy_stats():
     # scipy.stats costs about a second to import, half of a whole delta report; the estimators use the
     # scipy.special kernels it would call (checked against scipy.stats in test_mcnemar.py and
     # test_effect_size.py), and power_planning imports it only inside paired_items_needed.
-    code = "import sys, analysis.delta, analysis.arm_comparison; print('scipy.stats' in sys.modules)"
+    code = (
+        "import sys, analysis.commands.delta, analysis.commands.arm_comparison; "
+        "print('scipy.stats' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert out.stdout.strip() == "False"
 

@@ -1,4 +1,5 @@
-"""analysis/proportions.py: Newcombe's paired interval against a published value, Wilson's against scipy."""
+"""analysis/estimators/proportions.py: Newcombe's paired interval against a published value, Wilson's against
+scipy."""
 
 from __future__ import annotations
 
@@ -6,8 +7,8 @@ import numpy as np
 import pytest
 from scipy.stats import binomtest
 
-from analysis.proportions import is_binary, newcombe_paired_interval, wilson_interval
-from analysis.signflip import sign_flip_interval, small_suite_interval
+from analysis.estimators.proportions import is_binary, newcombe_paired_interval, wilson_interval
+from analysis.estimators.signflip import sign_flip_interval, small_suite_interval
 
 
 def _paired(both: int, arm_only: int, ref_only: int, neither: int) -> tuple[np.ndarray, np.ndarray]:

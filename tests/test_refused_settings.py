@@ -13,9 +13,14 @@ import numpy as np
 import pytest
 import yaml
 
-from analysis import arm_comparison, delta
-from analysis.align import Refusal, Settings, read_arm_list, read_settings
-from analysis.compare import main as compare_main
+from analysis.commands import arm_comparison as arm_comparison_command
+from analysis.commands import delta as delta_command
+from analysis.commands.compare_logs import main as compare_main
+from analysis.rendering import delta_report as delta_rendering
+from analysis.reports import arm_comparison, delta
+from analysis.reports.refusal import Refusal
+from analysis.reports.report_models import DeltaReport
+from analysis.reports.settings import Settings, read_arm_list, read_settings
 from contract.evallog import EvalLog
 from pipeline import pins
 from pipeline.config import ConfigError, load_params
@@ -65,7 +70,9 @@ def test_the_delta_command_exits_2_on_n_boot_1_and_writes_nothing(tmp_path: Path
     post = write_log(tmp_path / "post.json", synthetic_scores(rng, 30, 4)[0])
     params = _analysis_params(tmp_path, n_boot=1)
     out = tmp_path / "out"
-    code = delta.main(["--pre", str(pre), "--post", str(post), "--out", str(out), "--params", str(params)])
+    code = delta_command.main(
+        ["--pre", str(pre), "--post", str(post), "--out", str(out), "--params", str(params)]
+    )
     assert code == 2 and not out.exists()
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "analysis.n_boot = 1" in err, err
@@ -86,7 +93,7 @@ def _greedy_logs(folder: Path, temperature: float) -> tuple[Path, Path]:
     return pre, post
 
 
-def _delta(pre: Path, post: Path, settings: Settings) -> dict:
+def _delta(pre: Path, post: Path, settings: Settings) -> DeltaReport:
     read = EvalLog.model_validate_json
     return delta.build(str(pre), read(pre.read_text()), str(post), read(post.read_text()), settings)
 
@@ -94,12 +101,12 @@ def _delta(pre: Path, post: Path, settings: Settings) -> dict:
 def test_a_report_of_greedy_logs_with_k_above_1_says_its_pass_at_k_is_not_of_draws(tmp_path: Path) -> None:
     settings = Settings(n_boot=400, n_perm=400, seed=7)
     report = _delta(*_greedy_logs(tmp_path, 0.0), settings)  # base.json, trained.json in tmp_path
-    note = [n for n in report["notes"] if n.startswith("temperature 0 (greedy decoding)")]
-    assert note and "k = 4 samples of an item are one answer repeated" in note[0], report["notes"]
-    assert "temperature 0 (greedy decoding)" in delta.outputs(report)["delta_report.md"].decode()
+    note = [n for n in report.notes if n.startswith("temperature 0 (greedy decoding)")]
+    assert note and "k = 4 samples of an item are one answer repeated" in note[0], report.notes
+    assert "temperature 0 (greedy decoding)" in delta_rendering.outputs(report)["delta_report.md"].decode()
     sampled = _delta(*_greedy_logs(tmp_path / "sampled", 1.0), settings)
-    assert not [n for n in sampled["notes"] if "greedy" in n]
-    comparison = arm_comparison.build(str(tmp_path), settings)
+    assert not [n for n in sampled.notes if "greedy" in n]
+    comparison = arm_comparison.build(str(tmp_path), settings).model_dump()
     assert any(n.startswith("temperature 0 (greedy decoding)") for n in comparison["notes"])
 
 
@@ -155,7 +162,7 @@ def test_the_analyses_refuse_an_empty_or_repeated_arm_list(tmp_path: Path) -> No
         with pytest.raises(Refusal, match=f"^{path}: arms: {says}"):
             read_arm_list(path)
         assert (
-            arm_comparison.main(
+            arm_comparison_command.main(
                 ["--logs", str(tmp_path), "--out", str(tmp_path / "o"), "--params", str(path)]
             )
             == 2

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from analysis.report_models import ArmComparison, BudgetStratum, DeltaReport, TrajectoryReport, report_json
+from analysis.reports.report_models import ArmComparison, BudgetStratum, DeltaReport, TrajectoryReport
+from analysis.reports.report_parts import report_json
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = {

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from analysis import report
-from analysis.mdtext import items_href
+from analysis.commands import index_page as index_command
+from analysis.rendering import index_page as report
+from analysis.rendering.markdown_text import items_href
 from tests.test_arm_comparison import HOSTILE_ARM, hostile_world, make_world
 from tests.test_delta import markdown_view, run_cli, write_params
 
@@ -20,11 +21,25 @@ def _reports(tmp_path: Path, logs: Path) -> Path:
     out = tmp_path / "reports"
     pre, post = str(logs / "base.json"), str(logs / "trained.json")
     done = run_cli(
-        "analysis.delta", "--pre", pre, "--post", post, "--out", str(out / "delta"), "--params", str(params)
+        "analysis.commands.delta",
+        "--pre",
+        pre,
+        "--post",
+        post,
+        "--out",
+        str(out / "delta"),
+        "--params",
+        str(params),
     )
     assert done.returncode == 0, done.stderr
     done = run_cli(
-        "analysis.arm_comparison", "--logs", str(logs), "--out", str(out / "arms"), "--params", str(params)
+        "analysis.commands.arm_comparison",
+        "--logs",
+        str(logs),
+        "--out",
+        str(out / "arms"),
+        "--params",
+        str(params),
     )
     assert done.returncode == 0, done.stderr
     return out
@@ -55,7 +70,7 @@ def test_names_reach_the_page_as_written(tmp_path: Path) -> None:
 def test_page_leads_with_every_claim_and_links_both_reports(reports: Path) -> None:
     logs = reports.parent / "evallogs"
     argv = ["--delta", str(reports / "delta"), "--arms", str(reports / "arms"), "--logs", str(logs)]
-    assert report.main([*argv, "--out", str(reports)]) == 0
+    assert index_command.main([*argv, "--out", str(reports)]) == 0
     delta = json.loads((reports / "delta" / "delta_report.json").read_text())
     arms = json.loads((reports / "arms" / "arm_comparison_report.json").read_text())
     page = (reports / "index.md").read_text()
@@ -147,12 +162,18 @@ def test_a_tool_arm_that_does_not_count_its_failed_calls_is_left_out_and_the_pag
     params = write_params(tmp_path / "params.yaml", n_boot=300, n_perm=300)
     out = tmp_path / "reports"
     done = run_cli(
-        "analysis.delta", "--pre", str(logs / "base.json"), "--post", str(logs / "trained.json"),
+        "analysis.commands.delta", "--pre", str(logs / "base.json"), "--post", str(logs / "trained.json"),
         "--out", str(out / "delta"), "--params", str(params),
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     done = run_cli(
-        "analysis.arm_comparison", "--logs", str(logs), "--out", str(out / "arms"), "--params", str(params)
+        "analysis.commands.arm_comparison",
+        "--logs",
+        str(logs),
+        "--out",
+        str(out / "arms"),
+        "--params",
+        str(params),
     )
     assert done.returncode == 0, done.stderr
     why = "its log records tool calls but not how many failed (format_version 2, older than 3"
@@ -164,7 +185,8 @@ def test_a_tool_arm_that_does_not_count_its_failed_calls_is_left_out_and_the_pag
     assert (
         "**Not usable, left out: +tools** (" + why in (out / "arms" / "arm_comparison_report.md").read_text()
     )
-    assert report.main(["--delta", str(out / "delta"), "--arms", str(out / "arms"), "--logs", str(logs),
+    assert index_command.main(["--delta", str(out / "delta"), "--arms", str(out / "arms"), "--logs",
+                              str(logs),
                         "--out", str(out)]) == 0  # fmt: skip
     page = (out / "index.md").read_text()
     assert "| +tools vs base | **NOT USABLE, left out**: " + why in page

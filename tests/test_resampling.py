@@ -1,4 +1,4 @@
-"""analysis.resampling: the bootstrap's draws, their variance, seeds and threads."""
+"""analysis.estimators.resampling: the bootstrap's draws, their variance, seeds and threads."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from analysis import resampling
-from analysis.bootstrap_ci import bootstrap_mean_ci
-from analysis.resampling import bootstrap_distribution, rng_for, weighted_means
+from analysis.estimators import resampling
+from analysis.estimators.bootstrap_ci import bootstrap_mean_ci
+from analysis.estimators.resampling import bootstrap_distribution, rng_for, weighted_means
 
 
 def test_grouped_bootstrap_has_the_bootstrap_variance_of_a_mean():

@@ -1,4 +1,4 @@
-"""analysis.signflip against scipy.stats.permutation_test and the exact binomial null."""
+"""analysis.estimators.signflip against scipy.stats.permutation_test and the exact binomial null."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from analysis import signflip
-from analysis.resampling import BATCH_ELEMENTS, rng_for
-from analysis.signflip import sign_flip_test
+from analysis.estimators import signflip
+from analysis.estimators.resampling import BATCH_ELEMENTS, rng_for
+from analysis.estimators.signflip import sign_flip_test
 
 
 def test_exact_sign_flip_of_ten_positive_differences():

@@ -229,7 +229,9 @@ def test_a_reduced_run_trains_the_placebo_and_writes_the_trajectory(tmp_path: Pa
     for arm in params["arms"]:
         _run([py, "-m", "pipeline.score", f"arm={arm}"], world)
     _run([py, "-m", "pipeline.score_sweep"], world)
-    _run([py, "-m", "analysis.trajectory", "--logs", "evallogs", "--out", "reports/trajectory"], world)
+    _run(
+        [py, "-m", "analysis.commands.trajectory", "--logs", "evallogs", "--out", "reports/trajectory"], world
+    )
     report = json.loads((world / "reports" / "trajectory" / "trajectory_report.json").read_text())
     swept = [f"grpo-step-{n}" for n in build.RUN_STEPS.values()]
     assert report["status"] == "done" and report["checkpoints"] == ["base", *swept]

@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from analysis.commands import benchmark_table as benchmark_table_command
+from analysis.commands import trajectory as trajectory_command
 from contract.sweep import SweepError, expand, step_of
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -121,7 +123,6 @@ def test_score_sweep_keeps_only_the_sweeps_logs_and_names_a_missing_generations_
 
 
 def test_the_trajectory_reads_the_sweep_and_plots_every_metric(tmp_path: Path) -> None:
-    from analysis import trajectory
 
     logs = tmp_path / "evallogs"
     (logs / "sweep").mkdir(parents=True)
@@ -137,7 +138,9 @@ def test_the_trajectory_reads_the_sweep_and_plots_every_metric(tmp_path: Path) -
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
     out = tmp_path / "reports"
     assert (
-        trajectory.main(["--logs", str(logs), "--out", str(out), "--params", str(tmp_path / "params.yaml")])
+        trajectory_command.main(
+            ["--logs", str(logs), "--out", str(out), "--params", str(tmp_path / "params.yaml")]
+        )
         == 0
     )
     report = json.loads((out / "trajectory_report.json").read_text())
@@ -150,7 +153,6 @@ def test_the_trajectory_reads_the_sweep_and_plots_every_metric(tmp_path: Path) -
 
 
 def test_the_benchmark_table_lists_arms_then_swept_steps(tmp_path: Path) -> None:
-    from analysis import benchmark_table
 
     logs = tmp_path / "evallogs"
     (logs / "sweep").mkdir(parents=True)
@@ -164,7 +166,7 @@ def test_the_benchmark_table_lists_arms_then_swept_steps(tmp_path: Path) -> None
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
     out = tmp_path / "table"
     argv = ["--logs", str(logs), "--out", str(out), "--params", str(tmp_path / "params.yaml")]
-    assert benchmark_table.main(argv) == 0
+    assert benchmark_table_command.main(argv) == 0
     table = json.loads((out / "benchmark_table.json").read_text())
     assert [(r["arm"], r["step"]) for r in table["rows"]] == [
         ("base", 0), ("trained", None), ("grpo-step-12", 12), ("grpo-step-24", 24)

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from analysis import arm_comparison
-from analysis.align import Settings
+from analysis.reports import arm_comparison
+from analysis.reports.settings import Settings
 from arms.tools.server import EXIT_EVERY_ENV
 from contract.engine import Decoding, EngineInfo, GenRequest, GenResult
 from contract.evallog import FORMAT_VERSION, load
@@ -238,7 +238,7 @@ def test_calls_that_kill_every_server_are_failed_counted_scored_and_the_arm_left
     assert all(c.failed and "died during the call, and again when it was retried" in c.error for c in records)
     assert {s.path for it in log.items for s in it.samples or []} == {"tool_error"}
 
-    report = arm_comparison.build(str(world.logs_dir), FAST, ["base", "+tools"])
+    report = arm_comparison.build(str(world.logs_dir), FAST, ["base", "+tools"]).model_dump()
     assert report["arms_found"] == ["base"] and report["contrasts"] == []
     (left_out,) = report["arms_unusable"]
     assert left_out["arm"] == "+tools" and left_out["tool_calls"]["failed"] == 4
@@ -246,6 +246,6 @@ def test_calls_that_kill_every_server_are_failed_counted_scored_and_the_arm_left
     assert "analysis.max_failed_tool_calls = 0.0" in left_out["reason"]
     # A threshold that tolerates them compares the arm, with its counts on the row.
     lenient = dataclasses.replace(FAST, max_failed_tool_calls=1.0)
-    tolerant = arm_comparison.build(str(world.logs_dir), lenient, ["base", "+tools"])
+    tolerant = arm_comparison.build(str(world.logs_dir), lenient, ["base", "+tools"]).model_dump()
     (row,) = tolerant["contrasts"]
     assert row["arm"] == "+tools" and row["tool_calls"]["failed"] == 4 and tolerant["arms_unusable"] == []

@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analysis import arm_comparison, trajectory
-from analysis.align import Settings
+from analysis.reports import arm_comparison, trajectory
+from analysis.reports.settings import Settings
 from tests.test_delta import markdown_view, run_cli, write_log
 
 FAST = Settings(n_boot=400, n_perm=400, seed=5)
@@ -44,7 +44,7 @@ CONFIGURED = "trajectory: {checkpoints: [base, step-200, trained], placebo: plac
 def test_every_checkpoint_over_base_and_the_reward_against_the_placebo(tmp_path):
     logs = world(tmp_path / "logs")
     p = params(tmp_path / "params.yaml", list(LIFTS), CONFIGURED)
-    r = trajectory.build(str(logs), FAST, p)
+    r = trajectory.build(str(logs), FAST, p).model_dump()
     assert r["status"] == "done"
     assert [row["arm"] for row in r["trajectory"]] == ["base", "step-200", "trained"]
     base = json.loads((logs / "base.json").read_text())
@@ -64,7 +64,7 @@ def test_every_checkpoint_over_base_and_the_reward_against_the_placebo(tmp_path)
     assert r["n_tests"] == 3 and all("q_value" in row for row in [*r["trajectory"][1:], rc])
     assert r["trajectory"][2]["decided_by"].startswith("Holm")
     # The arm report carries the same interval for the same contrast.
-    compared = arm_comparison.build(str(logs), FAST, list(LIFTS))
+    compared = arm_comparison.build(str(logs), FAST, list(LIFTS)).model_dump()
     by_arm = {c["arm"]: c["ci95"] for c in compared["contrasts"]}
     assert all(row["ci95"] == by_arm[row["arm"]] for row in r["trajectory"][1:])
 
@@ -75,7 +75,9 @@ def test_a_placebo_that_scores_as_the_rewarded_run_carries_no_reward_claim(tmp_p
     trained = json.loads((logs / "trained.json").read_text())
     scores = [it["scores"] for it in trained["items"]]
     write_log(logs / "placebo.json", scores, arm="placebo", model_name="demo/models/placebo")
-    r = trajectory.build(str(logs), FAST, params(tmp_path / "params.yaml", list(LIFTS), CONFIGURED))
+    r = trajectory.build(
+        str(logs), FAST, params(tmp_path / "params.yaml", list(LIFTS), CONFIGURED)
+    ).model_dump()
     assert r["reward_contrast"]["delta"] == 0.0 and r["reward_contrast"]["ci95"] == [0.0, 0.0]
     assert r["reward_claim"].startswith("no difference between the rewarded run and the placebo detected")
     assert "cannot be credited to the reward" in r["reward_claim"]
@@ -85,7 +87,7 @@ def test_cli_writes_the_report_the_figure_and_states_the_claim_and_its_limits(tm
     logs = world(tmp_path / "logs")
     p = params(tmp_path / "params.yaml", list(LIFTS), CONFIGURED)
     out = tmp_path / "out"
-    done = run_cli("analysis.trajectory", "--logs", str(logs), "--out", str(out), "--params", str(p))
+    done = run_cli("analysis.commands.trajectory", "--logs", str(logs), "--out", str(out), "--params", str(p))
     assert done.returncode == 0, done.stderr
     assert (out / "trajectory.png").read_bytes().startswith(b"\x89PNG")
     text = (out / "trajectory_report.md").read_text()
@@ -94,7 +96,7 @@ def test_cli_writes_the_report_the_figure_and_states_the_claim_and_its_limits(tm
     tables, html = markdown_view(text)
     assert html == [] and [row[0] for row in tables[0][1:]] == ["base", "step-200", "trained"]
     first = (out / "trajectory_report.json").read_bytes()
-    run_cli("analysis.trajectory", "--logs", str(logs), "--out", str(out), "--params", str(p))
+    run_cli("analysis.commands.trajectory", "--logs", str(logs), "--out", str(out), "--params", str(p))
     assert (out / "trajectory_report.json").read_bytes() == first
 
 
@@ -109,7 +111,7 @@ def test_without_a_section_or_the_logs_a_short_report_and_exit_0(tmp_path, arms,
     logs = world(tmp_path / "logs", {"base": 0.0, "trained": 0.1})
     p = params(tmp_path / "params.yaml", arms, section)
     out = tmp_path / "out"
-    done = run_cli("analysis.trajectory", "--logs", str(logs), "--out", str(out), "--params", str(p))
+    done = run_cli("analysis.commands.trajectory", "--logs", str(logs), "--out", str(out), "--params", str(p))
     assert done.returncode == 0, done.stderr
     report = json.loads((out / "trajectory_report.json").read_text())
     assert report["status"] == status and says in report["detail"]
@@ -122,7 +124,7 @@ def test_a_log_of_an_arm_not_in_the_arm_list_is_not_used(tmp_path):
     logs = world(tmp_path / "logs")
     r = trajectory.build(
         str(logs), FAST, params(tmp_path / "p.yaml", ["base", "trained", "placebo"], CONFIGURED)
-    )
+    ).model_dump()
     assert r["status"] == "arms missing" and r["missing"] == ["step-200"]
 
 
@@ -130,7 +132,7 @@ def test_a_missing_placebo_leaves_the_trajectory_without_a_reward_claim(tmp_path
     logs = world(tmp_path / "logs", {"base": 0.0, "step-200": 0.08, "trained": 0.16})
     r = trajectory.build(
         str(logs), FAST, params(tmp_path / "p.yaml", ["base", "step-200", "trained"], CONFIGURED)
-    )
+    ).model_dump()
     assert r["status"] == "done" and r["placebo"] is None and r["reward_contrast"] is None
     assert "no placebo configured" in r["reward_claim"] and "placebo arm placebo has no log" in r["notes"][0]
 
@@ -149,7 +151,7 @@ def test_a_bad_section_is_refused_in_one_line_naming_the_field(tmp_path, section
     logs = world(tmp_path / "logs", {"base": 0.0, "trained": 0.1})
     p = params(tmp_path / "params.yaml", ["base", "trained"], section)
     out = tmp_path / "out"
-    done = run_cli("analysis.trajectory", "--logs", str(logs), "--out", str(out), "--params", str(p))
+    done = run_cli("analysis.commands.trajectory", "--logs", str(logs), "--out", str(out), "--params", str(p))
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
     assert f"{p}: {field}" in done.stderr and not out.exists()
 
@@ -159,6 +161,6 @@ def test_checkpoints_of_one_model_are_refused(tmp_path):
     write_log(logs / "trained.json", np.zeros((300, 4)), arm="trained", model_name="demo/models/base")
     p = params(tmp_path / "params.yaml", ["base", "trained"], "trajectory: {checkpoints: [base, trained]}")
     done = run_cli(
-        "analysis.trajectory", "--logs", str(logs), "--out", str(tmp_path / "o"), "--params", str(p)
+        "analysis.commands.trajectory", "--logs", str(logs), "--out", str(tmp_path / "o"), "--params", str(p)
     )
     assert done.returncode == 2 and "model_name is 'demo/models/base' in both logs" in done.stderr

@@ -7,8 +7,10 @@ from pathlib import Path
 
 import numpy as np
 
-from analysis import arm_comparison, delta
-from analysis.align import Settings
+from analysis.commands import arm_comparison as arm_comparison_command
+from analysis.commands import delta as delta_command
+from analysis.reports import arm_comparison
+from analysis.reports.settings import Settings
 from tests.test_delta import write_log, write_params
 
 FAST = Settings(n_boot=300, n_perm=300, seed=3)
@@ -40,7 +42,7 @@ def test_the_delta_report_counts_each_arms_samples_at_the_budget(tmp_path: Path)
     post = log_with_cuts(tmp_path / "trained.json", "trained", 30, "m1", lift=0.2)
     out = tmp_path / "delta"
     # The command reads logs without keeping their samples (contract.logreader): the counts survive that.
-    assert delta.main(["--pre", str(pre), "--post", str(post), "--out", str(out), "--params",
+    assert delta_command.main(["--pre", str(pre), "--post", str(post), "--out", str(out), "--params",
                        str(write_params(tmp_path / "p.yaml"))]) == 0  # fmt: skip
     report = json.loads((out / "delta_report.json").read_text())
     t = report["truncation"]
@@ -61,12 +63,12 @@ def test_the_arm_comparison_counts_every_arm_and_says_when_logs_do_not_record_it
     # A log without samples (the minimal form) has no finish reasons: reported as not recorded, not as 0.
     write_log(folder / "+rag.json", (np.random.default_rng(1).random((N_ITEMS, K)) < 0.5).astype(float),
               arm="+rag", model_name="m0")  # fmt: skip
-    report = arm_comparison.build(str(folder), FAST)
+    report = arm_comparison.build(str(folder), FAST).model_dump()
     rows = {a["arm"]: a for a in report["truncation"]["arms"]}
     assert (rows["base"]["at_budget"], rows["trained"]["at_budget"]) == (0, 8)
     assert rows["+rag"]["samples"] is None and rows["+rag"]["share"] is None
     out = tmp_path / "out"
-    assert arm_comparison.main(["--logs", str(folder), "--out", str(out), "--params",
+    assert arm_comparison_command.main(["--logs", str(folder), "--out", str(out), "--params",
                       str(write_params(tmp_path / "p.yaml"))]) == 0  # fmt: skip
     text = (out / "arm_comparison_report.md").read_text()
     assert "| trained | 96 | 8 | 8.3% |" in text and "| +rag | - | not recorded | n/a |" in text

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis import report
+from analysis.rendering import index_page as report
 from contract.atomic import STALE_AFTER_S, atomic_write, atomic_write_set
 from tests.conftest import ROOT
 from tests.test_arm_comparison import make_world
@@ -63,7 +63,8 @@ def test_a_report_that_cannot_be_written_leaves_the_previous_pages_all_old(tmp_p
     assert largest.name == "items.html"  # written last: every other page would have been replaced before
     limit = largest.stat().st_size - 100
     done = _run(
-        limit, "analysis.report", "--delta", str(reports / "delta"), "--arms", str(reports / "arms"),
+        limit, "analysis.commands.index_page", "--delta", str(reports / "delta"), "--arms",
+                                                              str(reports / "arms"),
         "--logs", str(logs), "--out", str(reports),
     )  # fmt: skip
     _one_line(done, "cannot write")
@@ -137,13 +138,14 @@ def test_the_delta_and_arm_comparison_onto_a_full_disk_are_one_line_and_write_no
     params.write_text("analysis: {n_boot: 200, n_perm: 200}\n")
     out = tmp_path / "reports"
     done = _run(
-        3000, "analysis.delta", "--pre", str(logs / "base.json"), "--post", str(logs / "trained.json"),
+        3000, "analysis.commands.delta", "--pre", str(logs / "base.json"), "--post",
+                                                      str(logs / "trained.json"),
         "--out", str(out / "delta"), "--params", str(params),
     )  # fmt: skip
     _one_line(done, "cannot write")
     done = _run(
         3000,
-        "analysis.arm_comparison",
+        "analysis.commands.arm_comparison",
         "--logs",
         str(logs),
         "--out",

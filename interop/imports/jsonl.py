@@ -18,10 +18,10 @@ Each text is judged against its --suite item exactly as the pipeline's scorer ju
 last_boxed, answer_is) where the prompt set one. A line's prompt, when the lines have one, is read as the
 scorer reads it (a prompt that ends in `Answer:` makes the text its continuation); without one, `plain`
 reads the text as the continuation of a prompt that ends in `Answer:`, as the pipeline's plain prompts do.
-The log records the scorer as the pipeline's (name, version, verifiers), so analysis.compare and
-analysis.delta compare it with the pipeline's own logs; what the lines or flags do not give (model, seed,
-top_p) is recorded as not known, and only the temperature and the token budget, which every comparison
-matches, must be given.
+The log records the scorer as the pipeline's (name, version, verifiers), so the analysis commands
+(compare_logs, delta) compare it with the pipeline's own logs; what the lines or flags do not give
+(model, seed, top_p) is recorded as not known, and only the temperature and the token budget, which
+every comparison matches, must be given.
 """
 
 from __future__ import annotations
@@ -261,7 +261,8 @@ def imported_log(
     names["suite_revision"] = names["suite_revision"] or f"sha256:{file_sha256(suite.path)[:12]}"
     log = build_log(files, overrides, arm=arm, suite_file=suite, names=names)
     # build_log kept each verdict as the tool's score; the scorer that gave it is the pipeline's own, so
-    # the log names it as the pipeline's logs do (analysis.align compares name, version and verifiers).
+    # the log names it as the pipeline's logs do (analysis.reports.align compares name, version and
+    # verifiers).
     by = f"{SCORER_NAME} verifier"
     scorer = ScorerInfo(
         name=SCORER_NAME,

@@ -1,0 +1,328 @@
+"""The pre/post delta report built: the two logs aligned, every statistic called, the typed report assembled.
+
+Every statistic comes from analysis.reports.contrasts and the estimators it shares with the other reports;
+`build` returns the DeltaReport model itself, so a misnamed or missing field fails where it is computed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from analysis.estimators.budget import budget_curve, budget_grid
+from analysis.estimators.effect_size import cohens_dz
+from analysis.estimators.mcnemar import majority_verdicts, mcnemar_from_verdicts
+from analysis.estimators.noise_floor import aa_noise_floor
+from analysis.estimators.power_planning import MDE, mde_paired
+from analysis.estimators.resampling import Interval, rng_for
+from analysis.reports import answering, calibration, contrasts, crossover, truncation
+from analysis.reports.align import ArmData, arm_arrays, check_matched, item_order, measured_line
+from analysis.reports.contrasts import Primary
+from analysis.reports.prompting import prompt_line
+from analysis.reports.report_models import BudgetPoint, DeltaReport, Mde, NoiseFloor, PassAtKRow, Verdict
+from analysis.reports.report_parts import FormatSection
+from analysis.reports.settings import Settings, settings_dict
+from contract.evallog import EvalLog
+
+
+@dataclass(frozen=True)
+class Pair:
+    """The two logs of a delta report, aligned on the pre log's item order."""
+
+    pre_path: str
+    pre: EvalLog
+    post_path: str
+    post: EvalLog
+    order: list[str]
+    a: ArmData
+    b: ArmData
+
+    def names(self) -> tuple[str, str]:
+        """The two arms' names (the log's own, else the file's stem); "pre" and "post" when they are equal."""
+        pre_name = self.pre.arm or Path(self.pre_path).stem
+        post_name = self.post.arm or Path(self.post_path).stem
+        return ("pre", "post") if pre_name == post_name else (pre_name, post_name)
+
+
+def sample_tokens(log: EvalLog, order: list[str]) -> np.ndarray | None:
+    """(n_items, k) generated tokens of each sample in the given item order; None when an item lacks them."""
+    by_id = {it.item_id: it for it in log.items}
+    if any(by_id[i].gen_tokens is None for i in order):
+        return None
+    return np.array([by_id[i].gen_tokens for i in order], dtype=np.float64).reshape(len(order), -1)
+
+
+def pass_at_k_rows(primary: Primary) -> list[PassAtKRow]:
+    """pass@k of both arms at every k, each delta with its interval; pass@1's is the headline's."""
+    passk = primary.passk
+    methods = ["percentile (cluster)"] * len(passk.ks)
+    if passk.delta_ci[0].method != "percentile (cluster)":
+        methods[0] = f"{primary.mean['ci95_method']}, item-level (the headline interval)"
+    return [
+        PassAtKRow(
+            k=k,
+            pre=float(passk.pre[i]),
+            post=float(passk.post[i]),
+            delta=float(passk.delta[i]),
+            pre_ci95=passk.pre_ci[i].as_list(),
+            post_ci95=passk.post_ci[i].as_list(),
+            delta_ci95=passk.delta_ci[i].as_list(),
+            delta_ci95_method=methods[i],
+        )
+        for i, k in enumerate(passk.ks)
+    ]
+
+
+def format_section(
+    pair: Pair, primary: Primary, claim: tuple[str, str], settings: Settings
+) -> tuple[FormatSection, tuple[str, str]]:
+    """The format part (the same generations under the lenient reader) and the claim it leaves.
+
+    A shift the lenient reader does not find is the answer's format: the claim then says so.
+    """
+    verdict, detail = claim
+    pre_name, post_name = pair.names()
+    readers = {
+        pre_name: answering.reader_arrays(pair.pre, pair.order),
+        post_name: answering.reader_arrays(pair.post, pair.order),
+    }
+    lenient = answering.primary_part(primary, verdict, readers[pre_name], readers[post_name], settings)
+    if lenient is not None and lenient["call"] is not None:
+        verdict, detail = lenient["call"], f"{lenient['detail']} Under the report's reader alone: {detail}"
+    section = FormatSection(
+        arms=[
+            answering.arm_row(pre_name, pair.a.scores, readers[pre_name], settings),
+            answering.arm_row(post_name, pair.b.scores, readers[post_name], settings),
+        ],
+        contrast=lenient,
+        lenient_missing=answering.missing_lenient(readers),
+    )
+    return section, (verdict, detail)
+
+
+def mde_part(pair: Pair, alpha: float) -> Mde:
+    """The minimum detectable effect of the suite, or the reason it is not estimable."""
+    mde: MDE = mde_paired(pair.a.scores, pair.b.scores, alpha)
+    return Mde(
+        mde=mde.mde,
+        power=mde.power,
+        alpha=mde.alpha,
+        n_items=mde.n_items,
+        k=mde.k,
+        between_item_var=mde.between_item_var,
+        within_item_var=mde.within_item_var,
+        by_k={str(k): v for k, v in mde.by_k.items()},
+        reason=mde.reason,
+    )
+
+
+def noise_floor_part(pair: Pair, settings: Settings) -> NoiseFloor | None:
+    """The A/A noise floor of the pre arm (half of each item's samples against the other half)."""
+    method = contrasts.interval_method(len(pair.order))
+    noise = aa_noise_floor(
+        pair.a.scores, settings.n_boot, rng_for(settings.seed, "noise"), alpha=settings.alpha, method=method
+    )
+    if noise is None:
+        return None
+    return NoiseFloor(
+        arm="pre",
+        delta=noise.delta,
+        ci95=noise.ci.as_list(),
+        ci95_method=noise.ci.method,
+        half=noise.half,
+        flip_share=noise.flip_share,
+        false_positive_rate=noise.false_positive_rate,
+        n_splits=noise.n_splits,
+        fpr_n_boot=noise.fpr_n_boot,
+    )
+
+
+def budget_points(pair: Pair, settings: Settings, headline: Interval) -> list[BudgetPoint]:
+    """Both arms' accuracy at each token budget, where the logs record every sample's tokens."""
+    tokens_a, tokens_b = sample_tokens(pair.pre, pair.order), sample_tokens(pair.post, pair.order)
+    if tokens_a is None or tokens_b is None:
+        return []
+    points = budget_curve(
+        pair.a.scores, pair.b.scores, tokens_a, tokens_b, budget_grid(pair.pre.max_tokens), settings.n_boot,
+        rng_for(settings.seed, "budget-curve"), alpha=settings.alpha,
+        method=contrasts.budget_method(len(pair.order)),
+    )  # fmt: skip
+    longest = max(tokens_a.max(), tokens_b.max())
+    curve = []
+    # Once every sample finishes within B the row is the headline delta: it carries the headline interval.
+    for p in points:
+        ci = headline if p.budget >= longest else p.ci
+        method = f"{ci.method} (the headline interval)" if ci is headline else ci.method
+        curve.append(BudgetPoint(budget=p.budget, pre=p.ref, post=p.arm, delta=p.delta, ci95=ci.as_list(),
+                                 ci95_method=method))  # fmt: skip
+    return curve
+
+
+def verdict_part(primary: Primary) -> Verdict:
+    """The verdict on the mean delta (pass@1): the claim's Holm family, the one rule of the contrasts.
+
+    The arm comparison's trained row and the trajectory's carry this same verdict.
+    """
+    head = primary.mean
+    return Verdict(
+        significant=head["significant"],
+        negligible=head["negligible"],
+        p_holm=head["q_value"],
+        decided_by=head["decided_by"],
+        top_k=primary.top_k,
+        top_k_perm_p=primary.top_p,
+        top_k_p_holm=primary.top_p_holm,
+        top_k_significant=primary.top_significant,
+        n_tests=primary.n_tests,
+    )
+
+
+def families(pair: Pair, settings: Settings) -> list[dict[str, Any]]:
+    """Each item family's delta, its arms' means named mean_pre and mean_post."""
+    rows = contrasts.family_rows(pair.a, pair.b, settings, pair.a.families)
+    for row in rows:
+        row["mean_pre"], row["mean_post"] = row.pop("mean_ref"), row.pop("mean_arm")
+    return rows
+
+
+def notes(pair: Pair, fmt: FormatSection) -> list[str]:
+    """The notes: a small suite, greedy decoding, family labels that differ, a reader not recorded."""
+    out = [n for n in [contrasts.small_suite_note(len(pair.order))] if n]
+    out += [n for n in [contrasts.greedy_note(pair.pre.temperature, pair.pre.n_samples)] if n]
+    if any(f is not None for f in pair.a.families) and pair.a.families != pair.b.families:
+        out.append("family labels differ between the logs; families are taken from the pre log")
+    if fmt.lenient_missing:
+        out.append(answering.not_recorded(fmt.lenient_missing, 2))
+    return out
+
+
+def pair_correlation(a: ArmData, b: ArmData) -> float | None:
+    """The correlation of the two arms' item means; None when either has no spread."""
+    if a.item_mean.std() > 0 and b.item_mean.std() > 0:
+        return float(np.corrcoef(a.item_mean, b.item_mean)[0, 1])
+    return None
+
+
+def cluster_method(ci: Interval) -> str:
+    """How the cluster-bootstrap interval of the mean delta was made."""
+    if ci.method.startswith("percentile"):
+        return "percentile, cluster bootstrap (items resampled with their k samples; the headline's draw)"
+    return ci.method
+
+
+def build(
+    pre_path: str,
+    pre: EvalLog,
+    post_path: str,
+    post: EvalLog,
+    settings: Settings,
+    on_pass_at_k: Callable[[dict[str, Any]], None] | None = None,
+    distinct_models: bool = True,
+    allow: frozenset[str] = frozenset(),
+) -> DeltaReport:
+    """The delta report (a pure function of the two logs and the settings).
+
+    on_pass_at_k, when given, is called once the pass@k rows and the claim are known with the part of
+    the report the pass@k figure draws (so that it can be drawn while the rest is computed).
+    distinct_models=False, allow: two logs of one model (analysis.commands.compare_logs labels them).
+    """
+    matched = check_matched(pre_path, pre, post_path, post, distinct_models=distinct_models, allow=allow)
+    order = item_order(pre)
+    pair = Pair(pre_path, pre, post_path, post, order, arm_arrays(pre, order), arm_arrays(post, order))
+    # The primary contrast, decided once (analysis.reports.contrasts): the arm comparison and the trajectory
+    # compute the same draws for trained vs base, so every report prints the same interval and verdict.
+    primary = contrasts.primary_contrast(pair.a.scores, pair.b.scores, settings)
+    fmt, claim = format_section(pair, primary, contrasts.claim(primary, settings), settings)
+    passk_rows = pass_at_k_rows(primary)
+    if on_pass_at_k is not None:
+        on_pass_at_k(
+            {
+                "pre_model": pre.model_name,
+                "post_model": post.model_name,
+                "claim": claim[0],
+                "pass_at_k": [row.model_dump() for row in passk_rows],
+                "settings": settings_dict(settings),
+            }
+        )
+    return assemble(pair, settings, matched, primary, claim, fmt, passk_rows)
+
+
+def assemble(
+    pair: Pair,
+    settings: Settings,
+    matched: dict[str, Any],
+    primary: Primary,
+    claim: tuple[str, str],
+    fmt: FormatSection,
+    passk_rows: list[PassAtKRow],
+) -> DeltaReport:
+    """The DeltaReport of the aligned pair, its fields in the order its JSON has always had them."""
+    pre, post, a, b = pair.pre, pair.post, pair.a, pair.b
+    head, passk = primary.mean, primary.passk
+    d = b.item_mean - a.item_mean
+    dz = cohens_dz(d, settings.alpha)
+    flips = mcnemar_from_verdicts(majority_verdicts(a.item_mean), majority_verdicts(b.item_mean))
+    pre_arm, post_arm = pair.names()
+    return DeltaReport(
+        report="delta",
+        suite=pre.suite,
+        suite_revision=pre.suite_revision,
+        n_items=len(pair.order),
+        n_samples=pre.n_samples,
+        pre_model=pre.model_name,
+        post_model=post.model_name,
+        pre_log=str(pair.pre_path),
+        post_log=str(pair.post_path),
+        # The arm names (the log's own, else the file's stem, as the arm comparison names them), which the
+        # item browser's links use.
+        pre_arm=pre.arm or Path(pair.pre_path).stem,
+        post_arm=post.arm or Path(pair.post_path).stem,
+        driver=post.driver,
+        measured_at=post.measured_at,
+        pre_measured_at=pre.measured_at,
+        generated=measured_line(pre, post),
+        mde=mde_part(pair, settings.alpha),
+        claim=claim[0],
+        claim_detail=claim[1],
+        matched_protocol=matched,
+        prompting={"pre": prompt_line(pre), "post": prompt_line(post)},
+        mean_pre=float(a.item_mean.mean()),
+        mean_post=float(b.item_mean.mean()),
+        delta_mean=float(d.mean()),
+        delta_ci95=head["ci95"],
+        delta_ci95_method=head["ci95_method"],
+        delta_ci95_percentile=primary.percentile,
+        delta_ci95_cluster=passk.mean_delta_ci.as_list(),
+        delta_ci95_cluster_method=cluster_method(passk.mean_delta_ci),
+        noise_floor=noise_floor_part(pair, settings),
+        perm_p=head["p_value"],
+        perm_exact=head["perm_exact"],
+        perm_n=head["perm_n"],
+        verdict=verdict_part(primary),
+        # Each arm's answered share and accuracy among answered; trained vs base under the lenient reader.
+        format=fmt,
+        cohens_dz=dz.dz if dz else None,
+        cohens_dz_ci95=[dz.lo, dz.hi] if dz else None,
+        pair_correlation_rho=pair_correlation(a, b),
+        flips_wrong_to_right=flips.b,
+        flips_right_to_wrong=flips.c,
+        mcnemar_chi2=flips.chi2,
+        mcnemar_chi2_p=flips.chi2_p,
+        mcnemar_p=flips.exact_p,
+        pass_at_k_pre={str(k): float(v) for k, v in zip(passk.ks, passk.pre, strict=True)},
+        pass_at_k_post={str(k): float(v) for k, v in zip(passk.ks, passk.post, strict=True)},
+        pass_at_k=passk_rows,
+        budget_curve=budget_points(pair, settings, Interval(*head["ci95"], head["ci95_method"])),
+        crossover={
+            k: v for k, v in crossover.crossover(primary.all_k, a.scores, b.scores).items() if k != "rows"
+        },
+        truncation=truncation.section({"pre": pre, "post": post}, pre.max_tokens),
+        families=families(pair, settings),
+        calibration=calibration.section({pre_arm: pre, post_arm: post}, pair.order, pre_arm, settings),
+        settings=settings_dict(settings),
+        notes=notes(pair, fmt),
+    )

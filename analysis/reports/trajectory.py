@@ -1,0 +1,287 @@
+"""The checkpoint trajectory built: every checkpoint's paired delta over the reference, and the placebo's.
+
+The contrast of the last checkpoint against a random-reward placebo says whether the reward, rather than
+training as such, moved the score. Without a `trajectory` section, or with a checkpoint's log missing, the
+report is a short one saying so. The command is analysis.commands.trajectory.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from analysis.estimators import paper_metrics as pm
+from analysis.reports import answering, contrasts
+from analysis.reports.align import ArmData, arm_arrays, check_matched, item_order, load_logs
+from analysis.reports.benchmark_table import answers_of
+from analysis.reports.contrasts import mean_contrast, too_few_items
+from analysis.reports.prompting import prompt_line
+from analysis.reports.refusal import Refusal
+from analysis.reports.report_models import TrajectoryReport
+from analysis.reports.settings import (
+    Settings,
+    log_path,
+    read_arm_list,
+    read_section,
+    read_swept,
+    settings_dict,
+)
+from contract.evallog import EvalLog
+
+NOT_CONFIGURED, ARMS_MISSING, DONE = "not configured", "arms missing", "done"
+STEP_IN_NAME = re.compile(r"step[-_](\d+)$")
+CONFIGURE = (
+    "add to params.yaml `trajectory: {checkpoints: [base, <a checkpoint's plain arm>, ..., trained], "
+    "placebo: <the random-reward run's plain arm>}` and those arms to `arms` (docs/worlds.md: The checkpoint "
+    "trajectory)"
+)
+
+# The keys of params.yaml `trajectory` (the configuration reference of the docs lists them from here).
+TRAJECTORY_KEYS: tuple[str, ...] = ("checkpoints", "placebo")
+
+
+def swept_checkpoints(path: str | Path | None, logs_dir: str | Path) -> list[str] | None:
+    """The checkpoints a params.yaml `sweep` makes: its base arm, then each swept arm with a log, in step
+    order; None without a sweep."""
+    swept = read_swept(path, logs_dir)
+    return None if swept is None else [swept[0], *(a for a, _ in swept[1])]
+
+
+def read_trajectory(
+    path: str | Path | None, logs_dir: str | Path = "evallogs"
+) -> tuple[list[str], str | None] | None:
+    """params.yaml `trajectory` as (checkpoint arms, placebo arm or None); None when there is no section.
+
+    With a `sweep`, `trajectory.checkpoints` may be left out (or the section too): the checkpoints are then
+    the sweep's base and its swept arms in step order.
+    """
+    p = Path(path) if path is not None else Path("params.yaml")
+    section = read_section(p, "trajectory")
+    swept = swept_checkpoints(p, logs_dir)
+    unnamed = section is None or (isinstance(section, dict) and "checkpoints" not in section)
+    if swept is not None and unnamed:
+        section = {**(section or {}), "checkpoints": swept}
+    if section is None:
+        return None
+    if not isinstance(section, dict):
+        raise Refusal(f"{p}: trajectory: must be a mapping with checkpoints and placebo; {CONFIGURE}")
+    unknown = sorted(set(section) - set(TRAJECTORY_KEYS))
+    if unknown:
+        raise Refusal(
+            f"{p}: trajectory.{unknown[0]}: unknown key (a typo?); known keys: {', '.join(TRAJECTORY_KEYS)}"
+        )
+    checkpoints, placebo = section.get("checkpoints"), section.get("placebo")
+    if (
+        not isinstance(checkpoints, list)
+        or len(checkpoints) < 2
+        or not all(isinstance(c, str) for c in checkpoints)
+    ):
+        raise Refusal(
+            f"{p}: trajectory.checkpoints: must list at least two arms in training order, the reference "
+            f"first, e.g. [base, step-200, trained]; got {checkpoints!r}"
+        )
+    if len(set(checkpoints)) != len(checkpoints):
+        raise Refusal(f"{p}: trajectory.checkpoints: an arm is listed twice in {checkpoints!r}")
+    if placebo is not None and (not isinstance(placebo, str) or placebo in checkpoints):
+        raise Refusal(
+            f"{p}: trajectory.placebo: must be one arm that is not a checkpoint (or null); got {placebo!r}"
+        )
+    return list(checkpoints), placebo
+
+
+def _row(arm: str, ref: str, data: dict[str, Any], models: dict[str, str], settings: Settings) -> dict:
+    # The arm report's draws for the same contrast: a number carries the same interval on both pages, and
+    # trained vs base the delta report's verdict (the claim's family).
+    whole = None
+    if contrasts.is_primary(ref, arm):
+        whole = contrasts.primary_contrast(data[ref].scores, data[arm].scores, settings)
+        row = whole.mean
+    else:
+        row = mean_contrast(data[ref].item_mean, data[arm].item_mean, settings)
+    # _primary: popped by build once the rows are decided, for trained vs base's FORMAT call.
+    return {"arm": arm, "reference": ref, "model_name": models[arm], **row, "_primary": whole}
+
+
+def _format(row: dict[str, Any], readers: dict[str, Any], settings: Settings) -> None:
+    """The row under the lenient reader and its FORMAT call (as the arm comparison's row), when recorded."""
+    whole = row.pop("_primary")
+    ref, arm = readers[row["reference"]], readers[row["arm"]]
+    if whole is not None:
+        part = answering.primary_part(whole, contrasts.claim(whole, settings)[0], ref, arm, settings)
+    else:
+        part = answering.row_part(row, "delta", ref, arm, settings)
+    if part is not None:
+        row["format"] = part
+
+
+def reward_claim(row: dict[str, Any] | None, settings: Settings) -> str:
+    """What the last checkpoint vs the placebo says about the reward, decided by its interval."""
+    if row is None:
+        return (
+            "no placebo configured: the trajectory shows what training did, but not whether the reward, "
+            "rather than training as such (more steps on the model's own samples), moved the score."
+        )
+    if (why := too_few_items(row["n_items"], settings)) is not None:
+        return why
+    lo, hi = row["ci95"]
+    gap = f"{row['arm']} - {row['reference']} = {row['delta']:+.4f}, CI [{lo:+.4f}, {hi:+.4f}]"
+    call = (row.get("format") or {}).get("call")
+    if call is not None:
+        # The two runs differ under the report's reader only: what the reward changed is the answer's form.
+        lenient = row["format"]["lenient"]
+        what = (
+            "the reward taught where to write the answer, not to answer right more often"
+            if row["delta"] > 0
+            else "the rewarded run writes its answer where the reader looks less often, it does not answer "
+            "right less often"
+        )
+        return (
+            f"{call}: {gap} under the report's reader, but the lenient reader finds no difference "
+            f"({lenient['delta']:+.4f}, sign-flip p {lenient['p_value']:.3g}): {what}."
+        )
+    # As in the other reports, a claim needs what the significant column needs: q <= fdr and the CI.
+    if row["significant"] and lo > 0:
+        return (
+            f"the reward moved the score: {gap} lies above 0. The placebo ran the same trainer on the same "
+            "problems for the same steps with a random reward, so what separates the two is the reward."
+        )
+    if row["significant"] and hi < 0:
+        return f"the placebo scores higher than the rewarded run ({gap} below 0): the reward did not help."
+    if contrasts.excludes_zero(row["ci95"]):
+        return (
+            f"{gap} excludes 0, but q = {row['q_value']:.3g} > fdr {settings.fdr} among the report's "
+            "contrasts: not significant, no claim about the reward."
+        )
+    return (
+        f"no difference between the rewarded run and the placebo detected ({gap} includes 0): the gain over "
+        "the reference cannot be credited to the reward rather than to training as such."
+    )
+
+
+LIMITS = (
+    "The claim compares one rewarded run with one placebo run: the interval covers the items and the "
+    "evaluation's samples, not the variation between training runs (seeds), which only more runs of each "
+    "would measure. It holds for this suite, protocol and trainer; the placebo matches the trainer, the "
+    "problems and the steps, not which completions were kept (that is the point) nor exactly how many. The "
+    "placebo's own change over the reference, a gain or a loss, is what training without the reward does "
+    "(format practice, drift from fine-tuning on wrong answers), so the rewarded run's lead over the placebo "
+    "can exceed its gain over the reference."
+)
+
+
+def _short(status: str, detail: str, settings: Settings, **extra: Any) -> TrajectoryReport:
+    """The short report of a trajectory that is not configured or whose checkpoints have no logs."""
+    return TrajectoryReport(
+        report="trajectory", status=status, detail=detail, **extra, settings=settings_dict(settings)
+    )
+
+
+def absent_arms(wanted: list[str], params: str | Path | None, logs_dir: str | Path) -> list[str]:
+    """The wanted arms without a log among the params file's arms (and the swept checkpoints)."""
+    listed = read_arm_list(params)
+    swept = swept_checkpoints(params, logs_dir) or []
+    run = None if listed is None else [*listed, *swept]
+    return [a for a in wanted if (run is not None and a not in run) or not log_path(logs_dir, a).is_file()]
+
+
+def _reference_row(ref: str, model_name: str, data: ArmData, n_items: int) -> dict[str, Any]:
+    """The reference checkpoint's row: its own mean, no delta."""
+    mean = float(data.item_mean.mean())
+    return {"arm": ref, "reference": ref, "model_name": model_name, "n_items": n_items,
+            "mean_ref": mean, "mean_arm": mean, "delta": 0.0, "ci95": None}  # fmt: skip
+
+
+def _notes(ref_log: EvalLog, n_items: int, configured_placebo: str | None, placebo: str | None) -> list[str]:
+    """A small suite, greedy decoding, a configured placebo without a log."""
+    notes = [n for n in [contrasts.small_suite_note(n_items)] if n]
+    notes += [n for n in [contrasts.greedy_note(ref_log.temperature, ref_log.n_samples)] if n]
+    if configured_placebo and placebo is None:
+        notes.append(
+            f"placebo arm {configured_placebo} has no log among the arms of the params file: no claim about "
+            "the reward"
+        )
+    return notes
+
+
+def build(logs_dir: str, settings: Settings, params: str | Path | None) -> TrajectoryReport:
+    """The trajectory report, or a short one when it is not configured or arms miss."""
+    config = read_trajectory(params, logs_dir)
+    if config is None:
+        return _short(NOT_CONFIGURED, f"no trajectory section in the params file; {CONFIGURE}.", settings)
+    checkpoints, placebo = config
+    folder = Path(logs_dir)
+    absent = absent_arms([*checkpoints, *([placebo] if placebo else [])], params, folder)
+    if [a for a in absent if a in checkpoints]:
+        detail = (
+            f"no log of {', '.join(absent)} in {folder} among the arms of the params file; add them to "
+            "`arms` (each a conf/arm file naming its model) and run dvc repro"
+        )
+        return _short(
+            ARMS_MISSING, detail, settings, checkpoints=checkpoints, placebo=placebo, missing=absent
+        )
+    if placebo in absent:
+        placebo = None
+    present = [*checkpoints, *([placebo] if placebo else [])]
+    paths = [log_path(folder, a) for a in present]
+    # Side by side on the spare CPUs; every sample validated, then dropped.
+    logs = dict(zip(present, zip(paths, load_logs(paths, samples=False), strict=True), strict=True))
+    ref = checkpoints[0]
+    ref_path, ref_log = logs[ref]
+    matched: dict[str, Any] = {}
+    for arm in present[1:]:
+        matched = check_matched(ref_path, ref_log, logs[arm][0], logs[arm][1], distinct_models=True)
+    order = item_order(ref_log)
+    data = {a: arm_arrays(log, order) for a, (_, log) in logs.items()}
+    models = {a: log.model_name for a, (_, log) in logs.items()}
+    rows = [_reference_row(ref, models[ref], data[ref], len(order))]
+    rows += [_row(a, ref, data, models, settings) for a in checkpoints[1:]]
+    placebo_row = _row(placebo, ref, data, models, settings) if placebo else None
+    versus = _row(checkpoints[-1], placebo, data, models, settings) if placebo else None
+    tests = [*rows[1:], *([placebo_row, versus] if placebo else [])]
+    contrasts.decide_bh([t for t in tests if "significant" not in t], settings)
+    readers = {a: answering.reader_arrays(log, order) for a, (_, log) in logs.items()}
+    for t in tests:
+        _format(t, readers, settings)
+    lenient_missing = answering.missing_lenient(readers)
+    notes = _notes(ref_log, len(order), config[1], placebo)
+    if lenient_missing:
+        notes.append(answering.not_recorded(lenient_missing, len(readers)))
+    return TrajectoryReport(
+        report="trajectory",
+        status=DONE,
+        suite=ref_log.suite,
+        suite_revision=ref_log.suite_revision,
+        n_items=len(order),
+        n_samples=ref_log.n_samples,
+        checkpoints=checkpoints,
+        placebo=placebo,
+        logs={a: str(p) for a, (p, _) in logs.items()},
+        matched_protocol=matched,
+        prompting={a: prompt_line(log) for a, (_, log) in logs.items()},
+        trajectory=rows,
+        placebo_delta=placebo_row,
+        reward_contrast=versus,
+        reward_claim=reward_claim(versus, settings),
+        answering=[answering.arm_row(a, data[a].scores, readers[a], settings) for a in logs],
+        metrics=metrics_by_step(checkpoints, {a: log for a, (_, log) in logs.items()}, order),
+        lenient_missing=lenient_missing,
+        limits=LIMITS,
+        n_tests=sum(1 for t in tests if not contrasts.is_primary(t["reference"], t["arm"])),
+        settings=settings_dict(settings),
+        notes=notes,
+    )
+
+
+def metrics_by_step(checkpoints: list[str], logs: dict[str, Any], order: list[str]) -> list[dict[str, Any]]:
+    """Each checkpoint's paper metrics over all items (analysis.estimators.paper_metrics) and its training
+    step: the
+    number its name ends in (a swept arm's `<name>-step-12`, `step-12`), the reference at 0, else None."""
+    rows = []
+    for i, arm in enumerate(checkpoints):
+        log = logs[arm]
+        scores = arm_arrays(log, order).scores
+        m = STEP_IN_NAME.search(arm)
+        step = 0 if i == 0 else (int(m.group(1)) if m else None)
+        rows.append({"arm": arm, "step": step, **pm.arm_metrics(scores, answers_of(log, order)).as_dict()})
+    return rows
