@@ -118,7 +118,7 @@ class ItemResult(_Strict):
     _finish: tuple[str | None, ...] | None = PrivateAttr(default=None)
     _paths: tuple[str | None, ...] | None = PrivateAttr(default=None)
     _tool_calls: bool = PrivateAttr(default=False)
-    # Each sample's answer read, for the calibration of the majority answer (analysis.calibration).
+    # Each sample's answer read, for the calibration of the majority answer (analysis.reports.calibration).
     _answers: tuple[str | None, ...] | None = PrivateAttr(default=None)
     # And each sample's mean token log-probability, where recorded (the calibration's weights).
     _logprobs: tuple[float | None, ...] | None = PrivateAttr(default=None)

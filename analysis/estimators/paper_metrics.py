@@ -8,7 +8,7 @@ and Bayes@N, each per item where it has a per-item value, and the paired delta o
   call equal but that are written differently, '0.5' and '1/2', count as two answers: a lower bound on
   the largest wrong answer's votes). A sample with no answer read does not vote; an item with no answer
   at all is wrong. Ties go to the answer read first (the lowest sample index among the tied answers), as
-  Python's Counter.most_common does in lighteval's maj@k and as analysis.calibration's majority does.
+  Python's Counter.most_common does in lighteval's maj@k and as analysis.reports.calibration's majority does.
 - pass^k ("all k right", Yao et al. 2024's tau-bench reliability, Inspect's pass_k): the unbiased
   C(c, k) / C(n, k) per item (the chance that k samples drawn without replacement from the n are all
   right), averaged over items.
@@ -22,7 +22,7 @@ and Bayes@N, each per item where it has a per-item value, and the paired delta o
   posteriors): mean difference, sd sqrt(sd_a^2 + sd_b^2), and the central normal credible interval.
 
 Per-item values (maj@k, pass^k) take the paired interval every mean contrast of the project takes
-(analysis.contrasts.mean_contrast); avg@k's delta is pass@1's.
+(analysis.reports.contrasts.mean_contrast); avg@k's delta is pass@1's.
 """
 
 from __future__ import annotations

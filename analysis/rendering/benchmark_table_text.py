@@ -29,7 +29,7 @@ def markdown(t: dict[str, Any]) -> str:
         "",
         f"{t['n_items']} items, k = {k} samples per item, the same protocol for every arm; the families as "
         "the suite names them (items in brackets). Definitions, tie rule and answer equivalence: "
-        'analysis/paper_metrics.py and the README ("The numbers papers print").',
+        'analysis/estimators/paper_metrics.py and docs/paper-tables.md ("The numbers papers print").',
         "",
     ]
     for _key, label, _tex, field, sd in METRICS:

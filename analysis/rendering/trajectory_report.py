@@ -122,8 +122,8 @@ def metrics_markdown(report: TrajectoryReport) -> str:
         "",
         "## Paper metrics by step",
         "",
-        f"Over all {rows[0]['n_items']} items (analysis/paper_metrics.py; the benchmark table has them per "
-        "family).",
+        f"Over all {rows[0]['n_items']} items (analysis/estimators/paper_metrics.py; the benchmark table has "
+        "them per family).",
         "",
         f"| arm | step | avg@{k} ± sd over runs | maj@{k} | pass@{k} | pass^{k} | Bayes@{k} ± sd |",
         "| --- | ---: | --- | ---: | ---: | ---: | --- |",
