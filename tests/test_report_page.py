@@ -192,3 +192,15 @@ def test_a_tool_arm_that_does_not_count_its_failed_calls_is_left_out_and_the_pag
     assert "| +tools vs base | **NOT USABLE, left out**: " + why in page
     assert "NOT USABLE, left out: " + why in (out / "index.html").read_text()
     assert list(json.loads((out / "metrics.json").read_text())["arms"]) == ["trained"]
+
+
+@pytest.mark.parametrize("world", ["examples/smollm2", "."])
+def test_the_verdict_names_the_claims_family_as_tested(tmp_path: Path, world: str) -> None:
+    """At k = 1 the claim's family is pass@1 alone; above it, pass@1 and pass@k (the reports' k)."""
+    root = Path(__file__).resolve().parents[1] / world
+    k = json.loads((root / "reports/delta/delta_report.json").read_text())["verdict"]["top_k"]
+    report.write(root / "reports/delta", root / "reports/arms", tmp_path)
+    page = (tmp_path / "index.md").read_text()
+    family = "pass@1" if k == 1 else f"pass@1 and pass@{k}"
+    assert f"alpha over {family}, and the interval excludes 0" in page
+    assert "pass@1 and pass@1" not in page
