@@ -470,9 +470,12 @@ def test_two_experiments_and_exp_show_lists_the_headline_metrics(repo: Path) -> 
     assert max(len(line) for line in lines) <= 120, table
     header = next(line for line in lines if "Experiment" in line)
     assert all(c in header for c in ("protocol.k", "delta.mean", "delta.lo", "delta.hi", "delta.p")), table
-    # The baseline row is named after the clone's branch (main, or the branch the tests run on).
-    branch = re.escape(git(repo, "branch", "--show-current").strip())
-    rows = [line for line in lines if re.match(rf"\s*(workspace|{branch}|[├└]── )", line)]
+    # The baseline row is named after the clone's branch (main, or the branch the tests run on), or after
+    # its commit where the clone is on a detached HEAD (a CI checkout of one commit).
+    baseline = (
+        git(repo, "branch", "--show-current").strip() or git(repo, "rev-parse", "--short", "HEAD").strip()
+    )
+    rows = [line for line in lines if re.match(rf"\s*(workspace|{re.escape(baseline)}|[├└]── )", line)]
     assert len(rows) == 2 + len(experiments(repo)) and "…" not in table, table
     assert all(len(re.findall(r"\s-?\d+(?:\.\d+)?(?:e-?\d+)?(?=\s)", row)) >= 5 for row in rows), table
 
