@@ -14,6 +14,11 @@ from typing import Any
 
 import pytest
 
+# The test command runs two workers on two cores, each with its own engines and subprocesses: OpenMP
+# threads that spin while they wait (the default policy) burn the core the other worker needs. Set before
+# anything loads torch, and inherited by every command a test starts; a value the caller set wins.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 # Re-exported ("X as X"): the test modules import the worlds and tiny checkpoints from here.
 from demo.tiny_models import COMMITTED_CHECKPOINTS as COMMITTED_CHECKPOINTS
 from demo.tiny_models import TINY_RECIPE as TINY_RECIPE
