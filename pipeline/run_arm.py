@@ -27,6 +27,7 @@ def _task(cfg: Any) -> None:
     from hydra.core.hydra_config import HydraConfig
 
     settings = settings_from(cfg, str(HydraConfig.get().runtime.choices["arm"]))
+    run = None
     try:
         # The configuration read once, into one object every step takes.
         run = resolve(settings, matched_prompting=True)
@@ -35,6 +36,13 @@ def _task(cfg: Any) -> None:
             run_kept(lambda r: merge(r, n), run)
         else:
             run_kept(lambda r: generate(r, None), run)
+    except KeyboardInterrupt:
+        # Ctrl-C is how a user stops a run: every finished sample is already in the shard, so one line on
+        # how to go on, not a traceback; 130 is a shell's code for a command ended by SIGINT.
+        kept = "" if run is None else f"; its finished samples are kept in {run.shard}"
+        again = "the same command" if run is None else f"`{run.command}`"
+        print(f"run_arm: {settings.arm}: interrupted{kept}; rerun {again} to resume", file=sys.stderr)
+        sys.exit(130)
     except KNOWN_ERRORS as e:
         print(f"run_arm: {e}", file=sys.stderr)
         sys.exit(2)

@@ -103,6 +103,14 @@ def main(argv: Sequence[str] | None = None) -> None:
                     run_kept(lambda r: generate(r, None), run)
             # The next model needs the memory; an engine is never shared across models.
             release_engine()
+    except KeyboardInterrupt:
+        # As run_arm: one line, not a traceback; the arms done and each arm's finished samples are kept.
+        print(
+            "run_arms: interrupted; the arms finished so far and the finished samples of the arm it was on "
+            "are kept: rerun the same command to resume",
+            file=sys.stderr,
+        )
+        sys.exit(130)
     except HydraException as e:
         _fail(f"bad override: {str(e).splitlines()[0]}")
     except (*KNOWN_ERRORS, ConfigError) as e:

@@ -112,8 +112,9 @@ def _count_samples(shard: Path) -> int:
     return sum(1 for line in shard.read_bytes().split(b"\n")[1:] if b'"item_id"' in line)
 
 
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT], ids=["sigkill", "ctrl-c"])
 def test_a_run_killed_mid_generation_resumes_to_the_uninterrupted_log(
-    tmp_path: Path, tiny_checkpoint, vllm_engine, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, tiny_checkpoint, vllm_engine, monkeypatch: pytest.MonkeyPatch, sig: signal.Signals
 ):
     w = make_world(tmp_path / "w", {"base": tiny_checkpoint}, arithmetic_items(60), k=4, max_tokens=16)
     out = tmp_path / "killed"
@@ -133,15 +134,26 @@ def test_a_run_killed_mid_generation_resumes_to_the_uninterrupted_log(
         "progress=false",
     ]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 300
-    while _count_samples(shard) < 12 and proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.005)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
+    err = tmp_path / "stderr.txt"
+    with err.open("w") as stderr:
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=stderr)
+        deadline = time.monotonic() + 300
+        while _count_samples(shard) < 12 and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.005)
+        os.kill(proc.pid, sig)
+        proc.wait(timeout=120)
     done = _count_samples(shard)
-    assert proc.returncode == -signal.SIGKILL
     assert 12 <= done < 240, f"the kill should land mid-generation, {done} of 240 samples were on disk"
+    if sig == signal.SIGKILL:
+        assert proc.returncode == -signal.SIGKILL
+    else:
+        # Ctrl-C: one line that says where the samples are and how to resume, exit 130, no traceback.
+        said = err.read_text()
+        assert proc.returncode == 130, said[-3000:]
+        assert "Traceback" not in said, said[-3000:]
+        line = f"run_arm: base: interrupted; its finished samples are kept in {shard}; rerun "
+        assert line + "`python -m pipeline.run_arm arm=base` to resume" in said, said[-3000:]
+        assert _count_samples(shard) == done
     assert not (out / "base.json").exists()
 
     # The rerun resumes in this process, on the engine the session already started (the same settings
