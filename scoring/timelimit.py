@@ -20,6 +20,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 DEFAULT_TIMEOUT_S = 30.0
+# After the limit, how often the alarm fires again while the body still runs.
+REFIRE_S = 0.05
 
 
 class AnswerTimeout(BaseException):  # noqa: N818 - not an error of the scorer: the answer ran out of time
@@ -40,7 +42,9 @@ def time_limit(seconds: float) -> Iterator[None]:
         raise AnswerTimeout(seconds)
 
     previous = signal.signal(signal.SIGALRM, on_alarm)
-    outer, _ = signal.setitimer(signal.ITIMER_REAL, seconds)
+    # Fires again every REFIRE_S until the body ends: code that catches everything (sympy has bare
+    # `except:` clauses) can swallow one AnswerTimeout, and a one-shot timer would then never stop it.
+    outer, _ = signal.setitimer(signal.ITIMER_REAL, seconds, REFIRE_S)
     start = time.monotonic()
     try:
         yield

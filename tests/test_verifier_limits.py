@@ -151,3 +151,19 @@ def test_a_suite_verifier_timeout_must_be_positive() -> None:
                 "verifier": {"type": "math", "timeout_s": 0},
             }  # fmt: skip
         )
+
+
+def test_a_verifier_that_swallows_the_timeout_is_stopped_all_the_same() -> None:
+    """Code that catches everything (a bare `except:`, as sympy has) swallows one AnswerTimeout; the alarm
+    fires again until the body ends."""
+    swallowed = 0
+    with pytest.raises(AnswerTimeout), time_limit(0.2):
+        while swallowed < 3:
+            try:
+                while True:
+                    pass
+            except BaseException:
+                swallowed += 1
+        while True:
+            pass
+    assert swallowed == 3
