@@ -26,6 +26,7 @@ from pydantic import (
 )
 
 from contract.arm import ArmSpec, arm_list_problem
+from contract.contamination import ContaminationSettings
 from contract.files import PathCheckError, input_file
 from contract.names import Name
 from contract.protocol import AnswerRule, Protocol, is_protocol_key
@@ -128,6 +129,8 @@ class Params(BaseModel):
     trajectory: dict[str, Any] | None = None
     # Every checkpoint of a training run (contract.sweep): one model and one plain arm per folder of a glob.
     sweep: dict[str, Any] | None = None
+    # The contamination audit (contract.contamination, read by pipeline.contamination and the analyses).
+    contamination: ContaminationSettings | None = None
     # The file these were read from, so that messages name the params file actually given.
     _file: Path = PrivateAttr(default=Path("params.yaml"))
     # The checkpoints of `sweep`, in step order (load_params expands the glob once).
