@@ -25,6 +25,7 @@ from pathlib import Path
 from analysis.rendering.arms_report import outputs
 from analysis.rendering.drawing import Drawing
 from analysis.reports.arm_comparison import build
+from analysis.reports.contamination_split import read_audit
 from analysis.reports.refusal import EXIT_REFUSED, Refusal
 from analysis.reports.settings import read_arm_list, read_settings
 from analysis.reports.writing import out_folder, write_outputs
@@ -58,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
             out_folder(args.out)
             listed = read_arm_list(args.params) if args.params else None
             arms = args.arms.split(",") if args.arms else listed
-            report = build(args.logs, read_settings(args.params), arms)
+            report = build(args.logs, read_settings(args.params), arms, read_audit(args.params))
         except Refusal as e:
             print(f"refused: {e}", file=sys.stderr)
             return EXIT_REFUSED

@@ -20,6 +20,7 @@ from analysis.rendering.delta_report import outputs
 from analysis.rendering.drawing import Drawing
 from analysis.rendering.markdown_text import p_text
 from analysis.reports.align import load_logs
+from analysis.reports.contamination_split import read_audit
 from analysis.reports.delta import build
 from analysis.reports.number_text import interval
 from analysis.reports.refusal import EXIT_REFUSED, Refusal
@@ -54,7 +55,8 @@ def main(argv: list[str] | None = None) -> int:
             settings = read_settings(args.params)
             # The report reads scores, budgets and families: the samples are validated, then dropped.
             pre, post = load_logs([args.pre, args.post], samples=False)
-            report = build(args.pre, pre, args.post, post, settings, on_pass_at_k=draw)
+            audit = read_audit(args.params)
+            report = build(args.pre, pre, args.post, post, settings, on_pass_at_k=draw, audit=audit)
         except Refusal as e:
             print(f"refused: {e}", file=sys.stderr)
             return EXIT_REFUSED

@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 from analysis.rendering.index_page import write
+from analysis.reports import contamination_split
 from analysis.reports.refusal import Refusal
 from analysis.reports.writing import out_folder
 
@@ -43,11 +44,16 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="folder with benchmark_table.json (default OUT/table; left out where absent)",
     )
+    ap.add_argument(
+        "--params", default=None, help="params.yaml: its `contamination` audit's evidence per item"
+    )
     args = ap.parse_args(argv)
     try:
         out_folder(args.out)
         table = Path(args.table) if args.table is not None else Path(args.out) / "table"
-        written = write(Path(args.delta), Path(args.arms), Path(args.out), Path(args.logs), table)
+        evidence = contamination_split.item_evidence(contamination_split.read_audit(args.params))
+        written = write(Path(args.delta), Path(args.arms), Path(args.out), Path(args.logs), table,
+                        evidence=evidence or None)  # fmt: skip
     except Refusal as e:
         print(f"report: {e}", file=sys.stderr)
         return 2

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from analysis.rendering import contamination_text
 from analysis.rendering import format_markdown as render_format
 from analysis.rendering.drawing import draw_here
 from analysis.rendering.markdown_parts import (
@@ -189,6 +190,7 @@ def arms_markdown(r: ArmComparison) -> str:
     lines = [
         *_opening_lines(r),
         *_contrast_lines(r, pct),
+        *contamination_text.arms_lines(r.contamination, pct),
         *(_factorial_lines(r.factorial, pct) if r.factorial else []),
         *_family_lines(r, pct),
         *_path_lines(r),

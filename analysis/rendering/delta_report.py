@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from analysis.rendering import contamination_text
 from analysis.rendering import format_markdown as render_format
 from analysis.rendering.drawing import draw_here
 from analysis.rendering.markdown_parts import (
@@ -141,6 +142,7 @@ def _opening_lines(r: DeltaReport) -> list[str]:
         "",
         f"**Claim: {md(r.claim)}.** {md(r.claim_detail)}",
         "",
+        *contamination_text.verdict_line(r.contamination),
         f"Suite {md(r.suite)} (rev {md(r.suite_revision)}), {r.n_items} items, "
         f"{r.n_samples} samples per item. "
         f"pre = {md(r.pre_model)} ({md(r.pre_log)}), post = {md(r.post_model)} "
@@ -281,6 +283,7 @@ def delta_markdown(r: DeltaReport) -> str:
     lines = [
         *_opening_lines(r),
         *_headline_lines(r, pct),
+        *contamination_text.split_lines(r.contamination, pct, s.fdr),
         *render_format.delta_lines(r, pct),
         *_flips_and_passk_lines(r, pct),
         *_budget_lines(r, pct),

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from pydantic import ValidationError
 
+from analysis.rendering import contamination_text
 from analysis.rendering.headline import plain_sentence
 from analysis.rendering.html_page import markdown_page
 from analysis.rendering.item_browser import items_page
@@ -135,6 +136,7 @@ def context(
         "items_href": items_href,
         "items_page": ITEMS_PAGE,
         "sentence": plain_sentence(delta, arms.contrasts),
+        "contamination": contamination_text.index_line(delta.contamination),
         "reports": [
             (
                 "Delta report",
@@ -219,6 +221,7 @@ def write(
     logs: Path | None = None,
     table_dir: Path | None = None,
     pipeline: bool = True,
+    evidence: dict[str, list[str]] | None = None,
 ) -> list[Path]:
     """Render the index page, the reports' HTML, the metrics, the plot data and (with logs) the item browser.
 
@@ -261,7 +264,7 @@ def write(
         files[table_dir / "benchmark_table.html"] = markdown_page(text, f"Benchmark table: {delta.suite}")
     if logs is not None:
         pair = (delta.pre_arm, delta.post_arm)
-        files[out / ITEMS_PAGE] = items_page(logs, list(arms.arms_found), pair)
+        files[out / ITEMS_PAGE] = items_page(logs, list(arms.arms_found), pair, evidence)
     # One set: a failed or killed report leaves the previous pages, never some old and some new.
     write_set(files)
     return list(files)

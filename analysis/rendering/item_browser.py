@@ -137,8 +137,13 @@ def _arm_item(it: ItemResult, strings: _Strings) -> list[Any]:
     return [strings.ref(it.prompt), passages, [_sample(s) for s in it.samples or []]]
 
 
-def page_data(logs: dict[str, EvalLog], default_pair: tuple[str, str] | None = None) -> dict[str, Any]:
-    """What the page shows, compactly: arms, families, a string table, and per flipping item both sides."""
+def page_data(
+    logs: dict[str, EvalLog],
+    default_pair: tuple[str, str] | None = None,
+    evidence: dict[str, list[str]] | None = None,
+) -> dict[str, Any]:
+    """What the page shows, compactly: arms, families, a string table, and per flipping item both sides
+    (evidence: each item's contamination evidence in words, shown when given)."""
     arms = list(logs)
     first = logs[arms[0]]
     order = item_order(first)
@@ -175,8 +180,10 @@ def page_data(logs: dict[str, EvalLog], default_pair: tuple[str, str] | None = N
                 "a": [_arm_item(by_id[a][item_id], strings) for a in arms],
             }
         )
+        if evidence is not None:
+            items[-1]["e"] = evidence.get(item_id, [])
     pair = default_pair if default_pair and all(a in arms for a in default_pair) else tuple(arms[:2])
-    return {
+    data = {
         "suite": first.suite,
         "revision": first.suite_revision,
         "k": first.n_samples,
@@ -187,6 +194,9 @@ def page_data(logs: dict[str, EvalLog], default_pair: tuple[str, str] | None = N
         "strings": strings.table(),
         "items": items,
     }
+    if evidence is not None:
+        data["evidence"] = True
+    return data
 
 
 def script_json(data: dict[str, Any]) -> str:
@@ -199,7 +209,10 @@ def render_page(data: dict[str, Any]) -> str:
     """The item browser's HTML (analysis/templates/items.html.j2) with the data inside it."""
     env = Environment(loader=FileSystemLoader(TEMPLATES), undefined=StrictUndefined, autoescape=True)
     return env.get_template("items.html.j2").render(
-        suite=data["suite"], revision=data["revision"], data_json=script_json(data)
+        suite=data["suite"],
+        revision=data["revision"],
+        data_json=script_json(data),
+        evidence=bool(data.get("evidence")),
     )
 
 
@@ -233,7 +246,12 @@ def load_arm_logs(logs_dir: str | Path, arms: list[str]) -> dict[str, tuple[Path
     return ordered
 
 
-def items_page(logs_dir: str | Path, arms: list[str], default_pair: tuple[str, str] | None = None) -> str:
-    """The item browser's HTML for these arms' logs in logs_dir."""
+def items_page(
+    logs_dir: str | Path,
+    arms: list[str],
+    default_pair: tuple[str, str] | None = None,
+    evidence: dict[str, list[str]] | None = None,
+) -> str:
+    """The item browser's HTML for these arms' logs in logs_dir (evidence: see page_data)."""
     logs = {a: log for a, (_, log) in load_arm_logs(logs_dir, arms).items()}
-    return render_page(page_data(logs, default_pair))
+    return render_page(page_data(logs, default_pair, evidence))

@@ -22,6 +22,7 @@ from analysis.reports.arm_rows import (
     path_table,
     tool_call_problem,
 )
+from analysis.reports.contamination_split import Audit, split_contrasts
 from analysis.reports.contrasts import family_rows
 from analysis.reports.design import CANONICAL_ARMS, DEFAULT_ATTRIBUTION, MARGINAL_CONTRASTS
 from analysis.reports.prompting import prompt_line
@@ -254,9 +255,11 @@ def base_part(reference: str, found: dict[str, tuple[Path, EvalLog]], data: ArmD
     }
 
 
-def build(logs_dir: str, settings: Settings, arms: list[str] | None = None) -> ArmComparison:
-    """The arm comparison report (a pure function of the logs and the settings)."""
-    return build_found(discover(logs_dir, arms), settings, str(logs_dir))
+def build(
+    logs_dir: str, settings: Settings, arms: list[str] | None = None, audit: Audit | None = None
+) -> ArmComparison:
+    """The arm comparison report (a pure function of the logs and settings); audit: the seen/clean split."""
+    return build_found(discover(logs_dir, arms), settings, str(logs_dir), audit=audit)
 
 
 def build_found(
@@ -267,6 +270,7 @@ def build_found(
     reference: str = "base",
     allow: frozenset[str] = frozenset(),
     primary: tuple[str, str] = (ct.PRIMARY_REFERENCE, ct.PRIMARY_ARM),
+    audit: Audit | None = None,
 ) -> ArmComparison:
     """The arm comparison of logs already read, by arm name (base required), in the order to report them.
 
@@ -306,7 +310,7 @@ def build_found(
         notes.append(answering.not_recorded(lenient_missing, len(readers)))
     logs = {arm: log for arm, (_, log) in found.items()}
     left_out = {u["arm"] for u in unusable}
-    return ArmComparison(
+    report = ArmComparison(
         report="arms",
         suite=base_log.suite,
         suite_revision=base_log.suite_revision,
@@ -335,3 +339,7 @@ def build_found(
         settings=settings_dict(settings),
         notes=notes,
     )
+    if audit is None:
+        return report
+    pairs = [(c["reference"], c["arm"]) for c in all_rows]
+    return report.with_fields(contamination=split_contrasts(audit, order, data, pairs, settings))

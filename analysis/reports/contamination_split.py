@@ -251,6 +251,13 @@ def _evidence_words(audit: Audit) -> str:
     return "; ".join(parts) or "none"
 
 
+def split_contrasts(
+    audit: Audit, order: list[str], data: dict[str, Any], pairs: list[tuple[str, str]], settings: Settings
+) -> list[ContaminationSplit]:
+    """Every (reference, arm) contrast of the arm comparison split (data: each arm's ArmData)."""
+    return [split(audit, order, data[r].item_mean, data[a].item_mean, (r, a), settings) for r, a in pairs]
+
+
 def item_evidence(audit: Audit | None) -> dict[str, list[str]]:
     """Each item's evidence in words, for the item browser (an empty list: clean)."""
     return {} if audit is None else {i: list(r) for i, r in audit.reasons.items()}

@@ -19,8 +19,9 @@ from analysis.estimators.mcnemar import majority_verdicts, mcnemar_from_verdicts
 from analysis.estimators.noise_floor import aa_noise_floor
 from analysis.estimators.power_planning import MDE, mde_paired
 from analysis.estimators.resampling import Interval, rng_for
-from analysis.reports import answering, calibration, contrasts, crossover, truncation
+from analysis.reports import answering, calibration, contamination_split, contrasts, crossover, truncation
 from analysis.reports.align import ArmData, arm_arrays, check_matched, item_order, measured_line
+from analysis.reports.contamination_split import Audit
 from analysis.reports.contrasts import Primary
 from analysis.reports.prompting import prompt_line
 from analysis.reports.report_models import BudgetPoint, DeltaReport, Mde, NoiseFloor, PassAtKRow, Verdict
@@ -223,12 +224,14 @@ def build(
     on_pass_at_k: Callable[[dict[str, Any]], None] | None = None,
     distinct_models: bool = True,
     allow: frozenset[str] = frozenset(),
+    audit: Audit | None = None,
 ) -> DeltaReport:
     """The delta report (a pure function of the two logs and the settings).
 
     on_pass_at_k, when given, is called once the pass@k rows and the claim are known with the part of
     the report the pass@k figure draws (so that it can be drawn while the rest is computed).
     distinct_models=False, allow: two logs of one model (analysis.commands.compare_logs labels them).
+    audit: the contamination files (contamination_split.read_audit), for the seen/clean split.
     """
     matched = check_matched(pre_path, pre, post_path, post, distinct_models=distinct_models, allow=allow)
     order = item_order(pre)
@@ -248,7 +251,12 @@ def build(
                 "settings": settings_dict(settings),
             }
         )
-    return assemble(pair, settings, matched, primary, claim, fmt, passk_rows)
+    report = assemble(pair, settings, matched, primary, claim, fmt, passk_rows)
+    if audit is None:
+        return report
+    names = (report.pre_arm, report.post_arm)
+    part = contamination_split.split(audit, pair.order, pair.a.item_mean, pair.b.item_mean, names, settings)
+    return report.with_fields(contamination=part)
 
 
 def assemble(

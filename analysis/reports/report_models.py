@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import PlainSerializer
 
+from analysis.reports.contamination_split import ContaminationSplit
 from analysis.reports.report_parts import (
     ArmAnswering,
     Calibration,
@@ -201,6 +202,8 @@ class DeltaReport(ReportPart):
     settings: RecordedSettings
     notes: list[str]
     comparison: OneModel | None = None
+    # The delta on possibly-seen and clean items (analysis.reports.contamination_split), with an audit.
+    contamination: ContaminationSplit | None = None
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -359,6 +362,7 @@ class ArmComparison(ReportPart):
     primary_in_report: bool | None = None
     settings: RecordedSettings
     notes: list[str]
+    contamination: list[ContaminationSplit] | None = None
 
 
 # ---------------------------------------------------------------------------------------------------------
