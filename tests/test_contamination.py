@@ -160,3 +160,42 @@ def test_a_missing_file_and_a_bad_threshold_are_refused_in_one_line(tmp_path: Pa
         cs.read_audit(params)
     params.write_text(yaml.safe_dump({"analysis": {"alpha": 0.05}}))
     assert cs.read_audit(params) is None
+
+
+def test_the_reports_print_the_split_and_the_browser_shows_the_evidence(tmp_path: Path) -> None:
+    from analysis.commands import arm_comparison, delta, index_page
+    from tests.test_delta import synthetic_scores, write_log
+
+    rng = np.random.default_rng(1)
+    ids = [f"q{i:04d}" for i in range(120)]
+    pre, logit = synthetic_scores(rng, 120, 4)
+    post = pre.copy()
+    post[:40] = 1.0  # the gain: every possibly-seen item solved
+    logs = tmp_path / "evallogs"
+    logs.mkdir()
+    write_log(logs / "base.json", pre, arm="base")
+    write_log(logs / "trained.json", post, arm="trained", model_name="demo-trained")
+    params = write_audit(tmp_path, ids, set(ids[:40]))
+    body = yaml.safe_load(params.read_text())
+    body["analysis"] = {"n_boot": 400, "n_perm": 400}
+    body["arms"] = ["base", "trained"]
+    params.write_text(yaml.safe_dump(body))
+    out = tmp_path / "reports"
+    pa = str(params)
+    assert delta.main(["--pre", str(logs / "base.json"), "--post", str(logs / "trained.json"),
+                       "--out", str(out / "delta"), "--params", pa]) == 0  # fmt: skip
+    assert arm_comparison.main(["--logs", str(logs), "--out", str(out / "arms"), "--params", pa]) == 0
+    assert index_page.main(["--delta", str(out / "delta"), "--arms", str(out / "arms"), "--logs", str(logs),
+                            "--out", str(out), "--params", pa]) == 0  # fmt: skip
+    report = json.loads((out / "delta" / "delta_report.json").read_text())
+    split = report["contamination"]
+    assert (split["n_seen"], split["call"]) == (40, cs.ONLY_SEEN)
+    text = (out / "delta" / "delta_report.md").read_text()
+    assert f"**Seen or clean: {cs.ONLY_SEEN}.**" in text and "## Seen or clean: the delta on items" in text
+    arms = json.loads((out / "arms" / "arm_comparison_report.json").read_text())
+    assert arms["contamination"][0]["rows"] == split["rows"]
+    assert "## Seen or clean" in (out / "arms" / "arm_comparison_report.md").read_text()
+    assert f"{cs.ONLY_SEEN}" in (out / "index.md").read_text()
+    page = (out / "items.html").read_text()
+    assert "trained continues \\u201cp\\u201d with the rest word for word" in page or "word for word" in page
+    assert "Possibly seen: " in page
