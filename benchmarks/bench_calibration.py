@@ -34,6 +34,10 @@ error.
 The paper metrics' table (`--part metrics`, benchmarks/calibration_metrics.py): the coverage of the
 intervals of maj@k's, pass^k's and avg@k's deltas, of Bayes@N's credible intervals, and how well avg@k's
 spread estimates the seed-to-seed sd, each with its Monte Carlo standard error.
+
+The seen/clean split's table (`--part split`, benchmarks/calibration_split.py): how often the split calls a
+difference between possibly-seen and clean items, or a gain only on possibly-seen items, when there is none
+(and when there is), and the coverage of the clean items' interval.
 """
 
 from __future__ import annotations
@@ -57,6 +61,7 @@ from analysis.reports import answering, contrasts
 from analysis.reports.format_effect import FORMAT, FORMAT_DECLINE, ReaderArrays
 from analysis.reports.settings import Settings
 from benchmarks.calibration_metrics import metrics_table
+from benchmarks.calibration_split import split_table
 
 REGIMES = {"sparse": (0.5, 2.5), "middling": (2.0, 2.0)}
 PLANTED_LOGIT = 0.8
@@ -294,16 +299,18 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument(
         "--part",
-        choices=("all", "verdicts", "format", "metrics"),
+        choices=("all", "verdicts", "format", "metrics", "split"),
         default="all",
-        help="the verdicts' table, the FORMAT call's, or both (default); metrics: the paper metrics' table",
+        help="the verdicts' table, the FORMAT call's, or both (default); metrics: the paper metrics' table; "
+        "split: the seen/clean split's calls (benchmarks/calibration_split.py)",
     )
     args = ap.parse_args(argv)
     reps, n_boot = (40, 400) if args.quick else (args.reps, args.n_boot)
     settings = Settings(n_boot=n_boot, n_perm=n_boot)
     started, cpu = time.perf_counter(), time.process_time()
-    if args.part == "metrics":
-        metrics_table(args.sizes, reps, settings, args.seed, REGIMES)
+    if args.part in ("metrics", "split"):
+        table = metrics_table if args.part == "metrics" else split_table
+        table(args.sizes, reps, settings, args.seed, REGIMES)
         print(f"time: {time.perf_counter() - started:.1f} s wall, {time.process_time() - cpu:.1f} s CPU")
         return 0
     if args.part != "verdicts":
