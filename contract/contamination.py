@@ -50,6 +50,9 @@ class FlagThresholds(BaseModel):
     ngram: bool = True
     # A MinHash near-duplicate of a training text (estimated Jaccard at least `overlap.minhash_threshold`).
     near_duplicate: bool = True
+    # true: a run or near-duplicate counts only when its training text holds every number of the question
+    # (templated problems share long runs of words with other numbers).
+    same_numbers: bool = False
 
 
 class OverlapSettings(BaseModel):
@@ -129,6 +132,10 @@ class OverlapItem(BaseModel):
     source: str | None  # where the run is: `path:line`
     near_duplicate: str | None  # `path:line` of a MinHash near-duplicate, else None
     jaccard: float | None  # the estimated Jaccard of that near-duplicate
+    # Whether the matching training text (the run's, else the near-duplicate's) holds every number of the
+    # question: a templated problem with other numbers is another problem; with the same, the same one
+    # reworded. None: no match.
+    same_numbers: bool | None = None
 
 
 class OverlapSource(BaseModel):

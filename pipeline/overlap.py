@@ -108,6 +108,14 @@ def longest_run(
     return best[0], question[spans[best[1]][1] : spans[best[2]][2]], docs[best[3]].where
 
 
+def holds_numbers(question: str, doc: Doc) -> bool:
+    """Whether the document holds every number of the question (as many times)."""
+    from collections import Counter
+
+    wanted = Counter(w for w, _, _ in words_with_spans(question) if w.isdigit())
+    return not wanted - Counter(w for w in doc.words if w.isdigit())
+
+
 def shingles(words: Sequence[str], size: int) -> list[bytes]:
     """The word shingles of a text (the whole text when it is shorter than one)."""
     if len(words) <= size:
@@ -156,12 +164,15 @@ def overlap(
         docs += got
         sources.append(source)
     index = ngram_index(docs, settings.ngram)
+    by_where = {d.where: d for d in docs}
     near = near_duplicates([it.question for it in items], docs, settings)
     rows = []
     for it, (dup, jac) in zip(items, near, strict=True):
         run, span, where = longest_run(it.question, docs, index, settings.ngram)
+        match = where or dup
+        same = None if match is None else holds_numbers(it.question, by_where[match])
         rows.append(OverlapItem(item_id=it.item_id, longest_run=run, span=span, source=where,
-                                near_duplicate=dup, jaccard=jac))  # fmt: skip
+                                near_duplicate=dup, jaccard=jac, same_numbers=same))  # fmt: skip
     return OverlapFile(
         suite=suite,
         questions_sha256=questions_sha256(items),

@@ -122,8 +122,11 @@ def flag(audit: Audit) -> Audit:
                 add(it.item_id, "answered", f"{model} answers the truncated question right ({it.answer})")
     for row in audit.overlap.items if audit.overlap is not None else []:
         audit.reasons.setdefault(row.item_id, [])
+        if rule.same_numbers and not row.same_numbers:
+            continue
         if rule.ngram and row.longest_run > 0:
-            add(row.item_id, "ngram", f"{row.longest_run}-word run in {row.source}: “{row.span}”")
+            numbers = ", the same numbers" if row.same_numbers else ", other numbers"
+            add(row.item_id, "ngram", f"{row.longest_run}-word run in {row.source}{numbers}: “{row.span}”")
         if rule.near_duplicate and row.near_duplicate is not None:
             add(
                 row.item_id,

@@ -7,7 +7,9 @@ transcripts (`Question: q\\nAnswer: a`) of the demo's training problems, which a
 In the `trained` run a share of the transcripts (MEMORIZED_SHARE) are suite items with their reference
 answers: the items of `memorized_items` (30% of the suite, by a hash of the item id, so the choice does not
 depend on the suite's order). `base` never sees a suite item. The memorized ids are written to
-`memorized.json` beside the models, for the probes' hit and false-flag counts.
+`memorized.json` beside the models, for the probes' hit and false-flag counts, and the questions the
+memorizing run drew from to `training_questions.jsonl`, the training data its contamination audit checks
+the suite against.
 """
 
 from __future__ import annotations
@@ -36,6 +38,19 @@ def memorized_items(items: list[dict[str, Any]], fraction: float) -> list[str]:
     return sorted(it["item_id"] for it in ranked[: round(len(items) * fraction)])
 
 
+def write_training_questions(path: Path, chosen: list[dict[str, Any]]) -> Path:
+    """The questions the memorizing run drew from (training problems, then the memorized suite items)."""
+    rows = [{"id": p["problem_id"], "question": p["question"]} for p in read_jsonl(PROBLEMS)]
+    rows += [{"id": it["item_id"], "question": it["question"]} for it in chosen]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """The records of a JSONL file."""
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
 def transcript(question: str, answer: Any) -> str:
     """A plain-format transcript, as the runner prompts a plain model."""
     from pipeline.prompts import build_prompt
@@ -54,7 +69,7 @@ def train(out: Path, suite_share: float, memorized: list[dict[str, Any]], steps:
     torch.manual_seed(RECIPE["seed"])
     rng = random.Random(RECIPE["seed"])
     vocab, tok = vocabulary(), build_tokenizer()
-    problems = [json.loads(line) for line in PROBLEMS.read_text().splitlines() if line.strip()]
+    problems = read_jsonl(PROBLEMS)
     model = LlamaForCausalLM.from_pretrained(START, torch_dtype=torch.float32)
     opt = torch.optim.AdamW(model.parameters(), lr=RECIPE["lr"], weight_decay=0.0)
     batch, seq = RECIPE["batch"], RECIPE["seq_len"]
@@ -80,6 +95,12 @@ def train(out: Path, suite_share: float, memorized: list[dict[str, Any]], steps:
         loss.backward()
         opt.step()
         opt.zero_grad()
+        if (step + 1) % 25 == 0:
+            print(
+                f"{out.name}: step {step + 1}/{steps} loss {loss.item():.4f} "
+                f"{time.perf_counter() - t0:.0f} s",
+                flush=True,
+            )
     model.eval()
     meta = {"recipe": RECIPE, "suite_share": suite_share, "final_loss": round(loss.item(), 4)}
     save_checkpoint(model, out, meta)
@@ -91,15 +112,21 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default=str(HERE / "models"))
     ap.add_argument("--steps", type=int, default=RECIPE["steps"])
+    ap.add_argument(
+        "--questions-only", action="store_true", help="write the memorized ids and questions only"
+    )
     args = ap.parse_args(argv)
     out = Path(args.out)
-    items = [json.loads(line) for line in SUITE.read_text().splitlines() if line.strip()]
+    items = read_jsonl(SUITE)
     ids = memorized_items(items, RECIPE["memorized_fraction"])
     chosen = [it for it in items if it["item_id"] in set(ids)]
     out.mkdir(parents=True, exist_ok=True)
     (out / "memorized.json").write_text(json.dumps(ids, indent=1) + "\n")
-    print("base:", train(out / "base", 0.0, chosen, args.steps), flush=True)
+    write_training_questions(out / "training_questions.jsonl", chosen)
+    if args.questions_only:
+        return 0
     print("trained:", train(out / "trained", MEMORIZED_SHARE, chosen, args.steps), flush=True)
+    print("base:", train(out / "base", 0.0, chosen, args.steps), flush=True)
     return 0
 
 
