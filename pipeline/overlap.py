@@ -19,7 +19,8 @@ from contract.digest import file_sha256
 from contract.jsonl import JsonlError, iter_jsonl
 from contract.suite import SuiteItem, questions_sha256
 
-WORD = re.compile(r"\w+")
+# Words, and every other non-space character as a token of its own: `3 + 4` and `3 - 4` differ.
+WORD = re.compile(r"\w+|[^\w\s]")
 
 
 class OverlapError(ValueError):

@@ -42,6 +42,7 @@ from demo.worlds import write_jsonl as write_jsonl
 # one of them: it checks that a released engine is collected, which another module's engine kept alive in
 # the same process (test_loop holds one for the session) would defeat.
 IN_PROCESS_ENGINE = {
+    "test_contamination",
     "test_demo_world",
     "test_layers",
     "test_loop",

@@ -65,17 +65,18 @@ def test_overlap_finds_the_run_its_span_and_a_reworded_near_duplicate(tmp_path: 
         + json.dumps({"prompt": "Intro. " + seen + " Answer briefly."}) + "\n"
     )  # fmt: skip
     text = tmp_path / "corpus.txt"
-    text.write_text("\n" + reworded.upper() + "\nshort question here\n")
+    text.write_text("\n" + reworded.upper() + "\nshort question here?\n")
     cfg = OverlapSettings(ngram=8, minhash_threshold=0.5)
     got = overlap(
         items, [TrainingData(path=str(data), field="prompt"), TrainingData(path=str(text))], cfg, "s"
     )
     first, second, third = got.items
-    assert first.longest_run == 14 and first.span == seen.rstrip("?") and first.source == f"{data}:2"
+    # 16 tokens: words, and the hyphen and question mark as tokens of their own.
+    assert first.longest_run == 16 and first.span == seen and first.source == f"{data}:2"
     assert first.near_duplicate is not None and first.jaccard >= 0.5
     assert second.longest_run == 0 and second.span is None and second.near_duplicate is None
     # Shorter than the n-gram: it counts when it appears whole.
-    assert third.longest_run == 3 and third.source == f"{text}:3"
+    assert third.longest_run == 4 and third.source == f"{text}:3"
     assert [s.documents for s in got.sources] == [2, 2]
 
 
@@ -92,15 +93,16 @@ def test_a_run_is_the_longest_one_document_holds() -> None:
     docs, _ = [], None
     from pipeline.overlap import Doc
 
-    docs = [Doc("a:1", tuple("x y z w v".split())), Doc("b:1", tuple("z w v u t s".split()))]
+    docs = [Doc("a:1", ("x", "y", "z", "w", "v")), Doc("b:1", ("z", "w", "v", "u", "t", "s"))]
     run, span, where = longest_run("x y z w v u t", docs, ngram_index(docs, 2), 2)
     assert (run, span, where) == (5, "x y z w v", "a:1")
 
 
 def probe_file(model: str, ids: list[str], recited: set[str], answered: set[str]) -> ProbeFile:
     rows = [
-        ProbeItem(item_id=i, prefix="p", rest="r", completion="r" if i in recited else "x", exact=i in recited,
-                  rouge_l=1.0 if i in recited else 0.0, answer_text="", answer="1", answer_right=i in answered)
+        ProbeItem(item_id=i, prefix="p", rest="r", completion="r" if i in recited else "x",
+                  exact=i in recited, rouge_l=1.0 if i in recited else 0.0, answer_text="", answer="1",
+                  answer_right=i in answered)
         for i in ids
     ]  # fmt: skip
     return ProbeFile(
@@ -199,3 +201,42 @@ def test_the_reports_print_the_split_and_the_browser_shows_the_evidence(tmp_path
     page = (out / "items.html").read_text()
     assert "trained continues \\u201cp\\u201d with the rest word for word" in page or "word for word" in page
     assert "Possibly seen: " in page
+
+
+@pytest.mark.slow
+def test_the_stage_probes_a_real_checkpoint_and_keeps_an_up_to_date_file(
+    tmp_path: Path, tiny_checkpoint: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from demo.tiny_models import arithmetic_items
+    from demo.worlds import make_world
+    from pipeline import contamination
+    from pipeline.engines import engines_started
+
+    items = arithmetic_items(12)
+    world = make_world(tmp_path / "w", {"base": tiny_checkpoint}, items, k=1, temperature=0.0)
+    train = tmp_path / "train.txt"
+    train.write_text(items[3]["question"] + "\nsomething else\n")
+    body = yaml.safe_load(world.params.read_text())
+    body["contamination"] = {"models": ["base"], "out": str(tmp_path / "c"),
+                             "training_data": [{"path": str(train)}], "overlap": {"ngram": 6}}  # fmt: skip
+    world.params.write_text(yaml.safe_dump(body))
+    monkeypatch.chdir(tmp_path)
+    lines = contamination.run(world.params)
+    probe = ProbeFile.model_validate_json((tmp_path / "c" / "probe-base.json").read_bytes())
+    assert [r.item_id for r in probe.items] == [it["item_id"] for it in items]
+    for row, it in zip(probe.items, items, strict=True):
+        assert f"{row.prefix} {row.rest}" == it["question"]
+        assert row.exact == (" ".join(row.completion.split()) == row.rest)
+        assert 0.0 <= row.rouge_l <= 1.0 and (row.rouge_l == 1.0) >= row.exact
+    # The tiny model was trained on every "What is a op b?" question: it recites the template's tail.
+    assert sum(r.rouge_l > 0 for r in probe.items) > 0
+    assert probe.engine.name == "vllm" and probe.seconds > 0
+    overlap_rows = json.loads((tmp_path / "c" / "overlap.json").read_text())["items"]
+    assert [r["item_id"] for r in overlap_rows if r["longest_run"]] == [items[3]["item_id"]]
+    started = engines_started()
+    again = contamination.run(world.params)
+    assert (
+        again[0] == "base: up to date"
+        and engines_started() == started
+        and lines[0].startswith("base: probed")
+    )
