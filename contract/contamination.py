@@ -53,6 +53,10 @@ class FlagThresholds(BaseModel):
     # true: a run or near-duplicate counts only when its training text holds every number of the question
     # (templated problems share long runs of words with other numbers).
     same_numbers: bool = False
+    # A probed checkpoint known never to have seen the suite (e.g. one trained only on data you hold): a
+    # probe hit the reference model makes too is what the question's wording predicts, not memory, and
+    # counts for no model; the reference's own hits count for nothing. null: every hit counts.
+    reference: str | None = None
 
 
 class OverlapSettings(BaseModel):

@@ -240,3 +240,27 @@ def test_the_stage_probes_a_real_checkpoint_and_keeps_an_up_to_date_file(
         and engines_started() == started
         and lines[0].startswith("base: probed")
     )
+
+
+def test_a_reference_checkpoints_hits_are_the_templates_not_memory(tmp_path: Path) -> None:
+    ids = [f"q{i:03d}" for i in range(20)]
+    out = tmp_path / "c"
+    out.mkdir()
+    template = set(ids[:8])  # both checkpoints recite these: the wording predicts them
+    memorized = set(ids[8:12])
+    (out / "probe-base.json").write_text(probe_file("base", ids, template, {ids[0]}).model_dump_json())
+    trained = probe_file("trained", ids, template | memorized, {ids[0], ids[9]})
+    (out / "probe-trained.json").write_text(trained.model_dump_json())
+    params = tmp_path / "params.yaml"
+    section = {"models": ["base", "trained"], "out": str(out), "flag": {"reference": "base"}}
+    params.write_text(yaml.safe_dump({"contamination": section}))
+    audit = cs.read_audit(params)
+    assert cs.seen_mask(audit, ids).tolist() == [i in memorized for i in ids]
+    assert audit.kinds[ids[9]] == {"recited", "answered"}
+    section["flag"] = {}
+    params.write_text(yaml.safe_dump({"contamination": section}))
+    assert cs.seen_mask(cs.read_audit(params), ids).sum() == 12
+    section["flag"] = {"reference": "placebo"}
+    params.write_text(yaml.safe_dump({"contamination": section}))
+    with pytest.raises(Refusal, match=r"contamination.flag.reference: 'placebo' is not probed"):
+        cs.read_audit(params)

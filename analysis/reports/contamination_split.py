@@ -35,6 +35,7 @@ from contract.contamination import (
     ContaminationSettings,
     OverlapFile,
     ProbeFile,
+    ProbeItem,
 )
 
 ONLY_SEEN = "GAIN ONLY ON POSSIBLY-SEEN ITEMS"
@@ -80,6 +81,11 @@ def read_audit(params: str | Path | None) -> Audit | None:
         err = e.errors()[0]
         raise Refusal(f"{p}: contamination.{'.'.join(str(x) for x in err['loc'])}: {err['msg']}") from None
     folder = Path(cfg.out)
+    if cfg.flag.reference is not None and cfg.flag.reference not in cfg.models:
+        raise Refusal(
+            f"{p}: contamination.flag.reference: {cfg.flag.reference!r} is not probed; name one of "
+            f"contamination.models ({', '.join(cfg.models) or 'none'})"
+        )
     probes = {}
     for model in cfg.models:
         path = folder / f"{PROBE_PREFIX}{model}.json"
@@ -99,6 +105,10 @@ def read_audit(params: str | Path | None) -> Audit | None:
     return flag(Audit(cfg, folder, probes, overlap))
 
 
+def _recites(row: ProbeItem, rouge_l: float | None) -> bool:
+    return rouge_l is not None and row.rouge_l >= rouge_l
+
+
 def flag(audit: Audit) -> Audit:
     """Each item's evidence under the thresholds: audit.reasons (words) and audit.kinds (EVIDENCE_KINDS)."""
     rule = audit.settings.flag
@@ -107,18 +117,22 @@ def flag(audit: Audit) -> Audit:
         audit.reasons.setdefault(item_id, []).append(text)
         audit.kinds.setdefault(item_id, set()).add(kind)
 
+    reference = {r.item_id: r for r in audit.probes[rule.reference].items} if rule.reference else {}
     for model, probe in audit.probes.items():
+        if model == rule.reference:
+            continue
         for it in probe.items:
             audit.reasons.setdefault(it.item_id, [])
-            if rule.exact and it.exact:
+            ref = reference.get(it.item_id)
+            if rule.exact and it.exact and not (ref and ref.exact):
                 add(it.item_id, "recited", f"{model} continues “{it.prefix}” with the rest word for word")
-            elif rule.rouge_l is not None and it.rouge_l >= rule.rouge_l:
+            elif _recites(it, rule.rouge_l) and not (ref and (ref.exact or _recites(ref, rule.rouge_l))):
                 add(
                     it.item_id,
                     "rouge_l",
                     f"{model} continues with “{it.completion}” (ROUGE-L {it.rouge_l:.2f})",
                 )
-            if rule.answer and it.answer_right:
+            if rule.answer and it.answer_right and not (ref and ref.answer_right):
                 add(it.item_id, "answered", f"{model} answers the truncated question right ({it.answer})")
     for row in audit.overlap.items if audit.overlap is not None else []:
         audit.reasons.setdefault(row.item_id, [])
@@ -218,7 +232,7 @@ def split(audit: Audit, order: list[str], ref: np.ndarray, arm: np.ndarray, name
         "sources": sorted(str(audit.folder / n) for n in _files(audit)),
     }
     if seen.all() or not seen.any():
-        every = {"items": "all", **ct.mean_contrast(ref, arm, settings, key=key)}
+        every = {"items": "all", **ct.mean_contrast(ref, arm, settings)}
         ct.decide_bh([every], settings)
         which = "no item" if not seen.any() else "every item"
         return ContaminationSplit(
@@ -227,8 +241,9 @@ def split(audit: Audit, order: list[str], ref: np.ndarray, arm: np.ndarray, name
             call_detail=f"{which} is flagged as possibly seen by the evidence recorded "
             f"({_evidence_words(audit)}): the delta on all items is the only one there is",
         )  # fmt: skip
+    # All items: the same draws as the report's own row of this contrast (no key), so the numbers agree.
     rows = [
-        {"items": "all", **ct.mean_contrast(ref, arm, settings, key=key)},
+        {"items": "all", **ct.mean_contrast(ref, arm, settings)},
         {"items": "possibly seen", **ct.mean_contrast(ref[seen], arm[seen], settings, key=f"{key}/seen")},
         {"items": "clean", **ct.mean_contrast(ref[~seen], arm[~seen], settings, key=f"{key}/clean")},
     ]
