@@ -129,8 +129,7 @@ class Params(BaseModel):
     trajectory: dict[str, Any] | None = None
     # Every checkpoint of a training run (contract.sweep): one model and one plain arm per folder of a glob.
     sweep: dict[str, Any] | None = None
-    # The contamination audit (contract.contamination, read by pipeline.contamination and the analyses).
-    contamination: ContaminationSettings | None = None
+    contamination: ContaminationSettings | None = None  # the audit (contract.contamination)
     # The file these were read from, so that messages name the params file actually given.
     _file: Path = PrivateAttr(default=Path("params.yaml"))
     # The checkpoints of `sweep`, in step order (load_params expands the glob once).

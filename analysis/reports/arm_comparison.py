@@ -22,7 +22,7 @@ from analysis.reports.arm_rows import (
     path_table,
     tool_call_problem,
 )
-from analysis.reports.contamination_split import Audit, split_contrasts
+from analysis.reports.contamination_split import Audit, with_split
 from analysis.reports.contrasts import family_rows
 from analysis.reports.design import CANONICAL_ARMS, DEFAULT_ATTRIBUTION, MARGINAL_CONTRASTS
 from analysis.reports.prompting import prompt_line
@@ -339,7 +339,4 @@ def build_found(
         settings=settings_dict(settings),
         notes=notes,
     )
-    if audit is None:
-        return report
-    pairs = [(c["reference"], c["arm"]) for c in all_rows]
-    return report.with_fields(contamination=split_contrasts(audit, order, data, pairs, settings))
+    return with_split(report, audit, order, data, [(c["reference"], c["arm"]) for c in all_rows], settings)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import yaml
@@ -38,6 +38,7 @@ from contract.contamination import (
     ProbeItem,
 )
 
+R = TypeVar("R", bound=ReportPart)
 ONLY_SEEN = "GAIN ONLY ON POSSIBLY-SEEN ITEMS"
 DIFFERS = "DELTA DIFFERS BETWEEN SEEN AND CLEAN"
 NO_DIFFERENCE = "no difference detected"
@@ -269,11 +270,20 @@ def _evidence_words(audit: Audit) -> str:
     return "; ".join(parts) or "none"
 
 
-def split_contrasts(
-    audit: Audit, order: list[str], data: dict[str, Any], pairs: list[tuple[str, str]], settings: Settings
-) -> list[ContaminationSplit]:
-    """Every (reference, arm) contrast of the arm comparison split (data: each arm's ArmData)."""
-    return [split(audit, order, data[r].item_mean, data[a].item_mean, (r, a), settings) for r, a in pairs]
+def with_split(
+    report: R,
+    audit: Audit | None,
+    order: list[str],
+    data: dict[str, Any],
+    pairs: list[tuple[str, str]],
+    settings: Settings,
+) -> R:
+    """The arm comparison with every (reference, arm) contrast split (data: each arm's ArmData); as it was
+    without an audit."""
+    if audit is None:
+        return report
+    splits = [split(audit, order, data[r].item_mean, data[a].item_mean, (r, a), settings) for r, a in pairs]
+    return report.with_fields(contamination=splits)
 
 
 def item_evidence(audit: Audit | None) -> dict[str, list[str]]:
