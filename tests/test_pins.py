@@ -303,6 +303,29 @@ def test_unknown_params_keys_are_refused_naming_the_known_ones(tmp_path, changes
         load_params(_params_file(tmp_path, **changes))
 
 
+def test_a_misspelt_key_is_named_with_its_fix_not_blamed_on_the_key_it_leaves_missing(tmp_path) -> None:
+    p = _params_file(tmp_path)
+    text = p.read_text()
+    p.write_text(text.replace("protocol:", "protocal:"))
+    with pytest.raises(ConfigError) as e:
+        load_params(p)
+    assert str(e.value) == (
+        f"{p}: protocal: unknown key (a typo?); did you mean 'protocol'? rename it; known keys here: suite, "
+        "models, rag, protocol, analysis, arms, trajectory, sweep"
+    )
+    p.write_text(text.replace("temperature:", "temprature:"))
+    with pytest.raises(
+        ConfigError,
+        match=r"protocol.temprature: unknown key \(a typo\?\); did you mean 'temperature'\? rename",
+    ):
+        load_params(p)
+    p.write_text(text + "zzz: 1\n")
+    with pytest.raises(
+        ConfigError, match=r"zzz: unknown key \(a typo\?\); remove or rename it; known keys here"
+    ):
+        load_params(p)
+
+
 def test_params_has_exactly_the_documented_sections() -> None:
     """analysis.reports.align refuses the keys of contract.protocol.PARAMS_SECTIONS' complement; so does
     Params."""
