@@ -9,7 +9,13 @@ from typing import Any
 import numpy as np
 
 from analysis.estimators.effect_size import cohens_dz
-from analysis.estimators.factorial import factorial_readout
+from analysis.estimators.factorial import (
+    COMPLEMENTS,
+    FACTORS,
+    NO_INTERACTION,
+    SUBSTITUTES,
+    factorial_readout,
+)
 from analysis.estimators.mcnemar import majority_verdicts, mcnemar_from_verdicts
 from analysis.estimators.power_planning import mde_paired
 from analysis.estimators.resampling import rng_for
@@ -24,9 +30,15 @@ PATH_VERDICTS = ["clean", "answer_without_tool", "tool_result_ignored", "tool_er
 
 
 def contrast_claim(
-    attribution: str, row: dict[str, Any], settings: Settings, augmentation: str | None = None
+    attribution: str,
+    row: dict[str, Any],
+    settings: Settings,
+    augmentation: str | None = None,
+    interaction: str | None = None,
 ) -> str:
-    """What a contrast row claims, from its arm's attribution and its verdict (never from its size alone)."""
+    """What a contrast row claims, from its arm's attribution and its verdict (never from its size alone).
+    interaction: for a marginal row, the factorial table's reading of training x its augmentation
+    ('training x retrieval: no interaction detected'), the only test of complements or substitutes."""
     if attribution == "ceiling":
         return "CEILING only; three interventions at once, NOT attributable."
     if (why := too_few_items(row["n_items"], settings)) is not None:
@@ -36,13 +48,14 @@ def contrast_claim(
     gain = row["significant"] and row["naive_delta"] > 0
     loss = row["significant"] and row["naive_delta"] < 0
     if attribution == "marginal":
+        # A gain on top of an augmentation is not an interaction: complements or substitutes is said only
+        # by the interaction's own test (the factorial table), never by this row's verdict.
+        said = f" ({interaction})" if interaction else ""
         if gain:
-            return f"training adds a gain on top of {augmentation} (complements)."
+            return f"training adds a gain on top of {augmentation}{said}."
         if loss:
-            return f"training costs accuracy on top of {augmentation}."
-        return (
-            f"no marginal gain from training on top of {augmentation} detected (substitutes, or too small)."
-        )
+            return f"training costs accuracy on top of {augmentation}{said}."
+        return f"no marginal gain from training on top of {augmentation} detected{said}."
     effect = "gain" if gain else ("loss" if loss else "no detectable change")
     if attribution == "parametric":
         adj = row["adjusted_ci95"]
@@ -170,6 +183,19 @@ def factorial_section(data: dict[str, ArmData], settings: Settings) -> dict[str,
         "cells": {arm: list(cell) for arm, cell in FACTORIAL_CELLS.items() if arm in data},
         "effects": rows,
     }
+
+
+def interaction_reading(factorial: dict[str, Any] | None, augmentation: str) -> str | None:
+    """The factorial table's verdict on training x the one factor an augmentation arm switches on
+    ('training x retrieval: no interaction detected'), or None where the table has none."""
+    cell = FACTORIAL_CELLS.get(augmentation)
+    if factorial is None or cell is None or cell[0] != 0 or sum(cell) != 1:
+        return None
+    name = f"{FACTORS[0]} x {FACTORS[cell.index(1)]}"
+    row = next((e for e in factorial["effects"] if e["effect"] == name), None)
+    if row is None or row["reading"] not in (COMPLEMENTS, SUBSTITUTES, NO_INTERACTION):
+        return None
+    return f"{name}: {row['reading']}"
 
 
 def tool_call_problem(arm: str, log: EvalLog, max_failed: float) -> str | None:
