@@ -171,14 +171,11 @@ def _known_keys(loc: tuple[Any, ...]) -> list[str]:
 
 
 def _first_error(path: Path, e: ValidationError) -> str:
-    errors = e.errors()
-    # An unknown key first: a misspelt one (`protocal:`) also leaves its right name missing, and "protocol:
-    # Field required" would never name the key to fix.
-    err = next((x for x in errors if x["type"] == "extra_forbidden"), errors[0])
+    # An unknown key first: a misspelt `protocal:` would otherwise be reported as "protocol: Field required".
+    err = next((x for x in e.errors() if x["type"] == "extra_forbidden"), e.errors()[0])
     field = ".".join(str(x) for x in err["loc"]) or "(top level)"
     if err["type"] == "extra_forbidden":
-        known = _known_keys(tuple(err["loc"]))
-        close = difflib.get_close_matches(str(err["loc"][-1]), known, 1, 0.6)
+        close = difflib.get_close_matches(str(err["loc"][-1]), known := _known_keys(tuple(err["loc"])), 1)
         fix = f"did you mean {close[0]!r}? rename it" if close else "remove or rename it"
         return f"{path}: {field}: unknown key (a typo?); {fix}; known keys here: {', '.join(known)}"
     msg = str(err["msg"]).removeprefix("Value error, ")

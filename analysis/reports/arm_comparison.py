@@ -303,7 +303,7 @@ def build_found(
     # every other arm contrast is one Benjamini-Hochberg family (per-family rows: one family per contrast,
     # analysis.reports.contrasts.family_rows), so no row's verdict depends on which report prints it.
     ct.decide_bh([c for c in all_rows if "significant" not in c], settings, delta_key="naive_delta")
-    factorial = factorial_section(data, settings)
+    factorial = factorial_section(data, settings, contrasts)
     decide_claims(contrasts, marginal, settings, reference, factorial)
     # The same generations under the lenient reader: each row's change in answered share, its lenient
     # delta and FORMAT call.

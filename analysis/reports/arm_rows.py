@@ -18,7 +18,7 @@ from analysis.estimators.factorial import (
 )
 from analysis.estimators.mcnemar import majority_verdicts, mcnemar_from_verdicts
 from analysis.estimators.power_planning import mde_paired
-from analysis.estimators.resampling import rng_for
+from analysis.estimators.resampling import Interval, rng_for
 from analysis.reports import contrasts as ct
 from analysis.reports.align import ArmData
 from analysis.reports.contrasts import mean_contrast, too_few_items
@@ -55,8 +55,8 @@ def contrast_claim(
             return f"training adds a gain on top of {augmentation}{said}."
         if loss:
             return f"training costs accuracy on top of {augmentation}{said}."
-        return f"no marginal gain from training on top of {augmentation} detected{said}."
-    effect = "gain" if gain else ("loss" if loss else "no detectable change")
+        return f"{ct.NO_DIFFERENCE}: no marginal gain from training on top of {augmentation}{said}."
+    effect = "gain" if gain else ("loss" if loss else ct.NO_DIFFERENCE)
     if attribution == "parametric":
         adj = row["adjusted_ci95"]
         if gain and adj is not None and adj[0] > 0:
@@ -65,7 +65,11 @@ def contrast_claim(
             return "parametric gain (budget adjustment unavailable: no gen_tokens in the logs)."
         if gain:
             return "parametric gain does NOT survive adjustment."
-        return "training lowered the score (parametric loss)." if loss else "no parametric gain detected."
+        return (
+            "training lowered the score (parametric loss)."
+            if loss
+            else f"{ct.NO_DIFFERENCE} (no parametric gain)."
+        )
     if attribution == "lookup":
         return f"{effect}: retrieval/lookup grounding, NOT reasoning."
     if attribution == "tool_access":
@@ -152,36 +156,57 @@ def path_table(arm: str, log: EvalLog) -> dict[str, Any] | None:
     return {"arm": arm, "n_samples": int(v.size), "verdicts": rows}
 
 
-def factorial_section(data: dict[str, ArmData], settings: Settings) -> dict[str, Any] | None:
-    """The factorial read-out of the arms present; None unless at least one interaction is estimable."""
+def factorial_section(
+    data: dict[str, ArmData], settings: Settings, rows: list[dict[str, Any]] | None = None
+) -> dict[str, Any] | None:
+    """The factorial read-out of the arms present; None unless at least one interaction is estimable.
+
+    Every effect is a mean contrast with the reports' one interval method (ct.delta_interval); a main
+    effect that is also a contrast row of the report (trained - base) is that row, its interval the row's,
+    so one contrast never shows two intervals on one page."""
     arm_of = {cell: arm for arm, cell in FACTORIAL_CELLS.items() if arm in data}
     cells = {cell: data[arm].scores for cell, arm in arm_of.items()}
+    by_pair = {(r["reference"], r["arm"]): r for r in rows or []}
+
+    def interval(name: str, values: np.ndarray) -> Interval:
+        return ct.delta_interval(values, settings, f"/factorial/{name}")
+
     effects = factorial_readout(
-        cells, settings.n_boot, rng_for(settings.seed, "factorial"), alpha=settings.alpha
+        cells, settings.n_boot, rng_for(settings.seed, "factorial"), alpha=settings.alpha, interval=interval
     )
     if not any(e.order > 1 and e.estimate is not None for e in effects):
         return None
     name_of = {cell: arm for arm, cell in FACTORIAL_CELLS.items()}
     n_items = next(iter(cells.values())).shape[0]
     too_few = too_few_items(n_items, settings)
-    rows = []
+    out = []
     for e in effects:
         reading = e.reading
         if reading is not None and too_few is not None:
             reading = too_few
-        rows.append({
+        plus = [name_of[c] for c, coef in e.coefficients.items() if coef > 0]
+        minus = [name_of[c] for c, coef in e.coefficients.items() if coef < 0]
+        row = by_pair.get((minus[0], plus[0])) if e.order == 1 and e.estimate is not None else None
+        ci = (
+            [row["ci95"], row["ci95_method"]]
+            if row
+            else [e.ci.as_list(), e.ci.method]
+            if e.ci
+            else [None, None]
+        )
+        out.append({
             "effect": e.name,
             "order": e.order,
             "cells": {name_of[c]: coef for c, coef in e.coefficients.items()},
-            "estimate": e.estimate,
-            "ci95": e.ci.as_list() if e.ci else None,
-            "ci95_method": e.ci.method if e.ci else None,
+            "estimate": row["naive_delta"] if row else e.estimate,
+            "ci95": ci[0],
+            "ci95_method": ci[1],
             "reading": reading,
             "missing_arms": [name_of[c] for c in e.missing],
         })  # fmt: skip
     return {
         "cells": {arm: list(cell) for arm, cell in FACTORIAL_CELLS.items() if arm in data},
-        "effects": rows,
+        "effects": out,
     }
 
 
