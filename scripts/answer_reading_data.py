@@ -315,10 +315,6 @@ def champ_labels(out: Path) -> None:
         )
 
 
-if __name__ == "__main__":
-    sys.exit(main())
-
-
 # The responses labelled for non-numeric answers: of the problems whose answer is not a plain number, the
 # responses of these (model, setting) pairs, none labelled for the numeric answers; of those candidates, the
 # CHAMP_TEXT_COUNT whose sha256 of "problem_id|model|setting" is smallest (a fixed draw that no one chose
@@ -328,8 +324,8 @@ CHAMP_TEXT_PAIRS = tuple(
 )
 CHAMP_TEXT_COUNT = 230
 CHAMP_TEXT_RULE = (
-    "problems whose answer is not a plain number x the pairs; the CHAMP_TEXT_COUNT candidates with the "
-    "smallest sha256('problem_id|model|setting') hex digest"
+    "candidates: every problem whose answer is not a plain number, times every pair; selected: the "
+    "{count} candidates whose sha256 hex digest of 'problem_id|model|setting' is smallest"
 )
 TEXT_HAND_LABELS = "champ_text_hand_labels.tsv"
 ANSWER_KINDS = ("expression", "several", "yesno", "none", "text")
@@ -401,10 +397,10 @@ def champ_text_labels(out: Path) -> None:
         out,
         {
             "non_numeric": {
-                "rule": CHAMP_TEXT_RULE,
+                "rule": CHAMP_TEXT_RULE.format(count=CHAMP_TEXT_COUNT),
                 "pairs": [f"{m}|{s}" for m, s in CHAMP_TEXT_PAIRS],
-                "count": CHAMP_TEXT_COUNT,
-                "problems": len({r["problem_id"] for r in rows}),
+                "non_numeric_problems": sum(not is_number(p.answer) for p in dataset.problems.values()),
+                "problems_drawn": len({r["problem_id"] for r in rows}),
                 "responses": len(rows),
                 "with_people_judgement": judged,
                 "hand_labels_sha256": sha256_file(out / TEXT_HAND_LABELS),
@@ -416,3 +412,7 @@ def champ_text_labels(out: Path) -> None:
         print(
             f"{kind:<10} {sum(r['label'] for r in mine):>3} of {len(mine):>3} responses state the reference"
         )
+
+
+if __name__ == "__main__":
+    sys.exit(main())
