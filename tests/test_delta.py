@@ -343,7 +343,8 @@ def test_one_sample_per_item_never_claims_expansion(tmp_path):
     post[:30] = 1
     r = build(write_log(tmp_path / "a.json", pre), write_log(tmp_path / "b.json", post))
     assert r["claim"] == "UNDETERMINED" and "one sample per item" in r["claim_detail"]
-    assert build(tmp_path / "a.json", write_log(tmp_path / "c.json", pre))["claim"] == "no detectable difference"
+    same = build(tmp_path / "a.json", write_log(tmp_path / "c.json", pre))
+    assert same["claim"] == "no detectable difference"
 
 
 # ------------------------------------------------------------------------------------ property tests
