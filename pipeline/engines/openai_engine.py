@@ -15,10 +15,19 @@ Every sampling field the server could fill from the model's generation_config (t
 sent explicitly with vLLM's neutral value, as the offline engine's SamplingParams has them.
 
 Up to `concurrency` requests are in flight per server; an item's samples go to one server (a stable hash of
-the item id), so they share its prefix cache. A request that fails to connect, times out or gets a 5xx or
-429 answer is sent again, the same seed and all, after 1, 2, 4 ... s, `retries` times; then the run stops
-in one line (ServerGoneError, exit 2), every finished sample already handed to the caller, which saves it
-as it arrives (pipeline.generate), so a kill or a dead server loses only the requests in flight.
+the item id), so they share its prefix cache. A request that fails to connect, times out, gets a 5xx or 429
+answer or a 200 whose body is not JSON (cut short by a closed connection) is sent again, the same seed and
+all, after 1, 2, 4 ... s or the Retry-After the server asks for (up to timeout_s), `retries` times; then the
+run stops in one line (ServerGoneError, exit 2), every finished sample already handed to the caller, which
+saves it as it arrives (pipeline.generate), so a kill or a dead server loses only the requests in flight. A
+JSON reply that is not a completion is refused at once (pipeline.engines.served_reply), never saved.
+
+The HTTP layer is written here rather than taken from the openai client (or tenacity for its retries): the
+client rides on httpx, whose connection pool cost 58 s of CPU for the demo's 2,400 samples at 256
+connections (aiohttp: none to speak of); it builds replies without validating them by default (a reply
+with `choices: []` still fails as an IndexError); it gives up at once on a Retry-After above 2 minutes;
+and the retries must check between tries whether the runner's own server died, to say why. What is
+hand-written is the retry loop (a dozen lines); the reply's shape is checked by pydantic.
 
 The server is checked before any request: its /v1/models must list the arm's checkpoint (its path as given
 or absolute, or its hub repository id; `served_model` names it when it is served under another name), and
@@ -44,6 +53,7 @@ from urllib.parse import urlsplit
 from contract.engine import Decoding, EngineInfo, GenRequest, GenResult
 from pipeline.config import ConfigError
 from pipeline.engines import EngineStartError
+from pipeline.engines.served_reply import NotJSONError, ReplyError, completion, json_body, retry_after_s
 from pipeline.heavy_imports import collector_paused
 from pipeline.prompts import is_chat_model
 from pipeline.settings import RunnerError
@@ -145,6 +155,23 @@ def _error_message(payload: bytes) -> str:
     return " ".join(str(message).split())[:300]
 
 
+def _json_of(answer: Any, host: str, path: str, shape: type) -> Any:
+    """The JSON body of an answer from path, refused in one line when it is not JSON or not of shape."""
+    try:
+        body = json_body(answer.content)
+    except ReplyError as e:
+        raise EngineStartError(
+            f"the server at {host} answered {path} with {e}; is it an OpenAI-compatible server (vLLM's)? "
+            f"({SETTINGS} base_url)"
+        ) from None
+    if not isinstance(body, shape):
+        raise EngineStartError(
+            f"the server at {host} answered {path} with a JSON {type(body).__name__}, not the "
+            f"{shape.__name__} an OpenAI-compatible server (vLLM's) returns ({SETTINGS} base_url)"
+        )
+    return body
+
+
 def attach(
     url: str, model: str, served_model: str | None, headers: dict[str, str], tokenizer: Any
 ) -> Endpoint:
@@ -162,7 +189,12 @@ def attach(
                     f"({_error_message(models.content)}){hint} ({SETTINGS} base_url)"
                 )
             version = client.get("/version")
-            entries = [m for m in models.json().get("data", []) if isinstance(m, dict)]
+            data = _json_of(models, host, "/v1/models", dict).get("data")
+            entries = (
+                [m for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)]
+                if isinstance(data, list)
+                else []
+            )
             wanted = {served_model} if served_model else checkpoint_names(model)
             match = next((m for m in entries if m.get("id") in wanted or m.get("root") in wanted), None)
             if match is None:
@@ -184,15 +216,17 @@ def attach(
         ) from None
     # A server without /tokenize (not vLLM) is checked by its model list alone.
     if tokenized.status_code == 200:
-        theirs = tokenized.json().get("tokens")
+        theirs = _json_of(tokenized, host, "/tokenize", dict).get("tokens")
         ours = tokenizer(PROBE, add_special_tokens=True)["input_ids"]
         if theirs != list(ours):
+            got = len(theirs) if isinstance(theirs, list) else "no list of"
             raise EngineStartError(
                 f"the server at {host} serves {match['id']} with another tokenizer than {model}'s (a probe "
-                f"gives {len(theirs or [])} tokens there, {len(ours)} here); attach to a server of this "
-                "checkpoint"
+                f"gives {got} tokens there, {len(ours)} here); attach to a server of this checkpoint"
             )
-    server_version = version.json().get("version") if version.status_code == 200 else None
+    server_version = (
+        _json_of(version, host, "/version", dict).get("version") if version.status_code == 200 else None
+    )
     length = match.get("max_model_len")
     return Endpoint(
         url=url,
@@ -379,26 +413,38 @@ class OpenAIEngine:
         }
         if decoding.logprobs:
             body["logprobs"] = 0  # the sampled token's own log-probability only
-        why = ""
+        why, wait_s = "", 0.0
         for attempt in range(self.retries + 1):
             if attempt:
-                await asyncio.sleep(min(BACKOFF_S * 2.0 ** (attempt - 1), 30.0) * (1 + random.random() / 4))
+                backoff = min(BACKOFF_S * 2.0 ** (attempt - 1), 30.0) * (1 + random.random() / 4)
+                await asyncio.sleep(max(backoff, wait_s))
             if self.server is not None and (gone := self.server.died()):
                 raise ServerGoneError(self._gone(gone))
             try:
                 async with client.post(f"{ep.url}/v1/completions", json=body) as answer:
                     status = answer.status
                     payload = await answer.read()
+                    asked = retry_after_s(answer.headers.get("Retry-After"))
             except (aiohttp.ClientError, TimeoutError) as e:
-                why = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+                why, wait_s = (f"{type(e).__name__}: {e}" if str(e) else type(e).__name__), 0.0
                 continue
             if status == 200:
-                return self._result(request, ids, json.loads(payload))
-            why = f"HTTP {status}: {_error_message(payload)}"
+                try:
+                    return completion(request, ids, json_body(payload))
+                except NotJSONError as e:  # a body cut short by a closed connection, or a proxy's page
+                    why, wait_s = f"HTTP 200 with {e}", 0.0
+                    continue
+                except ReplyError as e:
+                    raise RunnerError(self._refused(ep, request, "answered", f"with {e}")) from None
+            why, wait_s = f"HTTP {status}: {_error_message(payload)}", asked or 0.0
             if status not in RETRY_STATUS:
-                raise RunnerError(
-                    f"the server at {ep.host} refused sample {request.key[1]} of item {request.key[0]!r} "
-                    f"({why}); fix that and rerun the same command (the finished samples are kept)"
+                raise RunnerError(self._refused(ep, request, "refused", f"({why})"))
+            if wait_s > self.timeout_s:
+                raise ServerGoneError(
+                    self._gone(
+                        f"the server at {ep.host} asks to retry after {wait_s:.0f} s ({why}), longer than "
+                        f"timeout_s ({self.timeout_s:.0f} s)"
+                    )
                 )
         if self.server is not None and (gone := self.server.died()):
             why = gone
@@ -407,35 +453,17 @@ class OpenAIEngine:
         )
 
     @staticmethod
+    def _refused(ep: Endpoint, request: GenRequest, verb: str, what: str) -> str:
+        return (
+            f"the server at {ep.host} {verb} sample {request.key[1]} of item {request.key[0]!r} {what}; fix "
+            "that and rerun the same command (the finished samples are kept)"
+        )
+
+    @staticmethod
     def _gone(why: str) -> str:
         return (
             f"{why}; the finished samples are kept: rerun the same command to resume (with a server of the "
             f"same model; {SETTINGS} retries and timeout_s set the patience)"
-        )
-
-    @staticmethod
-    def _result(request: GenRequest, ids: list[int], body: dict[str, Any]) -> GenResult:
-        choice = body["choices"][0]
-        usage = body.get("usage") or {}
-        text = str(choice.get("text") or "")
-        finish = str(choice.get("finish_reason") or "stop")
-        stop_reason = choice.get("stop_reason")
-        # The contract's text includes a matched stop string; a server that ignored
-        # include_stop_str_in_output names it in stop_reason.
-        if finish == "stop" and isinstance(stop_reason, str) and not text.endswith(stop_reason):
-            text += stop_reason
-        token_ids = list(choice.get("token_ids") or [])
-        gen_tokens = int(usage.get("completion_tokens", len(token_ids)))
-        logprobs = (choice.get("logprobs") or {}).get("token_logprobs") or []
-        values = [x for x in logprobs if isinstance(x, int | float)]
-        return GenResult(
-            key=request.key,
-            text=text,
-            finish_reason=finish,
-            prompt_tokens=int(usage.get("prompt_tokens", len(ids))),
-            gen_tokens=gen_tokens,
-            token_ids=token_ids,
-            mean_logprob=min(0.0, sum(values) / len(values)) if values else None,
         )
 
     def close(self) -> None:
