@@ -228,7 +228,7 @@ def _engine(
     # The engine reads the prompts as this plan made them: chat prompts hold their own BOS token.
     engine.chat = plan.chat
     check_context(engine, plan, run.params.protocol.max_tokens)
-    recorder.note("engine", engine.info.model_dump(mode="json"))
+    recorder.engine(engine.info)
     return engine, start_s
 
 

@@ -355,3 +355,44 @@ def test_a_retry_after_is_a_finite_wait_or_none(value: str):
 def test_retry_after_reads_seconds_and_http_dates():
     assert retry_after_s("10") == 10.0 and retry_after_s("-3") == 0.0 and retry_after_s("soon") is None
     assert retry_after_s("Thu, 01 Jan 1970 00:01:40 GMT", now=40.0) == 60.0
+
+
+def test_a_run_resumed_on_another_server_names_both_and_one_on_another_version_is_refused(
+    tmp_path: Path, untrained_checkpoint: Path, monkeypatch: pytest.MonkeyPatch
+):
+    from contract.generations import load_generations
+    from contract.provenance import provenance_path
+    from pipeline.config import engine_config
+    from pipeline.generate import run
+    from pipeline.settings import RunnerError
+    from tests.conftest import arithmetic_items, make_world
+
+    monkeypatch.setattr(oe, "BACKOFF_S", 0.01)
+    w = make_world(tmp_path / "w", {"base": untrained_checkpoint}, arithmetic_items(4), k=2, max_tokens=8)
+    served = {"id": str(untrained_checkpoint), "root": str(untrained_checkpoint)}
+
+    def settings(url: str) -> Any:
+        return w.settings("base", engine=engine_config("openai", base_url=url, retries=0, concurrency=1))
+
+    for a in Hostile(served).serve():
+        for b in Hostile(served).serve():
+            for c in Hostile(served).serve():
+                a.dead_after, c.version = 3, b'{"version": "0.0.other"}'
+                with pytest.raises(oe.ServerGoneError):
+                    run(settings(a.url))
+                with pytest.raises(RunnerError) as e:
+                    run(settings(c.url))
+                assert "\n" not in str(e.value) and "version 'vllm 0.0.other' (not 'vllm 0.0.stub')" in str(
+                    e.value
+                )
+                assert "pass fresh=true to start over" in str(e.value) and not c.bodies
+                b.dead_after = 3
+                with pytest.raises(oe.ServerGoneError):
+                    run(settings(b.url))
+                a.dead_after = None
+                dest = run(settings(a.url))
+                engine = load_generations(dest).engine
+                assert engine.server == f"{a.url[7:]}, {b.url[7:]}" and engine.version == "vllm 0.0.stub"
+                prov = json.loads(provenance_path(dest).read_text())
+                assert prov["engine"]["server"] == engine.server
+                assert a.answered == 3 + 2 and b.answered == 3
