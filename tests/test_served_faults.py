@@ -396,3 +396,33 @@ def test_a_run_resumed_on_another_server_names_both_and_one_on_another_version_i
                 prov = json.loads(provenance_path(dest).read_text())
                 assert prov["engine"]["server"] == engine.server
                 assert a.answered == 3 + 2 and b.answered == 3
+
+
+def test_a_server_that_dies_after_the_checks_is_named_stopped_with_the_command_that_works(
+    untrained_checkpoint: Path, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setattr(oe, "BACKOFF_S", 0.01)
+    for server in Stub({"id": str(untrained_checkpoint), "root": str(untrained_checkpoint)}).serve():
+        engine = _engine(untrained_checkpoint, server.url, retries=1)
+    with pytest.raises(oe.ServerGoneError) as e:  # the server has stopped: its port refuses connections
+        engine.generate(_requests(1), SAMPLED)
+    message = str(e.value)
+    assert "\n" not in message and "accepted the checks and now refuses connections" in message
+    assert "python -m pipeline.engines.serve <model>" in message
+
+
+def test_the_serve_command_gives_a_cpu_server_the_runners_flags_and_the_gpu_page_shows_it(
+    untrained_checkpoint: Path,
+):
+    from pipeline.engines.hardware import platform_info
+    from pipeline.engines.serve import command, main
+    from tests.conftest import ROOT
+
+    cmd, env = command(str(untrained_checkpoint), "127.0.0.1", 8123)
+    assert cmd[1:3] == ["-m", "vllm.entrypoints.openai.api_server"] and "--port" in cmd
+    assert "VLLM_CPU_KVCACHE_SPACE" in env
+    if platform_info()[0] == "cpu":
+        assert "--no-enable-chunked-prefill" in cmd and "--enforce-eager" in cmd
+    assert main(["no/such/checkpoint", "--dry-run"]) == 2
+    page = (ROOT / "docs" / "gpu.md").read_text()
+    assert "python -m pipeline.engines.serve demo/models/base --host 0.0.0.0 --port 8000" in page

@@ -77,6 +77,15 @@ RETRY_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 BACKOFF_S = 1.0
 
 
+# Why a server that answered the checks may refuse connections later: it died. A vLLM server on a CPU with
+# vLLM's default flags dies on the first seeded request whose prompt it prefills in two steps.
+STOPPED = (
+    "it accepted the checks and now refuses connections, so it stopped: see its log; a vLLM server on a CPU "
+    "started with vLLM's default flags dies on its first split prefill: start it with `python -m "
+    "pipeline.engines.serve <model>` (docs/gpu.md)"
+)
+
+
 class ServerGoneError(RunnerError):
     """A server that stopped answering mid-run; one line, the finished samples are kept for the resume."""
 
@@ -276,19 +285,10 @@ class OpenAIEngine:
         batch_invariant = None
         if base_url is None:
             from pipeline.engines.hardware import distribution, platform_info
-            from pipeline.engines.vllm_engine import llm_settings
+            from pipeline.engines.vllm_server import VllmServer, launch_settings
 
-            llm_args = llm_settings(model, revision=revision, **server_settings)
+            llm_args, env = launch_settings(model, revision, server_settings, log_level)
             batch_invariant = bool(server_settings.get("batch_invariant", False))
-            # As the offline engine sets them in its own process (a VLLM_CPU_KVCACHE_SPACE set here wins).
-            kv_space = os.environ.get("VLLM_CPU_KVCACHE_SPACE") or server_settings["cpu_kvcache_space_gib"]
-            env = {
-                "VLLM_CPU_KVCACHE_SPACE": str(kv_space),
-                "VLLM_BATCH_INVARIANT": "1" if batch_invariant else "0",
-                "VLLM_LOGGING_LEVEL": log_level.upper(),
-            }
-            from pipeline.engines.vllm_server import VllmServer
-
             self.server = VllmServer(model, llm_args, env, start_timeout_s)
             urls, key = [self.server.url], self.server.api_key
             device, driver = platform_info()
@@ -413,7 +413,7 @@ class OpenAIEngine:
         }
         if decoding.logprobs:
             body["logprobs"] = 0  # the sampled token's own log-probability only
-        why, wait_s = "", 0.0
+        why, wait_s, refused = "", 0.0, False
         for attempt in range(self.retries + 1):
             if attempt:
                 backoff = min(BACKOFF_S * 2.0 ** (attempt - 1), 30.0) * (1 + random.random() / 4)
@@ -427,7 +427,9 @@ class OpenAIEngine:
                     asked = retry_after_s(answer.headers.get("Retry-After"))
             except (aiohttp.ClientError, TimeoutError) as e:
                 why, wait_s = (f"{type(e).__name__}: {e}" if str(e) else type(e).__name__), 0.0
+                refused = isinstance(e, aiohttp.ClientConnectorError)
                 continue
+            refused = False
             if status == 200:
                 try:
                     return completion(request, ids, json_body(payload))
@@ -448,6 +450,8 @@ class OpenAIEngine:
                 )
         if self.server is not None and (gone := self.server.died()):
             why = gone
+        elif refused:
+            why += f"; {STOPPED}"
         raise ServerGoneError(
             self._gone(f"the server at {ep.host} did not answer after {self.retries} retries ({why})")
         )
