@@ -10,7 +10,7 @@ import difflib
 import re
 import types
 import typing
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -30,6 +30,7 @@ from contract.files import PathCheckError, input_file
 from contract.names import Name
 from contract.protocol import AnswerRule, Protocol, is_protocol_key
 from contract.sweep import Checkpoint, SweepError, expand
+from pipeline.swept import plain_arm, sweep_of, swept_arms
 
 CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
 _HEX = frozenset("0123456789abcdef")
@@ -229,43 +230,6 @@ def load_params(path: str | Path) -> Params:
     return params
 
 
-def _sweep_of(path: str | Path) -> tuple[list[Checkpoint], str | None]:
-    """A params file's swept checkpoints and, for a sweep that cannot be expanded, its one-line refusal."""
-    p = Path(path)
-    if not p.is_file():
-        return [], None
-    try:
-        section = (yaml.safe_load(p.read_text()) or {}).get("sweep")
-        return (expand(section, ".", where=str(p)) if section is not None else []), None
-    except (yaml.YAMLError, AttributeError):
-        return [], None  # load_params refuses the file itself
-    except SweepError as e:
-        return [], str(e)
-
-
-def params_arg(overrides: Sequence[str]) -> str:
-    """The params file a command line's overrides name (`params=PATH`), params.yaml by default: the swept
-    arms are those of the file the run reads."""
-    pairs = [o.split("=", 1) for o in overrides if "=" in o]
-    named = [value for key, value in pairs if key.lstrip("~+") == "params"]
-    return named[-1] if named else "params.yaml"
-
-
-def swept_arms(path: str | Path = "params.yaml") -> list[str]:
-    """The plain arms a params file's sweep makes, in step order; [] when the file or its sweep is absent.
-
-    Read from the file itself (not a Params) because the Hydra commands name an arm before they read
-    params.yaml; a sweep that cannot be expanded is refused when load_params reads the file, and named by
-    unknown_arm when an arm is looked up.
-    """
-    return [c.arm for c in _sweep_of(path)[0]]
-
-
-def plain_arm(model: str) -> dict[str, Any]:
-    """A swept checkpoint's arm: its model alone, no retrieval, no tools, its delta parametric."""
-    return {"model": model, "retrieval": False, "tools": False, "attribution": "parametric"}
-
-
 def register_swept_arms(path: str | Path = "params.yaml", conf_dir: Path = CONF_DIR) -> list[str]:
     """Put each swept arm that has no conf/arm file into Hydra's config store, so `arm=<name>` composes."""
     from hydra.core.config_store import ConfigStore
@@ -377,7 +341,7 @@ def known_arms(conf_dir: Path = CONF_DIR, params: str | Path = "params.yaml") ->
 def unknown_arm(name: str, conf_dir: Path = CONF_DIR, params: str | Path = "params.yaml") -> str:
     """The one-line refusal of an arm that is neither in conf/arm/ nor swept; a sweep that cannot be
     expanded is named instead (the arm may be one of its checkpoints)."""
-    refusal = _sweep_of(params)[1]
+    refusal = sweep_of(params)[1]
     if refusal is not None:
         return refusal
     known = known_arms(conf_dir, params)

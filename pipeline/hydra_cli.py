@@ -12,7 +12,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from contract.protocol import PROTOCOL_ALIASES, is_protocol_key
-from pipeline.config import CONF_DIR, known_arms, params_arg, register_swept_arms, unknown_arm
+from pipeline.config import CONF_DIR, known_arms, register_swept_arms, unknown_arm
+from pipeline.swept import params_arg
 
 
 def arm_values(args: Sequence[str]) -> list[str]:

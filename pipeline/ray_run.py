@@ -26,10 +26,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pipeline.config import known_arms, params_arg, unknown_arm
+from pipeline.config import known_arms, unknown_arm
 from pipeline.generate import KNOWN_ERRORS, run
 from pipeline.parts import merge_parts
 from pipeline.settings import compose_settings
+from pipeline.swept import params_arg
 
 EPILOG = """\
 examples:

@@ -24,7 +24,6 @@ from pipeline.config import (
     known_arms,
     load_arm,
     load_params,
-    params_arg,
     unknown_arm,
 )
 from pipeline.engines import engines_started, quiet_torch_warnings, release_engine
@@ -34,6 +33,7 @@ from pipeline.plan import check_matched_prompting
 from pipeline.resolve import ResolvedRun, resolve
 from pipeline.settings import compose_settings, os_error_line
 from pipeline.staleness import up_to_date, why_stale
+from pipeline.swept import params_arg
 
 EPILOG = """\
 examples:

@@ -16,7 +16,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from pipeline.config import CONF_DIR, ConfigError, engine_config, params_arg, register_swept_arms
+from pipeline.config import CONF_DIR, ConfigError, engine_config, register_swept_arms
+from pipeline.swept import params_arg
 
 
 def work_dir(out_dir: Path) -> Path:

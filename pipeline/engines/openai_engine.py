@@ -41,19 +41,24 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
-import os
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from contract.engine import Decoding, EngineInfo, GenRequest, GenResult
 from pipeline.config import ConfigError
 from pipeline.engines import EngineStartError
-from pipeline.engines.served_reply import NotJSONError, ReplyError, completion, json_body, retry_after_s
+from pipeline.engines.served_reply import (
+    NotJSONError,
+    ReplyError,
+    completion,
+    error_message,
+    json_body,
+    json_of,
+    retry_after_s,
+)
+from pipeline.engines.served_urls import api_key, checkpoint_names, host_of, parse_urls
 from pipeline.heavy_imports import collector_paused
 from pipeline.prompts import is_chat_model
 from pipeline.settings import RunnerError
@@ -102,85 +107,6 @@ class Endpoint:
     max_model_len: int | None
 
 
-def parse_urls(base_url: str | Sequence[str]) -> list[str]:
-    """The server URLs of base_url (one or a list), without a trailing / or /v1; refused in one line when
-    not http(s) or when they carry credentials (those belong in the variable api_key_env names)."""
-    urls = [base_url] if isinstance(base_url, str) else list(base_url)
-    if not urls or not all(isinstance(u, str) and u for u in urls):
-        raise ConfigError(f"{SETTINGS}: base_url = {base_url!r}: give null, a URL or a list of URLs")
-    out = []
-    for url in urls:
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ConfigError(f"{SETTINGS}: base_url {url!r} is not an http(s) URL, e.g. http://gpu1:8000")
-        if parts.username or parts.password:
-            raise ConfigError(
-                f"{SETTINGS}: base_url {host_of(url)!r} carries credentials; remove them from the URL and "
-                "put the key in an environment variable named by api_key_env (it is never written anywhere)"
-            )
-        out.append(url.rstrip("/").removesuffix("/v1"))
-    if len(set(out)) != len(out):
-        raise ConfigError(f"{SETTINGS}: base_url lists a server twice ({', '.join(out)})")
-    return out
-
-
-def host_of(url: str) -> str:
-    """host:port of a URL, without credentials, path or query (what the records hold)."""
-    parts = urlsplit(url)
-    port = f":{parts.port}" if parts.port else ""
-    return f"{parts.hostname}{port}"
-
-
-def checkpoint_names(model: str) -> set[str]:
-    """The names a server may give this checkpoint: its path as given and absolute, and the hub repository
-    id of a hub cache snapshot (.../models--org--name/snapshots/<sha>)."""
-    path = Path(model)
-    names = {model, str(path.absolute()), str(path.resolve())}
-    parts = path.resolve().parts
-    for i, part in enumerate(parts[:-2]):
-        if part.startswith("models--") and parts[i + 1] == "snapshots":
-            names.add(part.removeprefix("models--").replace("--", "/"))
-    return names
-
-
-def api_key(env_name: str | None) -> str | None:
-    """The API key from the environment variable env_name (None: no key); refused when it is unset."""
-    if env_name is None:
-        return None
-    key = os.environ.get(env_name)
-    if not key:
-        raise ConfigError(f"{SETTINGS}: api_key_env = {env_name!r}: that environment variable is not set")
-    return key
-
-
-def _error_message(payload: bytes) -> str:
-    """The error message of a server's non-200 answer (OpenAI's {"error": {"message": ...}} or its text)."""
-    try:
-        body = json.loads(payload)
-        err = body.get("error", body) if isinstance(body, dict) else body
-        message = err.get("message", err) if isinstance(err, dict) else err
-    except ValueError:
-        message = payload.decode(errors="replace")
-    return " ".join(str(message).split())[:300]
-
-
-def _json_of(answer: Any, host: str, path: str, shape: type) -> Any:
-    """The JSON body of an answer from path, refused in one line when it is not JSON or not of shape."""
-    try:
-        body = json_body(answer.content)
-    except ReplyError as e:
-        raise EngineStartError(
-            f"the server at {host} answered {path} with {e}; is it an OpenAI-compatible server (vLLM's)? "
-            f"({SETTINGS} base_url)"
-        ) from None
-    if not isinstance(body, shape):
-        raise EngineStartError(
-            f"the server at {host} answered {path} with a JSON {type(body).__name__}, not the "
-            f"{shape.__name__} an OpenAI-compatible server (vLLM's) returns ({SETTINGS} base_url)"
-        )
-    return body
-
-
 def attach(
     url: str, model: str, served_model: str | None, headers: dict[str, str], tokenizer: Any
 ) -> Endpoint:
@@ -195,10 +121,10 @@ def attach(
                 hint = "; set api_key_env to the variable holding its key" * (models.status_code == 401)
                 raise EngineStartError(
                     f"the server at {host} answered /v1/models with HTTP {models.status_code} "
-                    f"({_error_message(models.content)}){hint} ({SETTINGS} base_url)"
+                    f"({error_message(models.content)}){hint} ({SETTINGS} base_url)"
                 )
             version = client.get("/version")
-            data = _json_of(models, host, "/v1/models", dict).get("data")
+            data = json_of(models, host, "/v1/models", dict).get("data")
             entries = (
                 [m for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)]
                 if isinstance(data, list)
@@ -225,7 +151,7 @@ def attach(
         ) from None
     # A server without /tokenize (not vLLM) is checked by its model list alone.
     if tokenized.status_code == 200:
-        theirs = _json_of(tokenized, host, "/tokenize", dict).get("tokens")
+        theirs = json_of(tokenized, host, "/tokenize", dict).get("tokens")
         ours = tokenizer(PROBE, add_special_tokens=True)["input_ids"]
         if theirs != list(ours):
             got = len(theirs) if isinstance(theirs, list) else "no list of"
@@ -234,7 +160,7 @@ def attach(
                 f"gives {got} tokens there, {len(ours)} here); attach to a server of this checkpoint"
             )
     server_version = (
-        _json_of(version, host, "/version", dict).get("version") if version.status_code == 200 else None
+        json_of(version, host, "/version", dict).get("version") if version.status_code == 200 else None
     )
     length = match.get("max_model_len")
     return Endpoint(
@@ -438,7 +364,7 @@ class OpenAIEngine:
                     continue
                 except ReplyError as e:
                     raise RunnerError(self._refused(ep, request, "answered", f"with {e}")) from None
-            why, wait_s = f"HTTP {status}: {_error_message(payload)}", asked or 0.0
+            why, wait_s = f"HTTP {status}: {error_message(payload)}", asked or 0.0
             if status not in RETRY_STATUS:
                 raise RunnerError(self._refused(ep, request, "refused", f"({why})"))
             if wait_s > self.timeout_s:

@@ -18,6 +18,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr, ValidationError
 
 from contract.engine import GenRequest, GenResult
+from pipeline.engines import EngineStartError
+
+SETTINGS = "conf/engine/openai.yaml"
 
 # What a finished completion says of why it ended (vLLM's values); anything else is not a finished sample.
 FINISHES = ("stop", "length")
@@ -65,6 +68,34 @@ def json_body(payload: bytes) -> Any:
     except (ValueError, RecursionError):
         start = " ".join(payload[:60].decode(errors="replace").split())
         raise NotJSONError(f"a body that is not JSON ({len(payload)} bytes: {start!r})") from None
+
+
+def error_message(payload: bytes) -> str:
+    """The error message of a server's non-200 answer (OpenAI's {"error": {"message": ...}} or its text)."""
+    try:
+        body = json.loads(payload)
+        err = body.get("error", body) if isinstance(body, dict) else body
+        message = err.get("message", err) if isinstance(err, dict) else err
+    except ValueError:
+        message = payload.decode(errors="replace")
+    return " ".join(str(message).split())[:300]
+
+
+def json_of(answer: Any, host: str, path: str, shape: type) -> Any:
+    """The JSON body of an answer from path, refused in one line when it is not JSON or not of shape."""
+    try:
+        body = json_body(answer.content)
+    except ReplyError as e:
+        raise EngineStartError(
+            f"the server at {host} answered {path} with {e}; is it an OpenAI-compatible server (vLLM's)? "
+            f"({SETTINGS} base_url)"
+        ) from None
+    if not isinstance(body, shape):
+        raise EngineStartError(
+            f"the server at {host} answered {path} with a JSON {type(body).__name__}, not the "
+            f"{shape.__name__} an OpenAI-compatible server (vLLM's) returns ({SETTINGS} base_url)"
+        )
+    return body
 
 
 def _first_problem(e: ValidationError) -> str:
