@@ -124,7 +124,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     except HydraException as e:
         _fail(f"bad override: {str(e).splitlines()[0]}")
     except (*KNOWN_ERRORS, ConfigError) as e:
-        _fail(f"{e}; the arms finished so far are kept: rerun the same command to resume")
+        # --status generates nothing: there is nothing to resume.
+        _fail(
+            str(e)
+            if args.status
+            else f"{e}; the arms finished so far are kept: rerun the same command to resume"
+        )
     except OSError as e:
         _fail(os_error_line(e, out_dir))
     if not args.status:

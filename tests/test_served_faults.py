@@ -125,6 +125,14 @@ MALFORMED: dict[str, tuple[Answer, str]] = {
         _json({"choices": [{"text": "7", "finish_reason": "stop"}], "usage": {"completion_tokens": None}}),
         "counts no tokens",
     ),
+    "0 tokens for a text": (
+        _json({"choices": [{"text": "7", "finish_reason": "stop"}], "usage": {"completion_tokens": 0}}),
+        "counts 0 tokens for a text of 1 characters",
+    ),
+    "two choices": (
+        _json({"choices": [_choice()["choices"][0]] * 2}),
+        "not a completion (choices: List should have at most 1 item",
+    ),
     "lone surrogate": (_json(_choice(text="a\ud800b")), "text is not valid Unicode (a lone surrogate)"),
     "unfinished": (_json(_choice(finish_reason="abort")), "finish_reason: 'abort', not stop or length"),
 }

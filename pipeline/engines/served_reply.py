@@ -135,6 +135,8 @@ def completion(request: GenRequest, ids: list[int], body: Any) -> GenResult:
             "second and token budgets would read 0"
         )
     gen_tokens = usage.completion_tokens if usage.completion_tokens is not None else len(token_ids)
+    if gen_tokens == 0 and text:
+        raise ReplyError(f"a reply that counts 0 tokens for a text of {len(text)} characters")
     values = (
         [float(x) for x in (choice.logprobs.token_logprobs or []) if x is not None] if choice.logprobs else []
     )
