@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -434,3 +435,11 @@ def test_the_serve_command_gives_a_cpu_server_the_runners_flags_and_the_gpu_page
     assert main(["no/such/checkpoint", "--dry-run"]) == 2
     page = (ROOT / "docs" / "gpu.md").read_text()
     assert "python -m pipeline.engines.serve demo/models/base --host 0.0.0.0 --port 8000" in page
+
+
+@given(st.datetimes(datetime(1970, 1, 1), datetime(9999, 12, 31), timezones=st.just(UTC)))
+def test_an_http_date_retry_after_is_the_seconds_until_that_date(when: datetime):
+    from email.utils import format_datetime
+
+    got = retry_after_s(format_datetime(when, usegmt=True), now=1e9)
+    assert got == max(0.0, when.replace(microsecond=0).timestamp() - 1e9)
