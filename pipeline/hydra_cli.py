@@ -17,6 +17,7 @@ from typing import Any
 
 from contract.protocol import PROTOCOL_ALIASES, is_protocol_key
 from pipeline.config import CONF_DIR, known_arms, register_swept_arms, unknown_arm
+from pipeline.swept import params_arg
 
 
 def arm_values(args: Sequence[str]) -> list[str]:
@@ -136,12 +137,13 @@ def hydra_main(prog: str, config_name: str, task: Callable[[Any], None]) -> None
     if refusal:
         print(f"{prog}: {refusal}", file=sys.stderr)
         sys.exit(2)
+    params = params_arg(sys.argv[1:])
     try:
-        unknown = [a for a in arm_values(sys.argv[1:]) if a not in known_arms()]
+        unknown = [a for a in arm_values(sys.argv[1:]) if a not in known_arms(params=params)]
     except HydraException:
         unknown = []  # Hydra reports a malformed override itself, with its grammar error
     if unknown:
-        print(f"{prog}: {unknown_arm(unknown[0])}", file=sys.stderr)
+        print(f"{prog}: {unknown_arm(unknown[0], params=params)}", file=sys.stderr)
         sys.exit(2)
-    register_swept_arms()  # the swept checkpoints' arms, which have no conf/arm file
+    register_swept_arms(params)  # the swept checkpoints' arms, which have no conf/arm file
     hydra.main(config_path=str(CONF_DIR), config_name=config_name, version_base="1.3")(task)()
