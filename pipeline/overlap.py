@@ -67,19 +67,27 @@ def read_training(data: TrainingData) -> tuple[list[Doc], OverlapSource]:
     return docs, source
 
 
-def ngram_index(docs: Sequence[Doc], n: int) -> dict[tuple[str, ...], int]:
-    """Each word n-gram of the documents -> the first document holding it."""
-    index: dict[tuple[str, ...], int] = {}
+# Documents kept per n-gram: a templated corpus repeats its n-grams in thousands of documents, and the
+# longest run is looked for in these only.
+PER_NGRAM = 64
+
+
+def ngram_index(docs: Sequence[Doc], n: int) -> dict[tuple[str, ...], list[int]]:
+    """Each word n-gram of the documents -> the documents holding it (the first PER_NGRAM)."""
+    index: dict[tuple[str, ...], list[int]] = {}
     for d, doc in enumerate(docs):
         for i in range(len(doc.words) - n + 1):
-            index.setdefault(doc.words[i : i + n], d)
+            held = index.setdefault(doc.words[i : i + n], [])
+            if len(held) < PER_NGRAM and (not held or held[-1] != d):
+                held.append(d)
     return index
 
 
 def longest_run(
-    question: str, docs: Sequence[Doc], index: dict[tuple[str, ...], int], n: int
+    question: str, docs: Sequence[Doc], index: dict[tuple[str, ...], list[int]], n: int
 ) -> tuple[int, str | None, str | None]:
-    """The longest run of words (at least n) the question shares with one document: words, span, where."""
+    """The longest run of words (at least n) the question shares with one document: words, span, where
+    (of equal runs, the one of a document that holds every number of the question)."""
     spans = words_with_spans(question)
     words = tuple(w for w, _, _ in spans)
     if 0 < len(words) < n:
@@ -89,24 +97,19 @@ def longest_run(
             if whole in " " + " ".join(doc.words) + " ":
                 return len(words), question[spans[0][1] : spans[-1][2]], doc.where
         return 0, None, None
-    best = (0, -1, -1, -1)  # words, first word, last word, document
-    i = 0
-    while i <= len(words) - n:
-        d = index.get(words[i : i + n])
-        if d is None:
-            i += 1
-            continue
-        j = i + n
-        doc_text = " " + " ".join(docs[d].words) + " "
-        # Extend the run word by word while the same document still holds it.
-        while j < len(words) and " " + " ".join(words[i : j + 1]) + " " in doc_text:
-            j += 1
-        if j - i > best[0]:
-            best = (j - i, i, j - 1, d)
-        i += 1
+    best = (0, False, -1, -1, -1)  # words, same numbers, first word, last word, document
+    for i in range(len(words) - n + 1):
+        for d in index.get(words[i : i + n], []):
+            j = i + n
+            doc_text = " " + " ".join(docs[d].words) + " "
+            # Extend the run word by word while the same document still holds it.
+            while j < len(words) and " " + " ".join(words[i : j + 1]) + " " in doc_text:
+                j += 1
+            if j - i >= best[0] and (j - i, held := holds_numbers(question, docs[d])) > best[:2]:
+                best = (j - i, held, i, j - 1, d)
     if best[0] == 0:
         return 0, None, None
-    return best[0], question[spans[best[1]][1] : spans[best[2]][2]], docs[best[3]].where
+    return best[0], question[spans[best[2]][1] : spans[best[3]][2]], docs[best[4]].where
 
 
 def holds_numbers(question: str, doc: Doc) -> bool:
@@ -170,8 +173,8 @@ def overlap(
     rows = []
     for it, (dup, jac) in zip(items, near, strict=True):
         run, span, where = longest_run(it.question, docs, index, settings.ngram)
-        match = where or dup
-        same = None if match is None else holds_numbers(it.question, by_where[match])
+        matches = [by_where[w] for w in (where, dup) if w is not None]
+        same = any(holds_numbers(it.question, m) for m in matches) if matches else None
         rows.append(OverlapItem(item_id=it.item_id, longest_run=run, span=span, source=where,
                                 near_duplicate=dup, jaccard=jac, same_numbers=same))  # fmt: skip
     return OverlapFile(

@@ -3,9 +3,12 @@ the index page's line (analysis.reports.contamination_split computes every numbe
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from analysis.rendering.markdown_parts import table
-from analysis.rendering.markdown_text import md, p_cell, p_text, significance_text
+from analysis.rendering.markdown_text import md, p_cell, significance_text
 from analysis.reports.contamination_split import NOTHING, ContaminationSplit
+from analysis.reports.contamination_split import difference_p as _p_words
 from analysis.reports.number_text import interval, num, pvalue
 
 EVIDENCE_WORDS = {
@@ -15,6 +18,11 @@ EVIDENCE_WORDS = {
     "ngram": "n-gram run in the training data",
     "near_duplicate": "near-duplicate in the training data",
 }
+
+
+def difference_p(s: ContaminationSplit) -> str:
+    """The difference test's p in words (a p at the floor as its bound)."""
+    return _p_words(SimpleNamespace(p=s.difference_p, n_perm=s.difference_n_perm, exact=s.difference_exact))
 
 
 def verdict_line(s: ContaminationSplit | None) -> list[str]:
@@ -45,8 +53,7 @@ def split_lines(s: ContaminationSplit | None, pct: str, fdr: float) -> list[str]
         if s.difference is None
         else [
             f"Difference of the two groups' deltas (possibly seen - clean): {num(s.difference, '+.4f')}, "
-            f"permutation p {p_text(s.difference_p, s.difference_n_perm, bool(s.difference_exact))} "
-            "(the group labels permuted across items).",
+            f"{difference_p(s)} (the group labels permuted across items).",
             "",
         ]
     )

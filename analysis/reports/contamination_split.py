@@ -195,13 +195,20 @@ def evidence_counts(audit: Audit, order: list[str]) -> dict[str, int]:
     return {k: sum(k in audit.kinds.get(i, ()) for i in order) for k in EVIDENCE_KINDS}
 
 
+def difference_p(diff: Any) -> str:
+    """The difference test's p in words: a p at the floor of random splits as the bound it is."""
+    if not diff.exact and diff.p <= 1 / (1 + diff.n_perm):
+        return f"permutation p <= {diff.p:.2g}, the floor of {diff.n_perm:,} random splits"
+    return f"permutation p {diff.p:.3g}"
+
+
 def _call(rows: list[dict[str, Any]], diff: Any, settings: Settings) -> tuple[str, str]:
     """The split's call: a gain only on possibly-seen items, a difference, or none detected."""
     every, seen, clean = rows
     if diff.p > settings.alpha:
         return NO_DIFFERENCE, (
             f"the delta on possibly-seen items ({seen['delta']:+.4f}) and on clean items "
-            f"({clean['delta']:+.4f}) do not differ detectably (permutation p {diff.p:.3g}); "
+            f"({clean['delta']:+.4f}) do not differ detectably ({difference_p(diff)}); "
             "not evidence that they are equal"
         )
     gain_only = every["significant"] and every["delta"] > 0 and seen["significant"] and seen["delta"] > 0
@@ -209,13 +216,13 @@ def _call(rows: list[dict[str, Any]], diff: Any, settings: Settings) -> tuple[st
         return ONLY_SEEN, (
             f"the gain of {every['delta']:+.4f} lives on the {seen['n_items']} possibly-seen items "
             f"({seen['delta']:+.4f}); on the {clean['n_items']} clean items {clean['delta']:+.4f} is not "
-            f"significant, and the two differ (permutation p {diff.p:.3g}): memorized, not reasoned, "
+            f"significant, and the two differ ({difference_p(diff)}): memorized, not reasoned, "
             "until shown otherwise"
         )
     side = "larger" if diff.difference > 0 else "smaller"
     return DIFFERS, (
         f"the delta is {side} on possibly-seen items ({seen['delta']:+.4f}) than on clean items "
-        f"({clean['delta']:+.4f}), permutation p {diff.p:.3g}"
+        f"({clean['delta']:+.4f}), {difference_p(diff)}"
     )
 
 
