@@ -22,7 +22,7 @@ from typing import Any
 from contract.contamination import ProbeItem
 from contract.engine import Decoding, Engine, GenRequest
 from contract.suite import SuiteItem
-from pipeline.prompts import is_chat_model, make_prompt
+from pipeline.prompts import PLAIN_STOP, is_chat_model, make_prompt
 from scoring.verifiers import score, scored_text
 
 COMPLETION_HEAD = "Question: "
@@ -94,8 +94,10 @@ def run_probes(
     ]
     completions = engine.generate(completion_requests, GREEDY)
     engine.chat = prompts.chat
+    # A plain prompt's answer ends where the plain format stops every arm's sample (a chat model: at EOS).
+    stop = () if prompts.chat else PLAIN_STOP
     answer_requests = [
-        GenRequest(("answer", i), prompt, 0, answer_tokens) for i, prompt in enumerate(prompts.answer)
+        GenRequest(("answer", i), prompt, 0, answer_tokens, stop) for i, prompt in enumerate(prompts.answer)
     ]
     answers = engine.generate(answer_requests, GREEDY)
     rows = []
