@@ -68,6 +68,16 @@ def test_the_training_problems_are_disjoint_from_the_suite() -> None:
     assert {p["family"] for p in train[: len(problems.FAMILIES)]} == set(problems.FAMILIES)
 
 
+def test_the_audits_training_questions_are_the_runs_problems() -> None:
+    # export_prompts.py wrote them; the contamination audit (params.yaml) checks the suite against them.
+    settings = json.loads((WORLD / "logs" / "verifier.txt").read_text().splitlines()[1].split(": ", 1)[1])
+    train = grpo.train_problems(settings["problems"], settings["seed"])
+    exported = [row for _, row in read_jsonl(WORLD / "train_prompts.jsonl")]
+    assert [r["question"] for r in exported] == [p["question"] for p in train]
+    audit = _params()["contamination"]
+    assert audit["training_data"] == [{"path": "train_prompts.jsonl", "field": "question"}]
+
+
 def test_the_placebo_reward_is_a_seeded_coin_that_ignores_the_completion() -> None:
     coin = grpo.random_reward(0.375, 7)
     ids = [f"add-{i:03d}" for i in range(250) for _ in range(4)]
