@@ -30,7 +30,7 @@ from scoring.timelimit import DEFAULT_TIMEOUT_S
 SCORER_NAME = "reasoning-delta"
 # Bump whenever a verdict can change (answer extraction, a verifier, the path rules): the EvalLog records it,
 # and the score stages rerun because their code changed.
-SCORER_VERSION = "3.0"
+SCORER_VERSION = "4.0"
 
 
 class ScoringError(ValueError):
@@ -112,12 +112,19 @@ def _scored(
     record = SampleRecord(
         **sample.model_dump(),
         score=verdict.score,
+        verdict=verifiers.verdict_word(verdict),
         answer=verdict.answer,
         lenient_answer=lenient.answer if lenient.answer != verdict.answer else None,
         no_answer_reason=verdict.reason,
         path=path,
     )
     return record, verdict, lenient.score
+
+
+def undecided_list(samples: Sequence[SampleRecord]) -> list[bool] | None:
+    """ItemResult.undecided of these samples: which the reader could not settle; None when all were."""
+    flags = [s.verdict == "undecided" for s in samples]
+    return flags if any(flags) else None
 
 
 def _check_items(gens: Generations, items: Sequence[SuiteItem], where: str) -> None:
@@ -176,6 +183,7 @@ def score_generations(
                 scores=[s.score for s in samples],
                 gen_tokens=[int(s.gen_tokens or 0) for s in samples],
                 lenient_scores=[lenient for _, _, lenient in scored],
+                undecided=undecided_list(samples),
                 question=item.question,
                 reference_answer=str(item.answer),
                 prompt=gen.prompt,
