@@ -290,6 +290,12 @@ class EvalLog(_Strict):
         return self
 
 
+def undecided_of(samples: list[SampleRecord]) -> list[bool] | None:
+    """ItemResult.undecided of these samples (which the reader could not settle); None when it settled all."""
+    flags = [s.verdict == "undecided" for s in samples]
+    return flags if any(flags) else None
+
+
 class EvalLogError(ValueError):
     """A log that cannot be read or does not validate; the message names file, item and field."""
 

@@ -19,7 +19,15 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from contract.evallog import FORMAT_VERSION, EvalLog, ItemResult, SampleRecord, ScorerInfo, VerifierInfo
+from contract.evallog import (
+    FORMAT_VERSION,
+    EvalLog,
+    ItemResult,
+    SampleRecord,
+    ScorerInfo,
+    VerifierInfo,
+    undecided_of,
+)
 from contract.generations import Generations, GenItem, GenSample
 from contract.provenance import NOT_RECORDED
 from contract.suite import SuiteItem, questions_sha256
@@ -121,12 +129,6 @@ def _scored(
     return record, verdict, lenient.score
 
 
-def undecided_list(samples: Sequence[SampleRecord]) -> list[bool] | None:
-    """ItemResult.undecided of these samples: which the reader could not settle; None when all were."""
-    flags = [s.verdict == "undecided" for s in samples]
-    return flags if any(flags) else None
-
-
 def _check_items(gens: Generations, items: Sequence[SuiteItem], where: str) -> None:
     """Refuse generations of other items or other questions than the suite's."""
     suite_ids = [it.item_id for it in items]
@@ -183,7 +185,7 @@ def score_generations(
                 scores=[s.score for s in samples],
                 gen_tokens=[int(s.gen_tokens or 0) for s in samples],
                 lenient_scores=[lenient for _, _, lenient in scored],
-                undecided=undecided_list(samples),
+                undecided=undecided_of(samples),
                 question=item.question,
                 reference_answer=str(item.answer),
                 prompt=gen.prompt,
