@@ -19,6 +19,7 @@ says so. A verdict is reused for the same answer and reference. A `python` verif
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import importlib.metadata
@@ -30,7 +31,7 @@ from typing import Any
 from contract.digest import file_sha256
 from contract.suite import NumericVerifier, SuiteItem, Verifier
 from contract.textformat import ANSWER_TAG
-from scoring import mathverify
+from scoring import conclusions, expressions, mathverify
 from scoring.numbers import parse_number
 from scoring.reading import Reading, UnknownRule, last_boxed, marked_lines, read_answer, read_lenient
 from scoring.timelimit import DEFAULT_TIMEOUT_S, AnswerTimeout, time_limit
@@ -107,7 +108,7 @@ def math_reading(
         except mathverify.UnreadableReference as e:
             raise VerifierError(f"answer: {e}") from None
         got = parsed if parsed is not None else mathverify.parse_answer(answer)
-        if mathverify.equal(gold, got, decimals):
+        if mathverify.equal(gold, got, decimals) or _plain_equal(answer, reference, gold, got, decimals):
             verdict: tuple[bool, str | None] = (True, None)
         elif not mathverify.has_math(got):
             verdict = (False, f"math-verify could not read the answer as math ({_clip(answer)})")
@@ -118,6 +119,30 @@ def math_reading(
             _MATH_VERDICTS.clear()
         _MATH_VERDICTS[key] = verdict
     return _MATH_VERDICTS[key]
+
+
+def _plain_equal(
+    answer: str, reference: str, gold: tuple[Any, ...], got: tuple[Any, ...], decimals: int | None
+) -> bool:
+    """The second reading of an answer math-verify found unequal: both read as plain-text expressions
+    (scoring.expressions: sqrt(), C(n, k), sums, several values joined by words, a box's percent sign),
+    and sums evaluated."""
+    golds = [gold]
+    plain_reference = expressions.plain_to_latex(expressions.joined_values(reference))
+    if plain_reference != reference:
+        with contextlib.suppress(mathverify.UnreadableReference):
+            golds.append(mathverify.parse_reference(plain_reference))
+    gots = [got, expressions.plain_parse(answer)]
+    for g in golds:
+        for a in gots:
+            if not mathverify.has_math(a):
+                continue
+            if mathverify.equal(g, a, decimals):
+                return True
+            sums = expressions.evaluated(g), expressions.evaluated(a)
+            if sums != (g, a) and mathverify.equal(*sums, decimals):
+                return True
+    return False
 
 
 def math_equal(answer: str, reference: str) -> bool:
@@ -225,8 +250,20 @@ def judge(
     """(right, why not when the verifier can say) of an answer; `math` and `python` run under the time limit
     (the verifier's timeout_s, else timeout_s) and raise AnswerTimeout past it. parsed: math-verify's parse
     of the answer in its text, where the parity reader made one (math and numeric verifiers judge it)."""
+    right, why = settle(item, answer, timeout_s, parsed)
+    return bool(right), why
+
+
+def settle(
+    item: SuiteItem,
+    answer: str | None,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    parsed: tuple[Any, ...] | None = None,
+) -> tuple[bool | None, str | None]:
+    """judge's verdict with the third one: True right, False wrong, None undecided (no answer, or an exact
+    fallback's words that tell neither)."""
     if answer is None:
-        return False, None
+        return None, None
     v = item.verifier
     if isinstance(v, NumericVerifier):
         got = mathverify.number_of(parsed) if parsed is not None else None
@@ -237,17 +274,7 @@ def judge(
         truth = float(item.answer)
         return abs(got - truth) <= max(v.rel_tol * abs(truth), v.abs_tol), None
     if v.type == "math":
-        limit, key = v.timeout_s or timeout_s, (answer, str(item.answer))
-        if _MATH_TIMEOUTS.get(key, 0.0) >= limit:
-            raise AnswerTimeout(limit)  # the same answer ran out of this much time before: once is enough
-        try:
-            with time_limit(limit):
-                return math_reading(*key, parsed, v.decimals)
-        except VerifierError as e:
-            raise VerifierError(f"item {item.item_id!r}: {e}") from e
-        except AnswerTimeout:
-            _MATH_TIMEOUTS[key] = limit
-            raise
+        return _math_forms(item, answer, timeout_s, parsed)
     if v.type == "choice":
         return choice_letter(answer) == str(item.answer), None
     if v.type == "python":
@@ -256,7 +283,63 @@ def judge(
                 return _user_verdict(v.function, answer, item.answer), None
         except VerifierError as e:
             raise VerifierError(f"item {item.item_id!r}: {e}") from e
-    return normalise_text(answer) == normalise_text(str(item.answer)), None
+    forms = item.alternatives or [str(item.answer)]
+    if any(normalise_text(answer) == normalise_text(form) for form in forms):
+        return True, None
+    if not unsettled_words(item):
+        return False, None
+    return _text_forms(item, answer, forms, timeout_s), None
+
+
+def _math_verdict(
+    item: SuiteItem, answer: str, form: str, timeout_s: float, parsed: Any
+) -> tuple[bool, str | None]:
+    """math_reading of one reference form under the item's time limit."""
+    limit, key = getattr(item.verifier, "timeout_s", None) or timeout_s, (answer, form)
+    if _MATH_TIMEOUTS.get(key, 0.0) >= limit:
+        raise AnswerTimeout(limit)  # the same answer ran out of this much time before: once is enough
+    try:
+        with time_limit(limit):
+            return math_reading(*key, parsed, getattr(item.verifier, "decimals", None))
+    except VerifierError as e:
+        raise VerifierError(f"item {item.item_id!r}: {e}") from e
+    except AnswerTimeout:
+        _MATH_TIMEOUTS[key] = limit
+        raise
+
+
+def _math_forms(
+    item: SuiteItem, answer: str, timeout_s: float, parsed: Any
+) -> tuple[bool | None, str | None]:
+    """A math item: right when any reference form is (a form in words, a gloss, by the words it states)."""
+    forms = item.alternatives or [str(item.answer)]
+    first_why: str | None = None
+    for n, form in enumerate(forms):
+        if n > 0 and not expressions.is_expression(expressions.joined_values(form)):
+            if conclusions.text_verdict(form, answer, item.question):
+                return True, None
+            continue
+        right, why = _math_verdict(item, answer, form, timeout_s, parsed)
+        if right:
+            return True, None
+        first_why = first_why or why
+    return False, first_why
+
+
+def _text_forms(item: SuiteItem, answer: str, forms: list[str], timeout_s: float) -> bool | None:
+    """An exact fallback's forms against an answer in words: a form that is an expression compared as math
+    with the expression the answer states; a stance or a text form by what the conclusion states."""
+    stated = answer if expressions.is_expression(answer) else expressions.stated_expression(answer)
+    verdicts: list[bool | None] = []
+    for form in forms:
+        if stated is not None and expressions.is_expression(expressions.joined_values(form)):
+            with contextlib.suppress(VerifierError):
+                verdicts.append(_math_verdict(item, stated, form, timeout_s, None)[0])
+                continue
+        verdicts.append(conclusions.text_verdict(form, answer, item.question))
+    if any(verdicts):
+        return True
+    return False if verdicts and all(x is False for x in verdicts) else None
 
 
 def verifier_name(item: SuiteItem) -> str:
@@ -277,7 +360,7 @@ def verdict_of(item: SuiteItem, reading: Reading, timeout_s: float = DEFAULT_TIM
         why = f"{verifier_name(item)} {reading.reason} (the time limit: {limit}); scored 0"
         return Verdict(0.0, None, why, timed_out=True, undecided=True)
     try:
-        right, why = judge(item, reading.answer, timeout_s, reading.parsed)
+        settled, why = settle(item, reading.answer, timeout_s, reading.parsed)
     except AnswerTimeout as e:
         return Verdict(
             0.0,
@@ -286,13 +369,12 @@ def verdict_of(item: SuiteItem, reading: Reading, timeout_s: float = DEFAULT_TIM
             timed_out=True,
             undecided=True,
         )
-    unsettled = reading.answer is None or (not right and unsettled_words(item))
     return Verdict(
-        1.0 if right else 0.0,
+        1.0 if settled else 0.0,
         reading.answer,
         reading.reason or why,
         read_by=reading.how,
-        undecided=unsettled,
+        undecided=settled is None,
     )
 
 
