@@ -267,6 +267,8 @@ def settle(
     v = item.verifier
     if isinstance(v, NumericVerifier):
         got = mathverify.number_of(parsed) if parsed is not None else None
+        if got is None and parsed is not None and mathverify.has_variables(parsed):
+            return False, "the answer read is an expression with variables, not a number"
         if got is None:
             got = parse_number(answer)
         if got is None:
