@@ -37,6 +37,13 @@ _NONE_WORDS = re.compile(
     r"satisfy|satisfies|to|for|of|in|that|which|can|are|is)\b|no\s+(?:\w+\s+){0,2}solutions?\b)",
     re.I,
 )
+# What answers a yes/no question: "it is (not) possible", "does not exist", "no such ... exists"; "there
+# are no solutions" answers a "find all" question, not whether something holds.
+_YES_NO_WORDS = re.compile(
+    r"\b(?:(?:is|are|was|were)\s+not\s+possible|impossible|(?:does|do|did)\s+not\s+exist|doesn't\s+exist|"
+    r"no\s+such\s+(?:\w+\s+){0,3}(?:exists?|is\s+possible))",
+    re.I,
+)
 _YES_WORDS = re.compile(r"\b(?<!not\s)(?:it\s+is\s+possible|the\s+answer\s+is\s+yes)\b", re.I)
 _NEGATION = re.compile(r"\b(?:not|no|never|none|cannot|nor)\b|n't\b", re.I)
 _REF_NO = re.compile(
@@ -73,9 +80,11 @@ def question_allows(question: str, kind: str) -> bool:
     return _FIND_QUESTION.search(question) is not None or _YES_NO_QUESTION.search(question) is not None
 
 
-def sentence_stance(sentence: str) -> str | None:
-    """'yes' or 'no' where one sentence states a stance, None where it states none or both."""
-    no = bool(_OPENING_NO.search(sentence) or _NONE_WORDS.search(sentence))
+def sentence_stance(sentence: str, kind: str = "none") -> str | None:
+    """'yes' or 'no' where one sentence states a stance (kind 'yes_no': as an answer to a yes/no question),
+    None where it states none or both."""
+    words = _YES_NO_WORDS if kind == "yes_no" else _NONE_WORDS
+    no = bool(_OPENING_NO.search(sentence) or words.search(sentence))
     yes = bool(_OPENING_YES.search(sentence) or _YES_WORDS.search(sentence))
     if no == yes:
         return None
@@ -88,10 +97,10 @@ def conclusion_sentences(text: str, last: int = 2) -> list[str]:
     return sentences[::-1][:last]
 
 
-def conclusion_stance(text: str) -> str | None:
+def conclusion_stance(text: str, kind: str = "none") -> str | None:
     """The stance the conclusion states: the last sentence that states one, of the last two."""
     for sentence in conclusion_sentences(text):
-        stance = sentence_stance(sentence)
+        stance = sentence_stance(sentence, kind)
         if stance is not None:
             return stance
     return None
@@ -123,7 +132,7 @@ def text_verdict(reference: str, answer: str, question: str) -> bool | None:
     where the words cannot tell (the reader cannot settle it)."""
     kind = reference_kind(reference)
     if kind is not None and question_allows(question, kind):
-        stated = conclusion_stance(answer)
+        stated = conclusion_stance(answer, kind)
         if stated is not None:
             return stated == reference_stance(reference)
     if words_stated(reference, answer):
