@@ -18,8 +18,8 @@ import re
 _SENTENCES = re.compile(r"(?<=[.!?])\s+|\n+")
 _YES_NO_QUESTION = re.compile(
     r"(?:^|[.?!]\s+|\n)\s*(?:is|are|can|could|does|do|did|must|will|would|has|have|was|were|should|may|"
-    r"shall)\b[^.?!]*\?|\b(?:determine|decide|show|prove)\s+(?:whether|if)\b|\bprove\s+or\s+disprove\b|"
-    r"\bwhether\b[^.?!]*\?",
+    r"shall)\b[^?!]*\?|\b(?:determine|decide|show|prove)\s+(?:whether|if)\b|\bprove\s+or\s+disprove\b|"
+    r"\bwhether\b[^?!]*\?",
     re.I,
 )
 _FIND_QUESTION = re.compile(
