@@ -1,6 +1,6 @@
 """Answers beyond numbers, on the real math-verify and sympy: expressions read whole and compared
-symbolically, several values, reference forms decided at freeze, yes/no and "none" conclusions, text conclusions, and the
-third verdict (undecided) in the scorer."""
+symbolically, several values, reference forms decided at freeze, yes/no and "none" conclusions, text
+conclusions, and the third verdict (undecided) in the scorer."""
 
 from __future__ import annotations
 
