@@ -25,11 +25,13 @@ def log_doc(scores: np.ndarray, undecided: np.ndarray | None, version: int = FOR
     items = []
     for i, row in enumerate(scores):
         flags = None if undecided is None else [bool(x) for x in undecided[i]]
-        samples = [
-            {"index": j, "seed": 100 * i + j, "score": float(s),
-             "answer": None if flags and flags[j] else "1", **({"verdict": "undecided" if flags[j] else ("right" if s else "wrong")} if flags else {})}
-            for j, s in enumerate(row)
-        ]  # fmt: skip
+        samples = []
+        for j, sc in enumerate(row):
+            sample = {"index": j, "seed": 100 * i + j, "score": float(sc)}
+            sample["answer"] = None if flags and flags[j] else "1"
+            if flags:
+                sample["verdict"] = "undecided" if flags[j] else ("right" if sc else "wrong")
+            samples.append(sample)
         items.append({"item_id": f"q{i:03d}", "scores": [float(s) for s in row], "samples": samples,
                       **({"undecided": flags} if flags and any(flags) else {})})  # fmt: skip
     return {
