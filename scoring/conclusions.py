@@ -17,7 +17,7 @@ import re
 
 _SENTENCES = re.compile(r"(?<=[.!?])\s+|\n+")
 _YES_NO_QUESTION = re.compile(
-    r"(?:^|[.?!]\s+|\n)\s*(?:is|are|can|could|does|do|did|must|will|would|has|have|was|were|should|may|"
+    r"(?:^|[.?!,]\s+|\n)\s*(?:is|are|can|could|does|do|did|must|will|would|has|have|was|were|should|may|"
     r"shall)\b[^?!]*\?|\b(?:determine|decide|show|prove)\s+(?:whether|if)\b|\bprove\s+or\s+disprove\b|"
     r"\bwhether\b[^?!]*\?",
     re.I,
@@ -70,7 +70,8 @@ def reference_kind(reference: str) -> str | None:
     stance = reference_stance(reference)
     if stance is None:
         return None
-    return "yes_no" if re.fullmatch(r"\W*(?:yes|no)\b.*", reference.strip(), re.I | re.S) else "none"
+    bare = re.fullmatch(r"\W*(?:yes|no)\W*|\W*(?:yes|no),.*", reference.strip(), re.I | re.S)
+    return "yes_no" if bare else "none"
 
 
 def question_allows(question: str, kind: str) -> bool:
