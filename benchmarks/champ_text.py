@@ -6,7 +6,9 @@ verifier where math-verify reads the reference (its forms recorded where the fre
 the exact verifier as the fallback. Per kind of reference (expression, several, yesno, none, text): the
 agreement with the labels, the recall on the responses labelled right, the false-right rate on those
 labelled wrong, and the undecided samples. Then every response again against another problem's item (the
-next problem, in id order, whose reference differs): every right verdict there is a false right.
+next problem, in id order, whose reference is a different answer: answer_key tells "No such values" and
+"No integer solutions", or "0 (none of the values)" and "0 (i.e., no real-valued zeros)", apart from
+nothing): every right verdict there is a false right.
 
 Runs with any checkout's scorer on PYTHONPATH (a scorer before EvalLog format 5 has no undecided verdict and
 no reference forms), so that the reader before a change can be measured by the same code as after it.
@@ -14,6 +16,7 @@ no reference forms), so that the reader before a change can be measured by the s
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,6 +38,18 @@ class TextCase:
     answer: str | None
     reference: str
     verifier: str
+
+
+def answer_key(reference: str) -> str:
+    """What a reference answers, for choosing another problem's reference that is a different answer: its
+    main form (a gloss or an equivalent form left out), every "there is none" as one answer."""
+    r = " ".join(reference.casefold().split())
+    r = re.sub(r",?\s+or\s+(?:equivalently|an equivalent form such as|approximately)\s.*$", "", r)
+    r = re.sub(r"\s*\((?=[^()]*[a-z]{3})[^()]*\)\s*$", "", r)
+    none = ("not possible", "does not exist", "no such", "there are no", "is the only possible value")
+    if re.match(r"^(?:no|none)\b", r) or any(p in r for p in none[:4]):
+        return "none"
+    return r.removesuffix(" " + none[4]) if r.endswith(none[4]) else r
 
 
 def frozen_item(case_id: str, reference: str, question: str) -> Any:
@@ -82,7 +97,7 @@ def score_champ_text(path: Path = CHAMP_TEXT_LABELS) -> tuple[list[TextCase], li
         j = next(
             (at + d) % len(problems)
             for d in range(1, len(problems))
-            if problems[(at + d) % len(problems)][1].strip() != c["reference"].strip()
+            if answer_key(problems[(at + d) % len(problems)][1]) != answer_key(c["reference"])
         )
         other.append(
             _scored(f"{case_id} vs {problems[j][0]}", c["kind"], 0, items[problems[j][0]], c["response"])
