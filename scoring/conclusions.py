@@ -30,7 +30,7 @@ _FIND_QUESTION = re.compile(
 _OPENING_NO = re.compile(r"^\W*no\b(?!\s+(?:more|less|matter|later|longer))", re.I)
 _OPENING_YES = re.compile(r"^\W*yes\b", re.I)
 _NONE_WORDS = re.compile(
-    r"\b(?:(?:is|are|was|were)\s+not\s+possible|impossible|there\s+(?:is|are|exist|exists|were|was)\s+no\b|"
+    r"\b(?:(?:is|are|was|were)\s+not\s+possible|there\s+(?:is|are|exist|exists|were|was)\s+no\b|"
     r"no\s+such\b|(?:does|do|did)\s+not\s+exist|doesn't\s+exist|don't\s+exist|"
     r"(?:has|have)\s+no\s+(?:\w+\s+){0,3}(?:solutions?|roots?|zeros?|values?)|"
     r"no\s+(?:\w+\s+){0,3}(?:solutions?|values?|roots?|zeros?|numbers?|sequences?|pairs?)\s+(?:exists?|"
@@ -40,7 +40,7 @@ _NONE_WORDS = re.compile(
 # What answers a yes/no question: "it is (not) possible", "does not exist", "no such ... exists"; "there
 # are no solutions" answers a "find all" question, not whether something holds.
 _YES_NO_WORDS = re.compile(
-    r"\b(?:(?:is|are|was|were)\s+not\s+possible|impossible|(?:does|do|did)\s+not\s+exist|doesn't\s+exist|"
+    r"\b(?:(?:is|are|was|were)\s+not\s+possible|(?:does|do|did)\s+not\s+exist|doesn't\s+exist|"
     r"no\s+such\s+(?:\w+\s+){0,3}(?:exists?|is\s+possible))",
     re.I,
 )
