@@ -24,7 +24,9 @@ import functools
 import importlib
 import importlib.metadata
 import re
+import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,12 +36,16 @@ from contract.textformat import ANSWER_TAG
 from scoring import conclusions, expressions, mathverify
 from scoring.numbers import parse_number
 from scoring.reading import Reading, UnknownRule, last_boxed, marked_lines, read_answer, read_lenient
-from scoring.timelimit import DEFAULT_TIMEOUT_S, AnswerTimeout, time_limit
+from scoring.timelimit import DEFAULT_TIMEOUT_S, AnswerTimeout, time_limit, time_until
 
 # Bump whenever a built-in verifier or the answer reading can give another verdict; the EvalLog records it
 # beside each verifier the suite uses.
 BUILTIN_NAME = "reasoning-delta"
 BUILTIN_VERSION = "4.0"
+# The longest text the readers read (characters; about 125,000 tokens of prose): math-verify and sympy
+# hold several hundred bytes per character they parse (a 1,000,000-digit text peaked at 609 MB, 5 MB at
+# 2.8 GB), and a time limit does not bound memory.
+MAX_TEXT_CHARS = 500_000
 
 
 class VerifierError(ValueError):
@@ -246,11 +252,13 @@ def judge(
     answer: str | None,
     timeout_s: float = DEFAULT_TIMEOUT_S,
     parsed: tuple[Any, ...] | None = None,
+    deadline: float | None = None,
 ) -> tuple[bool, str | None]:
     """(right, why not when the verifier can say) of an answer; `math` and `python` run under the time limit
-    (the verifier's timeout_s, else timeout_s) and raise AnswerTimeout past it. parsed: math-verify's parse
-    of the answer in its text, where the parity reader made one (math and numeric verifiers judge it)."""
-    right, why = settle(item, answer, timeout_s, parsed)
+    (the verifier's timeout_s, else timeout_s; no later than deadline, where the sample's reading already
+    spent part of it) and raise AnswerTimeout past it. parsed: math-verify's parse of the answer in its
+    text, where the parity reader made one (math and numeric verifiers judge it)."""
+    right, why = settle(item, answer, timeout_s, parsed, deadline)
     return bool(right), why
 
 
@@ -259,6 +267,7 @@ def settle(
     answer: str | None,
     timeout_s: float = DEFAULT_TIMEOUT_S,
     parsed: tuple[Any, ...] | None = None,
+    deadline: float | None = None,
 ) -> tuple[bool | None, str | None]:
     """judge's verdict with the third one: True right, False wrong, None undecided (no answer, or an exact
     fallback's words that tell neither)."""
@@ -276,12 +285,12 @@ def settle(
         truth = float(item.answer)
         return abs(got - truth) <= max(v.rel_tol * abs(truth), v.abs_tol), None
     if v.type == "math":
-        return _math_forms(item, answer, timeout_s, parsed)
+        return _math_forms(item, answer, timeout_s, parsed, deadline)
     if v.type == "choice":
         return choice_letter(answer) == str(item.answer), None
     if v.type == "python":
         try:
-            with time_limit(v.timeout_s or timeout_s):
+            with _limited(v.timeout_s or timeout_s, deadline):
                 return _user_verdict(v.function, answer, item.answer), None
         except VerifierError as e:
             raise VerifierError(f"item {item.item_id!r}: {e}") from e
@@ -290,28 +299,29 @@ def settle(
         return True, None
     if not unsettled_words(item):
         return False, None
-    return _text_forms(item, answer, forms, timeout_s), None
+    return _text_forms(item, answer, forms, timeout_s, deadline), None
 
 
 def _math_verdict(
-    item: SuiteItem, answer: str, form: str, timeout_s: float, parsed: Any
+    item: SuiteItem, answer: str, form: str, timeout_s: float, parsed: Any, deadline: float | None
 ) -> tuple[bool, str | None]:
-    """math_reading of one reference form under the item's time limit."""
+    """math_reading of one reference form under the item's time limit (no later than deadline)."""
     limit, key = getattr(item.verifier, "timeout_s", None) or timeout_s, (answer, form)
-    if _MATH_TIMEOUTS.get(key, 0.0) >= limit:
+    allowed = limit if deadline is None else min(limit, deadline - time.monotonic())
+    if _MATH_TIMEOUTS.get(key, 0.0) >= allowed:
         raise AnswerTimeout(limit)  # the same answer ran out of this much time before: once is enough
     try:
-        with time_limit(limit):
+        with _limited(limit, deadline):
             return math_reading(*key, parsed, getattr(item.verifier, "decimals", None))
     except VerifierError as e:
         raise VerifierError(f"item {item.item_id!r}: {e}") from e
     except AnswerTimeout:
-        _MATH_TIMEOUTS[key] = limit
+        _MATH_TIMEOUTS[key] = allowed
         raise
 
 
 def _math_forms(
-    item: SuiteItem, answer: str, timeout_s: float, parsed: Any
+    item: SuiteItem, answer: str, timeout_s: float, parsed: Any, deadline: float | None
 ) -> tuple[bool | None, str | None]:
     """A math item: right when any reference form is (a form in words, a gloss, by the words it states)."""
     forms = item.alternatives or [str(item.answer)]
@@ -321,14 +331,16 @@ def _math_forms(
             if conclusions.text_verdict(form, answer, item.question):
                 return True, None
             continue
-        right, why = _math_verdict(item, answer, form, timeout_s, parsed)
+        right, why = _math_verdict(item, answer, form, timeout_s, parsed, deadline)
         if right:
             return True, None
         first_why = first_why or why
     return False, first_why
 
 
-def _text_forms(item: SuiteItem, answer: str, forms: list[str], timeout_s: float) -> bool | None:
+def _text_forms(
+    item: SuiteItem, answer: str, forms: list[str], timeout_s: float, deadline: float | None
+) -> bool | None:
     """An exact fallback's forms against an answer in words: a form that is an expression compared as math
     with the expression the answer states; a stance or a text form by what the conclusion states."""
     stated = answer if expressions.is_expression(answer) else expressions.stated_expression(answer)
@@ -336,7 +348,7 @@ def _text_forms(item: SuiteItem, answer: str, forms: list[str], timeout_s: float
     for form in forms:
         if stated is not None and expressions.is_expression(expressions.joined_values(form)):
             with contextlib.suppress(VerifierError):
-                verdicts.append(_math_verdict(item, stated, form, timeout_s, None)[0])
+                verdicts.append(_math_verdict(item, stated, form, timeout_s, None, deadline)[0])
                 continue
         verdicts.append(conclusions.text_verdict(form, answer, item.question))
     if any(verdicts):
@@ -354,15 +366,22 @@ def verifier_name(item: SuiteItem) -> str:
     return v.type
 
 
-def verdict_of(item: SuiteItem, reading: Reading, timeout_s: float = DEFAULT_TIMEOUT_S) -> Verdict:
-    """The verdict on one reading of a sample (0 when the verifier runs out of time)."""
+def _limited(seconds: float, deadline: float | None) -> AbstractContextManager[None]:
+    """The time limit of one step: its own seconds, or what is left of a limit shared up to deadline."""
+    return time_limit(seconds) if deadline is None else time_until(deadline, seconds)
+
+
+def verdict_of(
+    item: SuiteItem, reading: Reading, timeout_s: float = DEFAULT_TIMEOUT_S, deadline: float | None = None
+) -> Verdict:
+    """The verdict on one reading of a sample (0 when the verifier runs out of time, or past deadline)."""
     own = getattr(item.verifier, "timeout_s", None)
     limit = "the verifier's timeout_s" if own else "conf/score.yaml verifier_timeout_s"
     if reading.timed_out:
         why = f"{verifier_name(item)} {reading.reason} (the time limit: {limit}); scored 0"
         return Verdict(0.0, None, why, timed_out=True, undecided=True)
     try:
-        settled, why = settle(item, reading.answer, timeout_s, reading.parsed)
+        settled, why = settle(item, reading.answer, timeout_s, reading.parsed, deadline)
     except AnswerTimeout as e:
         return Verdict(
             0.0,
@@ -406,22 +425,34 @@ def score_both(
     rule: str | None = None,
 ) -> tuple[Verdict, Verdict]:
     """The verdicts of the report's reader and of the lenient reader (scoring.reading) on one text; the
-    second is the first wherever the report's reader read an answer."""
+    second is the first wherever the report's reader read an answer. Both readers and both judgements
+    share one time limit (the verifier's): a sample never takes more than it. A text longer than
+    MAX_TEXT_CHARS is not read (math-verify's memory grows with what it parses)."""
+    if len(text) > MAX_TEXT_CHARS:
+        why = (
+            f"the text is {len(text):,} characters, over the reader's limit of {MAX_TEXT_CHARS:,}: not read; "
+            "scored 0"
+        )
+        return (no := Verdict(0.0, None, why, undecided=True)), no
     limit = getattr(item.verifier, "timeout_s", None) or timeout_s
+    deadline = time.monotonic() + limit
     try:
-        strict = _read_in_time(lambda: read_answer(text, chat=chat, verifier=item.verifier, rule=rule), limit)
+        strict = _read_in_time(
+            lambda: read_answer(text, chat=chat, verifier=item.verifier, rule=rule), limit, deadline
+        )
     except UnknownRule as e:
         raise VerifierError(str(e)) from None
-    first = verdict_of(item, strict, timeout_s)
-    lenient = _read_in_time(lambda: read_lenient(text, strict, item.verifier), limit)
-    return first, (first if lenient is strict else verdict_of(item, lenient, timeout_s))
+    first = verdict_of(item, strict, timeout_s, deadline)
+    lenient = _read_in_time(lambda: read_lenient(text, strict, item.verifier), limit, deadline)
+    return first, (first if lenient is strict else verdict_of(item, lenient, timeout_s, deadline))
 
 
-def _read_in_time(read: Callable[[], Reading], limit: float) -> Reading:
-    """A reading under the verifier's time limit: math-verify reads whole responses, and adversarial LaTeX
-    can keep its parser busy; a reading out of time reads no answer, and its reason says so."""
+def _read_in_time(read: Callable[[], Reading], limit: float, deadline: float) -> Reading:
+    """A reading under what is left of the sample's time limit: math-verify reads whole responses, and
+    adversarial LaTeX can keep its parser busy; a reading out of time reads no answer, and its reason says
+    so."""
     try:
-        with time_limit(limit):
+        with time_until(deadline, limit):
             return read()
     except AnswerTimeout as e:
         return Reading(None, f"{e} reading the answer", timed_out=True)
