@@ -230,3 +230,27 @@ def evaluated(parsed: tuple[Any, ...]) -> tuple[Any, ...]:
                 x = x.doit()
         out.append(x)
     return tuple(out)
+
+
+def plain_equal(
+    answer: str, reference: str, gold: tuple[Any, ...], got: tuple[Any, ...], decimals: int | None
+) -> bool:
+    """The second reading of an answer math-verify found unequal: both read as plain-text expressions
+    (scoring.expressions: sqrt(), C(n, k), sums, several values joined by words, a box's percent sign),
+    and sums evaluated."""
+    golds = [gold]
+    plain_reference = plain_to_latex(joined_values(reference))
+    if plain_reference != reference:
+        with contextlib.suppress(mathverify.UnreadableReference):
+            golds.append(mathverify.parse_reference(plain_reference))
+    gots = [got, plain_parse(answer)]
+    for g in golds:
+        for a in gots:
+            if not mathverify.has_math(a):
+                continue
+            if mathverify.equal(g, a, decimals):
+                return True
+            sums = evaluated(g), evaluated(a)
+            if sums != (g, a) and mathverify.equal(*sums, decimals):
+                return True
+    return False

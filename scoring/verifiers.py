@@ -114,7 +114,9 @@ def math_reading(
         except mathverify.UnreadableReference as e:
             raise VerifierError(f"answer: {e}") from None
         got = parsed if parsed is not None else mathverify.parse_answer(answer)
-        if mathverify.equal(gold, got, decimals) or _plain_equal(answer, reference, gold, got, decimals):
+        if mathverify.equal(gold, got, decimals) or expressions.plain_equal(
+            answer, reference, gold, got, decimals
+        ):
             verdict: tuple[bool, str | None] = (True, None)
         elif not mathverify.has_math(got):
             verdict = (False, f"math-verify could not read the answer as math ({_clip(answer)})")
@@ -125,30 +127,6 @@ def math_reading(
             _MATH_VERDICTS.clear()
         _MATH_VERDICTS[key] = verdict
     return _MATH_VERDICTS[key]
-
-
-def _plain_equal(
-    answer: str, reference: str, gold: tuple[Any, ...], got: tuple[Any, ...], decimals: int | None
-) -> bool:
-    """The second reading of an answer math-verify found unequal: both read as plain-text expressions
-    (scoring.expressions: sqrt(), C(n, k), sums, several values joined by words, a box's percent sign),
-    and sums evaluated."""
-    golds = [gold]
-    plain_reference = expressions.plain_to_latex(expressions.joined_values(reference))
-    if plain_reference != reference:
-        with contextlib.suppress(mathverify.UnreadableReference):
-            golds.append(mathverify.parse_reference(plain_reference))
-    gots = [got, expressions.plain_parse(answer)]
-    for g in golds:
-        for a in gots:
-            if not mathverify.has_math(a):
-                continue
-            if mathverify.equal(g, a, decimals):
-                return True
-            sums = expressions.evaluated(g), expressions.evaluated(a)
-            if sums != (g, a) and mathverify.equal(*sums, decimals):
-                return True
-    return False
 
 
 def math_equal(answer: str, reference: str) -> bool:
@@ -297,7 +275,7 @@ def settle(
     forms = item.alternatives or [str(item.answer)]
     if any(normalise_text(answer) == normalise_text(form) for form in forms):
         return True, None
-    if not unsettled_words(item):
+    if not (v.type == "exact" and v.fallback):  # an exact verifier a suite chose: other words are wrong
         return False, None
     return _text_forms(item, answer, forms, timeout_s, deadline), None
 
@@ -397,12 +375,6 @@ def verdict_of(
         read_by=reading.how,
         undecided=settled is None,
     )
-
-
-def unsettled_words(item: SuiteItem) -> bool:
-    """Whether a wrong verdict on this item is only words that differ: its reference is judged by the
-    `exact` fallback the freezer gave it (math-verify could not read the reference)."""
-    return item.verifier.type == "exact" and bool(item.verifier.fallback)
 
 
 def score(
