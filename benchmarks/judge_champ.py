@@ -1,0 +1,96 @@
+"""CHAMP's hand-labelled responses as two arms' EvalLogs, for the judge stage's bench and tests.
+
+The 158 responses of tests/data/answer_reading/champ_labels.jsonl (GPT-4 and GPT-4 Turbo on the same 79
+numeric problems) become two arms, `gpt-4` and `gpt-4-turbo`, one sample per item: each scored by this
+project's scorer (scoring.scorer.score_sample, the `numeric` verifier, as a chat sample), with the problem's
+text from the champ-dataset package. The hand labels become a labels file of the labelling sheet's form
+(analysis.commands.judge_labels), so the judge and the rules can be measured against people.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+CHAMP_LABELS = ROOT / "tests" / "data" / "answer_reading" / "champ_labels.jsonl"
+ARMS = {"GPT-4": "gpt-4", "GPT-4 Turbo": "gpt-4-turbo"}
+
+
+def champ_rows(path: Path = CHAMP_LABELS) -> list[dict[str, Any]]:
+    """The labelled responses, one dict a line."""
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def champ_questions() -> dict[str, str]:
+    """Problem id -> problem text, from the champ-dataset package's data file."""
+    import champ_dataset
+
+    data = Path(os.path.dirname(champ_dataset.__file__)) / "dataset_files" / "v0.json"
+    problems = json.loads(data.read_text(encoding="utf-8"))["problems"]
+    return {pid: p["_text"] for pid, p in problems.items()}
+
+
+def _log(model: str, rows: list[dict[str, Any]], questions: dict[str, str]) -> Any:
+    from contract.evallog import EvalLog, ItemResult
+    from contract.generations import GenItem, GenSample, prompt_sha256
+    from contract.suite import SuiteItem
+    from scoring.scorer import score_sample
+
+    items = []
+    for r in rows:
+        q = questions[r["problem_id"]]
+        item = SuiteItem.model_validate(
+            {"item_id": r["problem_id"], "family": "champ", "question": q, "answer": r["reference"],
+             "verifier": {"type": "numeric"}}
+        )  # fmt: skip
+        text = r["response"]
+        sample = GenSample(index=0, seed=0, text=text, finish_reason="stop", prompt_tokens=0, gen_tokens=0)
+        gen = GenItem(item_id=r["problem_id"], prompt=q, prompt_sha256=prompt_sha256(q), samples=[sample])
+        rec = score_sample(item, gen, sample, chat=True, tool_arm=False)
+        extra: dict[str, Any] = {}
+        if getattr(rec, "verdict", None) is not None:
+            extra["undecided"] = [rec.verdict == "undecided"]
+        items.append(
+            ItemResult(
+                item_id=r["problem_id"], scores=[rec.score], family="champ", question=q,
+                reference_answer=r["reference"], samples=[rec], **extra,
+            )
+        )  # fmt: skip
+    from scoring.scorer import SCORER_NAME, SCORER_VERSION
+
+    return EvalLog.model_validate(
+        {"model_name": model, "suite": "champ-numeric", "suite_revision": "champ-dataset-1.0.0",
+         "n_samples": 1, "temperature": 0.0, "max_tokens": 4096, "driver": "champ-dataset",
+         "measured_at": "2024-01-01T00:00:00Z", "items": [i.model_dump() for i in items],
+         "format_version": 4, "arm": ARMS[model],
+         "scorer": {"name": SCORER_NAME, "version": SCORER_VERSION, "settings": {"chat": True}}}
+    )  # fmt: skip
+
+
+def write_champ_world(out: Path) -> dict[str, Path]:
+    """out/evallogs/<arm>.json for both arms and out/labels.csv (the hand labels); return the paths."""
+    from contract.evallog import FORMAT_VERSION
+
+    rows, questions = champ_rows(), champ_questions()
+    (out / "evallogs").mkdir(parents=True, exist_ok=True)
+    paths = {}
+    for model, arm in ARMS.items():
+        log = _log(model, [r for r in rows if r["model"] == model], questions)
+        log = log.model_copy(update={"format_version": FORMAT_VERSION})
+        paths[arm] = out / "evallogs" / f"{arm}.json"
+        paths[arm].write_text(log.model_dump_json(indent=1, exclude_none=True) + "\n")
+    lines = ["arm,item_id,sample,label"]
+    lines += [f"{ARMS[r['model']]},{r['problem_id']},0,{r['label']}" for r in rows]
+    paths["labels"] = out / "labels.csv"
+    paths["labels"].write_text("\n".join(lines) + "\n")
+    return paths
+
+
+def shown_labels(rows: list[dict[str, Any]], chars: int) -> dict[str, int]:
+    """The hand label of each response's concluding part as the judge is shown it (a perfect judge's table)."""
+    from scoring.judge_prompt import concluding_part
+
+    return {concluding_part(r["response"], chars): int(r["label"]) for r in rows}
