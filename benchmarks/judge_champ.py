@@ -90,7 +90,7 @@ def write_champ_world(out: Path) -> dict[str, Path]:
 
 
 def shown_labels(rows: list[dict[str, Any]], chars: int) -> dict[str, int]:
-    """The hand label of each response's concluding part as the judge is shown it (a perfect judge's table)."""
+    """The hand label of each response's concluding part as the judge sees it (a perfect judge's table)."""
     from scoring.judge_prompt import concluding_part
 
     return {concluding_part(r["response"], chars): int(r["label"]) for r in rows}

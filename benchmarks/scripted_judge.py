@@ -10,6 +10,7 @@ equivalent), `parrot` (repeats the prompt back), `garbage` (no verdict line). It
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import threading
 from collections.abc import Callable, Mapping
@@ -111,10 +112,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     with ScriptedJudge(policy(args.policy)) as judge:
         print(f"scripted judge ({args.policy}) at {judge.url}", flush=True)
-        try:
+        with contextlib.suppress(KeyboardInterrupt):
             threading.Event().wait()
-        except KeyboardInterrupt:
-            pass
     return 0
 
 

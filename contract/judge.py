@@ -74,6 +74,17 @@ class JudgeRecord(_Strict):
     final: RuleVerdict
 
 
+def rule_verdict(sample: Any) -> RuleVerdict:
+    """A scored sample's rules' verdict: its recorded `verdict` (EvalLog format 5), else right for a score of
+    1, undecided where no answer was read, wrong otherwise (a log before format 5)."""
+    recorded = getattr(sample, "verdict", None)
+    if recorded is not None:
+        return recorded  # type: ignore[no-any-return]
+    if sample.score >= 1.0:
+        return "right"
+    return "undecided" if sample.answer is None else "wrong"
+
+
 def final_verdict(rule: RuleVerdict, cascade: bool, verdict: Outcome) -> RuleVerdict:
     """The sample's final verdict: the rules' where they said right or the cascade did not ask, else the
     judge's (no verdict leaves the rules')."""

@@ -25,23 +25,12 @@ from typing import Any
 
 from contract.atomic import atomic_write
 from contract.evallog import EvalLog, EvalLogError, ItemResult, SampleRecord, load
-from contract.judge import JudgeRecord, JudgeSettings, RuleVerdict, asks, final_verdict
+from contract.judge import JudgeRecord, JudgeSettings, asks, final_verdict, rule_verdict
 from pipeline.config import ConfigError, load_params
 from pipeline.judge_client import Call, JudgeCallError, ReplyCache, ask_all
 from scoring import judge_prompt as jp
 
 SUMMARY = "judge.json"
-
-
-def rule_verdict(sample: SampleRecord) -> RuleVerdict:
-    """The rules' verdict of a sample: its recorded verdict (EvalLog format 5), else right for a score of 1,
-    undecided where no answer was read, wrong otherwise."""
-    recorded = getattr(sample, "verdict", None)
-    if recorded is not None:
-        return recorded  # type: ignore[no-any-return]
-    if sample.score >= 1.0:
-        return "right"
-    return "undecided" if sample.answer is None else "wrong"
 
 
 def audit_draw(log: EvalLog, arm: str, settings: JudgeSettings) -> set[tuple[int, int]]:
