@@ -129,8 +129,7 @@ class Params(BaseModel):
     trajectory: dict[str, Any] | None = None
     # Every checkpoint of a training run (contract.sweep): one model and one plain arm per folder of a glob.
     sweep: dict[str, Any] | None = None
-    # The model judge (contract.judge, docs/judge.md): None, the judge stage writes nothing.
-    judge: JudgeSettings | None = None
+    judge: JudgeSettings | None = None  # the model judge (docs/judge.md); None: the judge stage does nothing
     # The file these were read from, so that messages name the params file actually given.
     _file: Path = PrivateAttr(default=Path("params.yaml"))
     # The checkpoints of `sweep`, in step order (load_params expands the glob once).
