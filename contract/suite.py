@@ -57,6 +57,10 @@ class ExactVerifier(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     type: Literal["exact"]
+    # True: the freezer gave this item `exact` because math-verify could not read its reference
+    # (--fallback-verifier exact); an answer whose words differ is then undecided, not wrong, since the
+    # words alone cannot tell a wrong answer from the right one written otherwise.
+    fallback: bool | None = None
 
 
 class MathVerifier(BaseModel):

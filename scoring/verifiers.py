@@ -38,7 +38,7 @@ from scoring.timelimit import DEFAULT_TIMEOUT_S, AnswerTimeout, time_limit
 # Bump whenever a built-in verifier or the answer reading can give another verdict; the EvalLog records it
 # beside each verifier the suite uses.
 BUILTIN_NAME = "reasoning-delta"
-BUILTIN_VERSION = "3.0"
+BUILTIN_VERSION = "4.0"
 
 
 class VerifierError(ValueError):
@@ -56,6 +56,16 @@ class Verdict:
     reason: str | None = None
     timed_out: bool = False
     read_by: str | None = None
+    # The reader could not settle the sample: no answer read, or an `exact` reference whose words the
+    # answer does not match (the reader cannot tell a wrong answer from one written in other words).
+    undecided: bool = False
+
+
+def verdict_word(verdict: Verdict) -> str:
+    """The sample's verdict as the EvalLog records it: 'right', 'wrong' or 'undecided'."""
+    if verdict.score == 1.0:
+        return "right"
+    return "undecided" if verdict.undecided else "wrong"
 
 
 _LATEX_TEXT = re.compile(r"\\(?:text|textbf|textit|textrm|mathrm|mathbf|mbox|operatorname)\{([^{}]*)\}")
@@ -265,7 +275,7 @@ def verdict_of(item: SuiteItem, reading: Reading, timeout_s: float = DEFAULT_TIM
     limit = "the verifier's timeout_s" if own else "conf/score.yaml verifier_timeout_s"
     if reading.timed_out:
         why = f"{verifier_name(item)} {reading.reason} (the time limit: {limit}); scored 0"
-        return Verdict(0.0, None, why, timed_out=True)
+        return Verdict(0.0, None, why, timed_out=True, undecided=True)
     try:
         right, why = judge(item, reading.answer, timeout_s, reading.parsed)
     except AnswerTimeout as e:
@@ -274,8 +284,22 @@ def verdict_of(item: SuiteItem, reading: Reading, timeout_s: float = DEFAULT_TIM
             reading.answer,
             f"{verifier_name(item)} {e} on this answer (the time limit: {limit}); scored 0",
             timed_out=True,
+            undecided=True,
         )
-    return Verdict(1.0 if right else 0.0, reading.answer, reading.reason or why, read_by=reading.how)
+    unsettled = reading.answer is None or (not right and unsettled_words(item))
+    return Verdict(
+        1.0 if right else 0.0,
+        reading.answer,
+        reading.reason or why,
+        read_by=reading.how,
+        undecided=unsettled,
+    )
+
+
+def unsettled_words(item: SuiteItem) -> bool:
+    """Whether a wrong verdict on this item is only words that differ: its reference is judged by the
+    `exact` fallback the freezer gave it (math-verify could not read the reference)."""
+    return item.verifier.type == "exact" and bool(item.verifier.fallback)
 
 
 def score(

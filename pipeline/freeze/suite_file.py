@@ -48,7 +48,9 @@ def freeze(
             check_reference(where, item)
         except UnreadableReference as e:
             if fallback is not None:
-                item = SuiteItem.model_validate({**item.model_dump(), "verifier": {"type": fallback}})
+                item = SuiteItem.model_validate(
+                    {**item.model_dump(), "verifier": {"type": fallback, "fallback": True}}
+                )
                 fallen_back.append(where)
             elif skip_unreadable:
                 skipped.append(str(e))
