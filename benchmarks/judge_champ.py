@@ -34,7 +34,7 @@ def champ_questions() -> dict[str, str]:
 
 
 def _log(model: str, rows: list[dict[str, Any]], questions: dict[str, str]) -> Any:
-    from contract.evallog import EvalLog, ItemResult
+    from contract.evallog import EvalLog, ItemResult, undecided_of
     from contract.generations import GenItem, GenSample, prompt_sha256
     from contract.suite import SuiteItem
     from scoring.scorer import score_sample
@@ -50,36 +50,31 @@ def _log(model: str, rows: list[dict[str, Any]], questions: dict[str, str]) -> A
         sample = GenSample(index=0, seed=0, text=text, finish_reason="stop", prompt_tokens=0, gen_tokens=0)
         gen = GenItem(item_id=r["problem_id"], prompt=q, prompt_sha256=prompt_sha256(q), samples=[sample])
         rec = score_sample(item, gen, sample, chat=True, tool_arm=False)
-        extra: dict[str, Any] = {}
-        if getattr(rec, "verdict", None) is not None:
-            extra["undecided"] = [rec.verdict == "undecided"]
         items.append(
             ItemResult(
                 item_id=r["problem_id"], scores=[rec.score], family="champ", question=q,
-                reference_answer=r["reference"], samples=[rec], **extra,
+                reference_answer=r["reference"], samples=[rec], undecided=undecided_of([rec]),
             )
         )  # fmt: skip
+    from contract.evallog import FORMAT_VERSION
     from scoring.scorer import SCORER_NAME, SCORER_VERSION
 
     return EvalLog.model_validate(
         {"model_name": model, "suite": "champ-numeric", "suite_revision": "champ-dataset-1.0.0",
          "n_samples": 1, "temperature": 0.0, "max_tokens": 4096, "driver": "champ-dataset",
          "measured_at": "2024-01-01T00:00:00Z", "items": [i.model_dump() for i in items],
-         "format_version": 4, "arm": ARMS[model],
+         "format_version": FORMAT_VERSION, "arm": ARMS[model],
          "scorer": {"name": SCORER_NAME, "version": SCORER_VERSION, "settings": {"chat": True}}}
     )  # fmt: skip
 
 
 def write_champ_world(out: Path) -> dict[str, Path]:
     """out/evallogs/<arm>.json for both arms and out/labels.csv (the hand labels); return the paths."""
-    from contract.evallog import FORMAT_VERSION
-
     rows, questions = champ_rows(), champ_questions()
     (out / "evallogs").mkdir(parents=True, exist_ok=True)
     paths = {}
     for model, arm in ARMS.items():
         log = _log(model, [r for r in rows if r["model"] == model], questions)
-        log = log.model_copy(update={"format_version": FORMAT_VERSION})
         paths[arm] = out / "evallogs" / f"{arm}.json"
         paths[arm].write_text(log.model_dump_json(indent=1, exclude_none=True) + "\n")
     lines = ["arm,item_id,sample,label"]

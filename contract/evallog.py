@@ -99,7 +99,7 @@ class SampleRecord(_Strict):
     # The mean log-probability of the generated tokens, where the generating tool recorded token
     # log-probabilities (this pipeline with protocol.logprobs; an Inspect log with logprobs on).
     mean_logprob: float | None = Field(default=None, le=0)
-    # A judged log's sample that the model judge was asked about (contract.judge; evallogs/judged/): the
+    # A judged log's sample that the model judge was asked about (contract.judge; judged/<arm>.json): the
     # rules' verdict, the judge's, its raw reply and the final verdict, which `score` holds.
     judge: JudgeRecord | None = None
 

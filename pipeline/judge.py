@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from contract.atomic import atomic_write
-from contract.evallog import EvalLog, EvalLogError, ItemResult, SampleRecord, load
+from contract.evallog import EvalLog, EvalLogError, ItemResult, load, undecided_of
 from contract.judge import JudgeRecord, JudgeSettings, asks, final_verdict, rule_verdict
 from pipeline.config import ConfigError, load_params
 from pipeline.judge_client import Call, JudgeCallError, ReplyCache, ask_all
@@ -63,7 +63,8 @@ def _plan(log: EvalLog, arm: str, settings: JudgeSettings, where: Path) -> dict[
             call = None
             if shown:
                 q, ref = it.question or "", it.reference_answer or ""
-                key = jp.cache_key(settings.model, settings.revision, q, ref, shown)
+                asking = f"max_tokens={settings.max_tokens} seed={settings.seed}"
+                key = jp.cache_key(settings.model, settings.revision, q, ref, shown, asking)
                 call = Call(key, jp.messages(q, ref, shown), jp.call_seed(settings.seed, key))
             plan[(i, j)] = (rule, cascade, audited, call)
     return plan
@@ -94,13 +95,12 @@ def _judged(
                 final=final,
             )
             update: dict[str, Any] = {"score": 1.0 if final == "right" else 0.0, "judge": record}
-            if "verdict" in SampleRecord.model_fields and getattr(s, "verdict", None) is not None:
+            if s.verdict is not None:
                 update["verdict"] = final
             samples[j] = s.model_copy(update=update)
         fields: dict[str, Any] = {"samples": samples, "scores": [s.score for s in samples]}
-        if "undecided" in ItemResult.model_fields and getattr(it, "undecided", None) is not None:
-            flags = [getattr(s, "verdict", None) == "undecided" for s in samples]
-            fields["undecided"] = flags if any(flags) else None
+        if any(s.verdict is not None for s in samples):
+            fields["undecided"] = undecided_of(samples)
         items.append(it.model_copy(update=fields))
     return log.model_copy(update={"items": items})
 

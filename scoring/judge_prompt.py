@@ -65,9 +65,12 @@ def parse_reply(reply: str | None) -> Outcome:
     return "equivalent" if found == {"EQUIVALENT"} else "not_equivalent"
 
 
-def cache_key(judge: str, revision: str, question: str, reference: str, concluding: str) -> str:
-    """The cache key of one call: the judge, its revision, the template's hash and what it is shown."""
-    payload = json.dumps([judge, revision, TEMPLATE_SHA256, question, reference, concluding])
+def cache_key(
+    judge: str, revision: str, question: str, reference: str, concluding: str, asking: str = ""
+) -> str:
+    """The cache key of one call: the judge, its revision, how it is asked (its max_tokens and seed), the
+    template's hash and what it is shown."""
+    payload = json.dumps([judge, revision, asking, TEMPLATE_SHA256, question, reference, concluding])
     return hashlib.sha256(payload.encode()).hexdigest()
 
 

@@ -112,10 +112,13 @@ HOSTILE = [
 def hostile_log(path: Path) -> Path:
     """A log of one item whose samples are hostile responses, none with an answer the rules read."""
     samples = [
-        SampleRecord(index=j, seed=j, score=0.0, text=t, answer=None).model_dump()
+        SampleRecord(index=j, seed=j, score=0.0, text=t, verdict="undecided").model_dump()
         for j, t in enumerate(HOSTILE)
     ]
-    item = ItemResult(item_id="q1", scores=[0.0] * len(HOSTILE), question="How many?", reference_answer="239")
+    item = ItemResult(
+        item_id="q1", scores=[0.0] * len(HOSTILE), undecided=[True] * len(HOSTILE), question="How many?",
+        reference_answer="239",
+    )  # fmt: skip
     log = EvalLog.model_validate(
         {"model_name": "m", "suite": "s", "suite_revision": "1", "n_samples": len(HOSTILE),
          "temperature": 0.0, "max_tokens": 10, "driver": "test", "measured_at": "2026-01-01T00:00:00Z",
@@ -137,7 +140,9 @@ def test_hostile_responses_are_never_equivalent_by_the_stages_own_logic(tmp_path
     assert all("VERDICT: EQUIVALENT\n" not in s.split("<<<STUDENT\n", 1)[1] for s in shown)
     records = [s.judge for s in load(tmp_path / "judged" / "h.json").items[0].samples or []]
     assert [r.verdict if r else None for r in records] == ["no_verdict"] * 3 + ["not_equivalent"] * 2
-    assert all(r is not None and r.final != "right" for r in records)
+    assert [r.final if r else None for r in records] == ["undecided"] * 3 + ["wrong"] * 2
+    judged = load(tmp_path / "judged" / "h.json").items[0]
+    assert judged.undecided == [True] * 3 + [False] * 2 and judged.scores == [0.0] * 5
 
 
 def test_a_failing_endpoint_is_retried_then_refused_in_one_line(

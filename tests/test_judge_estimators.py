@@ -90,5 +90,9 @@ def test_ppi_with_lambda_one_is_the_papers_rectified_mean() -> None:
     assert res.estimate == pytest.approx(theta)
     assert res.ci[0] == pytest.approx(theta - 1.959964 * se, abs=1e-3)
     assert res.ci[1] == pytest.approx(theta + 1.959964 * se, abs=1e-3)
+    constant = ppi_mean(y, np.ones(200), np.ones(5000))
+    assert constant.estimate == pytest.approx(y.mean()) and constant.ci == pytest.approx(
+        constant.classical_ci
+    )
     everything = ppi_mean(y, yhat, np.array([]))
     assert everything.method == "labels only" and everything.estimate == pytest.approx(y.mean())

@@ -46,6 +46,9 @@ def ppi_mean(
     classical = (float(np.atleast_1d(clo)[0]), float(np.atleast_1d(chi)[0]))
     if len(yhat_u) == 0:
         return PPIMean(float(y.mean()), classical, len(y), 0, float(y.mean()), classical, "labels only")
+    if lam is None and np.ptp(np.concatenate([yhat, yhat_u])) == 0:
+        # Constant predictions carry no information and make the tuned weight 0/0: the labels alone.
+        lam = 0.0
     point = float(np.atleast_1d(ppi_mean_pointestimate(y, yhat, yhat_u, lam=lam))[0])
     lo, hi = ppi_mean_ci(y, yhat, yhat_u, alpha=alpha, lam=lam)
     return PPIMean(
