@@ -21,6 +21,7 @@ from contract.judge import JudgeSettings, asks, final_verdict
 from pipeline import judge as stage
 from scoring import judge_prompt as jp
 from tests.conftest import ROOT, world_env
+from tests.test_item_browser import browser  # noqa: F401  (the headless Chromium fixture)
 
 ARMS = ["gpt-4", "gpt-4-turbo"]
 
@@ -215,3 +216,29 @@ def test_a_real_vllm_judge_is_audited(
     assert len(replies) == 4 and all(isinstance(r, str) and r for r in replies)
     report = run_report(champ, tmp_path / "judged", tmp_path / "report")
     assert report["arms"]["gpt-4"]["audit"]["audited"] == 4
+
+
+@pytest.mark.slow
+def test_the_labelling_page_shows_verdicts_only_after_a_label_and_saves_the_labels(
+    champ: dict[str, Path],
+    tmp_path: Path,
+    browser: Any,  # noqa: F811  (the fixture imported above)
+) -> None:
+    with ScriptedJudge(policy("equivalent")) as judge:
+        stage.run(champ["gpt-4"].parent, tmp_path / "judged", ARMS, settings(judge.url, tmp_path / "c.jsonl"))
+    common = ["--logs", str(champ["gpt-4"].parent), "--judged", str(tmp_path / "judged"), "--arms", *ARMS]
+    assert judge_labels.main(["draw", *common, "--items", "2", "--out", str(tmp_path / "sheet")]) == 0
+    page = browser.new_page(accept_downloads=True)
+    page.goto((tmp_path / "sheet" / "sheet.html").as_uri())
+    first = page.locator(".row").first
+    assert not first.locator(".verdicts").is_visible()
+    first.locator("input[value='0']").check()
+    assert first.locator(".verdicts").is_visible() and "judge: equivalent" in first.inner_text()
+    assert not page.locator(".row").nth(1).locator(".verdicts").is_visible()
+    with page.expect_download() as got:
+        page.click("#save")
+    saved = Path(got.value.path()).read_text().splitlines()
+    arm, item = first.get_attribute("data-arm"), first.get_attribute("data-item")
+    assert saved == ["arm,item_id,sample,label", f'"{arm}","{item}","0","0"']
+    assert judge_labels.read_labels(Path(got.value.path())) == {(arm, item, 0): 0}
+    page.close()
