@@ -16,6 +16,11 @@ prompt setting to the problems whose reference answer is a number, and joins the
 hand in champ_hand_labels.jsonl (problem_id, model, stated_answer, label, note): it writes champ_labels.jsonl
 and champ_source.json (the package version and the sha256 of every data file read). The labels are never
 computed here; a response without a hand label is refused.
+
+`champ-text` selects, by a fixed rule (CHAMP_TEXT_RULE below), responses of GPT-3.5, GPT-4 and PaLM 2 Medium
+under the 5-Shot and 1/3 Soln prompt settings to the problems whose reference is not a plain number, and joins
+them to the hand labels of champ_text_hand_labels.tsv (problem_id, model, setting, kind, stated_answer, label,
+note): it writes champ_text_labels.jsonl and adds the selection to champ_source.json.
 """
 
 from __future__ import annotations
@@ -199,11 +204,15 @@ def main(argv: list[str] | None = None) -> int:
     mv.add_argument("--out", type=Path, default=OUT)
     ch = sub.add_parser("champ", help="CHAMP's GPT-4 / GPT-4 Turbo 0-shot responses with the hand labels")
     ch.add_argument("--out", type=Path, default=OUT)
+    ct = sub.add_parser("champ-text", help="CHAMP's responses to non-numeric answers with the hand labels")
+    ct.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args(argv)
     if args.cmd == "math-verify":
         math_verify_cases(args.repo, args.commit, args.out)
-    else:
+    elif args.cmd == "champ":
         champ_labels(args.out)
+    else:
+        champ_text_labels(args.out)
     return 0
 
 
@@ -222,24 +231,32 @@ def is_number(text: str) -> bool:
         return False
 
 
-def read_hand_labels(path: Path) -> dict[tuple[str, str], dict[str, Any]]:
-    """The hand labels by (problem_id, model): stated_answer, label (0/1) and note."""
+def read_hand_labels(
+    path: Path, keys: tuple[str, ...] = ("problem_id", "model")
+) -> dict[tuple[str, ...], dict[str, Any]]:
+    """The hand labels by their key columns: stated_answer, label (0/1), note and any other column."""
     lines = path.read_text(encoding="utf-8").splitlines()
     header, rows = lines[0].split("\t"), [line.split("\t") for line in lines[1:] if line.strip()]
-    out: dict[tuple[str, str], dict[str, Any]] = {}
+    out: dict[tuple[str, ...], dict[str, Any]] = {}
     for n, row in enumerate(rows, 2):
+        if len(row) != len(header):
+            raise SystemExit(f"{path}:{n}: {len(row)} fields, the header has {len(header)}; fix the tabs")
         rec = dict(zip(header, row, strict=True))
         if rec["label"] not in ("0", "1"):
             raise SystemExit(f"{path}:{n}: label: {rec['label']!r} is not 0 or 1; fix the line")
-        key = (rec["problem_id"], rec["model"])
+        key = tuple(rec.pop(k) for k in keys)
         if key in out:
             raise SystemExit(f"{path}:{n}: {key} labelled twice; keep one line")
-        out[key] = {
-            "stated_answer": rec["stated_answer"],
-            "label": int(rec["label"]),
-            "note": rec["note"] or None,
-        }
+        out[key] = {**rec, "label": int(rec["label"]), "note": rec["note"] or None}
     return out
+
+
+def write_source(out: Path, fields: dict[str, Any]) -> None:
+    """Update champ_source.json with fields, keeping what the other CHAMP subcommand wrote."""
+    path = out / "champ_source.json"
+    source = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    source.update(fields)
+    path.write_text(json.dumps(source, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
 def champ_labels(out: Path) -> None:
@@ -290,11 +307,110 @@ def champ_labels(out: Path) -> None:
         "responses": len(rows),
         "hand_labels_sha256": sha256_file(out / HAND_LABELS),
     }
-    (out / "champ_source.json").write_text(json.dumps(source, indent=2) + "\n", encoding="utf-8")
+    write_source(out, source)
     for model in CHAMP_MODELS:
         mine = [r for r in rows if r["model"] == model]
         print(
             f"{model}: {sum(r['label'] for r in mine)} of {len(mine)} responses state the reference (by hand)"
+        )
+
+
+# The responses labelled for non-numeric answers: of the problems whose answer is not a plain number, the
+# responses of these (model, setting) pairs, none labelled for the numeric answers; of those candidates, the
+# CHAMP_TEXT_COUNT whose sha256 of "problem_id|model|setting" is smallest (a fixed draw that no one chose
+# by looking at the responses), written in the package's problem order, then in the order of the pairs.
+CHAMP_TEXT_PAIRS = tuple(
+    (m, s) for m in ("GPT-3.5", "GPT-4", "PaLM 2 Medium") for s in ("5-Shot", "1/3 Soln")
+)
+CHAMP_TEXT_COUNT = 230
+CHAMP_TEXT_RULE = (
+    "candidates: every problem whose answer is not a plain number, times every pair; selected: the "
+    "{count} candidates whose sha256 hex digest of 'problem_id|model|setting' is smallest"
+)
+TEXT_HAND_LABELS = "champ_text_hand_labels.tsv"
+ANSWER_KINDS = ("expression", "several", "yesno", "none", "text")
+
+
+def champ_text_selection(dataset: Any) -> list[tuple[str, str, str]]:
+    """The (problem_id, model, setting) responses to label, by CHAMP_TEXT_RULE."""
+    candidates = [
+        (pid, model, setting)
+        for pid, problem in dataset.problems.items()
+        if not is_number(problem.answer)
+        for model, setting in CHAMP_TEXT_PAIRS
+    ]
+    drawn = set(
+        sorted(candidates, key=lambda c: hashlib.sha256("|".join(c).encode()).hexdigest())[:CHAMP_TEXT_COUNT]
+    )
+    return [c for c in candidates if c in drawn]
+
+
+def model_turns(problem: Any, model: str, setting: str) -> list[Any]:
+    """The model's own turns of one conversation (the answer, then the one-sentence summary)."""
+    return [m for m in problem.conversations[f"{model}|{setting}"].messages if m.role.startswith("Model.")]
+
+
+def champ_text_labels(out: Path) -> None:
+    """Write champ_text_labels.jsonl (the selected responses with their hand labels) and the selection."""
+    import champ_dataset  # the champ-dataset package: problems, answers and four models' responses
+
+    data_file = Path(champ_dataset.BASE_FOLDER) / "dataset_files" / "v0.json"
+    dataset = champ_dataset.load(str(data_file))
+    labels = read_hand_labels(out / TEXT_HAND_LABELS, keys=("problem_id", "model", "setting"))
+    rows = []
+    for pid, model, setting in champ_text_selection(dataset):
+        problem, key = dataset.problems[pid], (pid, model, setting)
+        if key not in labels:
+            raise SystemExit(
+                f"{out / TEXT_HAND_LABELS}: no hand label for {key}; read the response and add one"
+            )
+        label = labels.pop(key)
+        if label["kind"] not in ANSWER_KINDS:
+            raise SystemExit(
+                f"{out / TEXT_HAND_LABELS}: {key}: kind {label['kind']!r} is not one of {ANSWER_KINDS}"
+            )
+        turns = model_turns(problem, model, setting)
+        rows.append(
+            {
+                "problem_id": pid,
+                "model": model,
+                "setting": setting,
+                "kind": label.pop("kind"),
+                "problem": problem.text,
+                "reference": problem.answer,
+                "response": turns[0].text,
+                **label,
+                "truncated": turns[0].error == "LENGTH_CURRENT",
+                "summary": turns[1].text if len(turns) > 1 else None,
+            }
+        )
+    if labels:
+        raise SystemExit(f"{out / TEXT_HAND_LABELS}: labels for responses not selected: {sorted(labels)[:3]}")
+    with (out / "champ_text_labels.jsonl").open("w", encoding="utf-8") as f:
+        for r in rows:
+            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+    # CHAMP's people's judgements (first-wrong-step annotations) cover other prompt settings only.
+    judged = sum(
+        f"{m}|{s}" in dataset.problems[p].fws_annotations for p, m, s in champ_text_selection(dataset)
+    )
+    write_source(
+        out,
+        {
+            "non_numeric": {
+                "rule": CHAMP_TEXT_RULE.format(count=CHAMP_TEXT_COUNT),
+                "pairs": [f"{m}|{s}" for m, s in CHAMP_TEXT_PAIRS],
+                "non_numeric_problems": sum(not is_number(p.answer) for p in dataset.problems.values()),
+                "problems_drawn": len({r["problem_id"] for r in rows}),
+                "responses": len(rows),
+                "with_people_judgement": judged,
+                "hand_labels_sha256": sha256_file(out / TEXT_HAND_LABELS),
+            }
+        },
+    )
+    for kind in ANSWER_KINDS:
+        mine = [r for r in rows if r["kind"] == kind]
+        print(
+            f"{kind:<10} {sum(r['label'] for r in mine):>3} of {len(mine):>3} responses state the reference"
         )
 
 
