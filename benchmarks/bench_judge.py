@@ -22,16 +22,25 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.judge_champ import ARMS, champ_rows, shown_labels, write_champ_world
+from benchmarks.judge_champ import (
+    ARMS,
+    CHAMP_TEXT_LABELS,
+    TEXT_ARM,
+    champ_rows,
+    shown_labels,
+    write_champ_text_world,
+    write_champ_world,
+)
 from benchmarks.scripted_judge import ScriptedJudge, policy
 from contract.judge import JudgeSettings
 
 
-def _one(name: str, cfg: JudgeSettings, world: dict[str, Path], out: Path, labels: Path) -> dict[str, Any]:
+def _one(
+    name: str, cfg: JudgeSettings, world: dict[str, Path], out: Path, labels: Path, arms: list[str]
+) -> dict[str, Any]:
     from analysis.commands import judge_labels, judge_report
     from pipeline import judge as stage
 
-    arms = list(ARMS.values())
     logs, judged, report = world[arms[0]].parent, out / f"judged-{name}", out / f"report-{name}"
     runs = []
     for _ in range(2):
@@ -39,26 +48,34 @@ def _one(name: str, cfg: JudgeSettings, world: dict[str, Path], out: Path, label
         summary = stage.run(logs, judged, arms, cfg)
         runs.append((summary["calls"], time.perf_counter() - t))
     common = ["--logs", str(logs), "--judged", str(judged), "--arms", *arms]
-    judge_report.main(
-        [
-            "--logs",
-            str(logs),
-            "--judged",
-            str(judged),
-            "--out",
-            str(report),
-            "--arms",
-            *arms,
-            "--params",
-            "none",
-        ]
-    )
+    argv = ["--logs", str(logs), "--judged", str(judged), "--out", str(report), "--arms", *arms]
+    judge_report.main([*argv, "--params", "none", "--labels", str(labels)])
     judge_labels.main(["read", *common, "--labels", str(labels), "--out", str(report)])
     return {
         "runs": runs,
         "report": json.loads((report / "judge_report.json").read_text()),
         "labels": json.loads((report / "labels_report.json").read_text()),
     }
+
+
+def _with_undecided(res: dict[str, Any], world: dict[str, Path], out: Path, name: str) -> dict[str, Any]:
+    """The judge's agreement with the people on the samples the rules left undecided, per arm (all labels)."""
+    from analysis.commands.judge_labels import read_labels
+    from contract.evallog import load
+
+    labels = read_labels(world["labels"])
+    res["undecided"] = {}
+    for arm in res["report"]["arms"]:
+        pairs = [
+            (s.judge.verdict, labels[(arm, it.item_id, s.index)])
+            for it in load(out / f"judged-{name}" / f"{arm}.json").items
+            for s in it.samples or []
+            if s.judge is not None and s.judge.rule == "undecided" and (arm, it.item_id, s.index) in labels
+        ]
+        agree = sum((v == "equivalent") == bool(lab) and v != "no_verdict" for v, lab in pairs)
+        nv = sum(v == "no_verdict" for v, _ in pairs)
+        res["undecided"][arm] = f"judge agrees with people on {agree}/{len(pairs)} ({nv} no verdict)"
+    return res
 
 
 def _rate(x: dict[str, Any]) -> str:
@@ -71,6 +88,13 @@ def _print(name: str, res: dict[str, Any]) -> None:
     for arm, a in res["report"]["arms"].items():
         au = a["audit"]
         r = {k: _rate(au[k]) for k in ("agreement", "sensitivity", "specificity", "no_verdict")}
+        if a["people"] is not None:
+            pe = a["people"]
+            print(
+                f"  {arm:<12} against people on {pe['audited']} labelled asked samples: agreement "
+                f"{_rate(pe['agreement'])}, sensitivity {_rate(pe['sensitivity'])}, specificity "
+                f"{_rate(pe['specificity'])}; fitness decided by: {a['reference']}"
+            )
         kappa = "-" if au["kappa"] is None else f"{au['kappa']:.3f}"
         print(
             f"  {arm:<12} audited {au['audited']}: agreement {r['agreement']}, sensitivity "
@@ -83,8 +107,11 @@ def _print(name: str, res: dict[str, Any]) -> None:
             f"  {'':<12} against {lab['labelled']} people's labels: rules {lab['rules']['agree']}/"
             f"{lab['rules']['n']}, judge {lab['judge']['agree']}/{lab['judge']['n']}, final "
             f"{lab['final']['agree']}/{lab['final']['n']}; PPI accuracy {lab['ppi']['estimate']:.3f} "
-            f"[{lab['ppi']['ci'][0]:.3f}, {lab['ppi']['ci'][1]:.3f}]"
+            f"[{lab['ppi']['ci'][0]:.3f}, {lab['ppi']['ci'][1]:.3f}] (labels alone "
+            f"{lab['ppi']['classical']:.3f})"
         )
+        if "undecided" in res:
+            print(f"  {'':<12} on the samples the rules left undecided: {res['undecided'][arm]}")
     for c in res["report"]["contrasts"]:
         ways = "; ".join(
             f"{w} {c[w]['delta']:+.3f}" if c[w]["delta"] is not None else f"{w} -"
@@ -106,16 +133,26 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--vllm", help="a local checkpoint to serve with vLLM as a third judge")
     ap.add_argument("--vllm-revision", help="the checkpoint's pinned revision (default: its folder's name)")
-    ap.add_argument("--ask", default="wrong", choices=["undecided", "wrong", "all"])
+    ap.add_argument(
+        "--world", default="numeric", choices=["numeric", "text"],
+        help="numeric: CHAMP's numeric answers, two paired arms; text: its non-numeric ones, one arm",
+    )  # fmt: skip
+    ap.add_argument(
+        "--ask", default=None, choices=["undecided", "wrong", "all"], help="numeric: wrong; text: undecided"
+    )
     ap.add_argument("--labelled", type=int, default=40, help="items whose hand labels the people give")
     args = ap.parse_args(argv)
-    world = write_champ_world(args.out)
-    rows = champ_rows()
-    items = sorted({r["problem_id"] for r in rows})[: args.labelled]
+    text = args.world == "text"
+    world = write_champ_text_world(args.out) if text else write_champ_world(args.out)
+    arms = [TEXT_ARM] if text else list(ARMS.values())
+    rows = champ_rows(CHAMP_TEXT_LABELS) if text else champ_rows()
     lines = world["labels"].read_text().splitlines()
+    items = sorted({x.rsplit(",", 2)[0].split(",", 1)[1] for x in lines[1:]})[: args.labelled]
     labels = args.out / "people.csv"
-    labels.write_text("\n".join([lines[0], *(x for x in lines[1:] if x.split(",")[1] in items)]) + "\n")
-    common = {"ask": args.ask, "audit_size": 200, "revision": "bench"}
+    keep = [x for x in lines[1:] if x.rsplit(",", 2)[0].split(",", 1)[1] in items]
+    labels.write_text("\n".join([lines[0], *keep]) + "\n")
+    ask = args.ask or ("undecided" if text else "wrong")
+    common = {"ask": ask, "audit_size": 100 if text else 200, "revision": "bench"}
     judges: list[tuple[str, Any]] = [
         ("perfect (hand labels)", policy("labels", shown_labels(rows, 800))),
         ("always equivalent", policy("equivalent")),
@@ -126,14 +163,17 @@ def main(argv: list[str] | None = None) -> int:
             cfg = JudgeSettings(
                 model=slug, base_url=server.url, cache=str(args.out / f"cache-{slug}.jsonl"), **common
             )
-            _print(name, _one(slug, cfg, world, args.out, labels))
+            _print(
+                name, _with_undecided(_one(slug, cfg, world, args.out, labels, arms), world, args.out, slug)
+            )
     if args.vllm:
         cfg = JudgeSettings(
             model=args.vllm, max_tokens=32, cache=str(args.out / "cache-vllm.jsonl"),
             vllm={"max_model_len": 2048},
             **(common | {"revision": args.vllm_revision or Path(args.vllm).name}),
         )  # fmt: skip
-        _print(f"vLLM {args.vllm}", _one("vllm", cfg, world, args.out, labels))
+        res = _one("vllm", cfg, world, args.out, labels, arms)
+        _print(f"vLLM {args.vllm}", _with_undecided(res, world, args.out, "vllm"))
     return 0
 
 

@@ -16,7 +16,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAMP_LABELS = ROOT / "tests" / "data" / "answer_reading" / "champ_labels.jsonl"
+CHAMP_TEXT_LABELS = ROOT / "tests" / "data" / "answer_reading" / "champ_text_labels.jsonl"
 ARMS = {"GPT-4": "gpt-4", "GPT-4 Turbo": "gpt-4-turbo"}
+TEXT_ARM = "champ-text"
 
 
 def champ_rows(path: Path = CHAMP_LABELS) -> list[dict[str, Any]]:
@@ -33,7 +35,30 @@ def champ_questions() -> dict[str, str]:
     return {pid: p["_text"] for pid, p in problems.items()}
 
 
-def _log(model: str, rows: list[dict[str, Any]], questions: dict[str, str]) -> Any:
+def text_verifier(item_id: str, reference: str) -> dict[str, Any]:
+    """The verifier the suite freezer gives a reference: `math` where math-verify reads it whole, else the
+    `exact` fallback (`suite freeze --fallback-verifier exact`)."""
+    from contract.suite import SuiteItem
+    from pipeline.freeze.outcome import FreezeError
+    from pipeline.freeze.references import check_reference
+
+    item = SuiteItem.model_validate(
+        {
+            "item_id": item_id,
+            "family": "champ",
+            "question": "-",
+            "answer": reference,
+            "verifier": {"type": "math"},
+        }
+    )
+    try:
+        check_reference(item_id, item)
+    except FreezeError:
+        return {"type": "exact", "fallback": True}
+    return {"type": "math"}
+
+
+def _log(model: str, rows: list[dict[str, Any]], questions: dict[str, str], arm: str | None = None) -> Any:
     from contract.evallog import EvalLog, ItemResult, undecided_of
     from contract.generations import GenItem, GenSample, prompt_sha256
     from contract.suite import SuiteItem
@@ -42,17 +67,19 @@ def _log(model: str, rows: list[dict[str, Any]], questions: dict[str, str]) -> A
     items = []
     for r in rows:
         q = questions[r["problem_id"]]
+        item_id = r["problem_id"] if "setting" not in r else f"{r['problem_id']}|{r['model']}|{r['setting']}"
+        verifier = {"type": "numeric"} if "setting" not in r else text_verifier(item_id, r["reference"])
         item = SuiteItem.model_validate(
-            {"item_id": r["problem_id"], "family": "champ", "question": q, "answer": r["reference"],
-             "verifier": {"type": "numeric"}}
+            {"item_id": item_id, "family": "champ", "question": q, "answer": r["reference"],
+             "verifier": verifier}
         )  # fmt: skip
         text = r["response"]
         sample = GenSample(index=0, seed=0, text=text, finish_reason="stop", prompt_tokens=0, gen_tokens=0)
-        gen = GenItem(item_id=r["problem_id"], prompt=q, prompt_sha256=prompt_sha256(q), samples=[sample])
+        gen = GenItem(item_id=item_id, prompt=q, prompt_sha256=prompt_sha256(q), samples=[sample])
         rec = score_sample(item, gen, sample, chat=True, tool_arm=False)
         items.append(
             ItemResult(
-                item_id=r["problem_id"], scores=[rec.score], family="champ", question=q,
+                item_id=item_id, scores=[rec.score], family="champ", question=q,
                 reference_answer=r["reference"], samples=[rec], undecided=undecided_of([rec]),
             )
         )  # fmt: skip
@@ -63,7 +90,7 @@ def _log(model: str, rows: list[dict[str, Any]], questions: dict[str, str]) -> A
         {"model_name": model, "suite": "champ-numeric", "suite_revision": "champ-dataset-1.0.0",
          "n_samples": 1, "temperature": 0.0, "max_tokens": 4096, "driver": "champ-dataset",
          "measured_at": "2024-01-01T00:00:00Z", "items": [i.model_dump() for i in items],
-         "format_version": FORMAT_VERSION, "arm": ARMS[model],
+         "format_version": FORMAT_VERSION, "arm": arm or ARMS[model],
          "scorer": {"name": SCORER_NAME, "version": SCORER_VERSION, "settings": {"chat": True}}}
     )  # fmt: skip
 
@@ -89,3 +116,18 @@ def shown_labels(rows: list[dict[str, Any]], chars: int) -> dict[str, int]:
     from scoring.judge_prompt import concluding_part
 
     return {concluding_part(r["response"], chars): int(r["label"]) for r in rows}
+
+
+def write_champ_text_world(out: Path, first: int | None = None) -> dict[str, Path]:
+    """out/evallogs/champ-text.json (CHAMP's 230 hand-labelled responses to non-numeric answers, one arm, one
+    item per response, the verifier the freezer would give each reference) and out/labels.csv; `first`:
+    only the first rows."""
+    rows = champ_rows(CHAMP_TEXT_LABELS)[:first]
+    (out / "evallogs").mkdir(parents=True, exist_ok=True)
+    log = _log("CHAMP responses", rows, champ_questions(), arm=TEXT_ARM)
+    paths = {TEXT_ARM: out / "evallogs" / f"{TEXT_ARM}.json", "labels": out / "labels.csv"}
+    paths[TEXT_ARM].write_text(log.model_dump_json(indent=1, exclude_none=True) + "\n")
+    lines = ["arm,item_id,sample,label"]
+    lines += [f'{TEXT_ARM},"{r["problem_id"]}|{r["model"]}|{r["setting"]}",0,{r["label"]}' for r in rows]
+    paths["labels"].write_text("\n".join(lines) + "\n")
+    return paths

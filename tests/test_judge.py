@@ -14,7 +14,14 @@ import pytest
 import yaml
 
 from analysis.commands import judge_labels, judge_report
-from benchmarks.judge_champ import champ_rows, shown_labels, write_champ_world
+from benchmarks.judge_champ import (
+    CHAMP_TEXT_LABELS,
+    TEXT_ARM,
+    champ_rows,
+    shown_labels,
+    write_champ_text_world,
+    write_champ_world,
+)
 from benchmarks.scripted_judge import ScriptedJudge, policy
 from contract.evallog import EvalLog, ItemResult, SampleRecord, load
 from contract.judge import JudgeSettings, asks, final_verdict
@@ -128,6 +135,29 @@ def hostile_log(path: Path) -> Path:
     path.mkdir(parents=True, exist_ok=True)
     (path / "h.json").write_text(log.model_dump_json())
     return path
+
+
+def test_on_answers_in_words_the_people_not_the_rules_decide_a_judges_fitness(tmp_path: Path) -> None:
+    world = write_champ_text_world(tmp_path / "text", first=80)
+    rows = champ_rows(CHAMP_TEXT_LABELS)[:80]
+    with ScriptedJudge(policy("labels", shown_labels(rows, 800))) as judge:
+        stage.run(
+            world[TEXT_ARM].parent, tmp_path / "judged", [TEXT_ARM], settings(judge.url, tmp_path / "c")
+        )
+    log = load(tmp_path / "judged" / f"{TEXT_ARM}.json")
+    cascade = [s.judge for it in log.items for s in it.samples or [] if s.judge and s.judge.cascade]
+    assert cascade and all(r.rule == "undecided" and r.final != "undecided" for r in cascade)
+    base = ["--logs", str(world[TEXT_ARM].parent), "--judged", str(tmp_path / "judged"), "--arms", TEXT_ARM]
+    assert judge_report.main([*base, "--out", str(tmp_path / "r1"), "--params", "none"]) == 0
+    by_rules = json.loads((tmp_path / "r1" / "judge_report.json").read_text())["arms"][TEXT_ARM]
+    # The rules misread answers in words: a judge that answers as the people do disagrees with them.
+    assert by_rules["reference"] == "rules" and by_rules["reasons"]
+    labels = ["--labels", str(world["labels"])]
+    assert judge_report.main([*base, "--out", str(tmp_path / "r2"), "--params", "none", *labels]) == 0
+    by_people = json.loads((tmp_path / "r2" / "judge_report.json").read_text())["arms"][TEXT_ARM]
+    assert by_people["reference"] == "people" and not by_people["reasons"]
+    assert by_people["people"]["agreement"]["value"] == 1.0
+    assert "against people's labels" in (tmp_path / "r2" / "judge_report.md").read_text()
 
 
 @pytest.mark.parametrize("name", ["parrot", "garbage"])

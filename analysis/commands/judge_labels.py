@@ -30,6 +30,7 @@ import numpy as np
 
 from analysis.estimators.ppi import ppi_mean
 from analysis.estimators.proportions import wilson_interval
+from analysis.reports.judge import read_labels
 from contract.atomic import atomic_write_set
 from contract.evallog import EvalLog, EvalLogError, load
 from contract.judge import rule_verdict
@@ -81,20 +82,6 @@ def draw(args: argparse.Namespace) -> str:
     page = env.get_template("labelling.html.j2").render(rows=rows)
     atomic_write_set({args.out / "sheet.csv": buf.getvalue(), args.out / "sheet.html": page})
     return f"judge_labels: wrote {args.out / 'sheet.csv'} and sheet.html ({len(rows)} rows)"
-
-
-def read_labels(path: Path) -> dict[tuple[str, str, int], int]:
-    """(arm, item_id, sample) -> 0/1 from a labels CSV; a bad row is refused naming its line and field."""
-    labels = {}
-    with path.open(newline="", encoding="utf-8") as f:
-        for n, row in enumerate(csv.DictReader(f), 2):
-            value = (row.get("label") or "").strip()
-            if value == "":
-                continue
-            if value not in ("0", "1"):
-                raise ValueError(f"{path}: line {n}: label: is {value!r}; write 1 (right) or 0 (wrong)")
-            labels[(row["arm"], row["item_id"], int(row["sample"]))] = int(value)
-    return labels
 
 
 def _arm_vectors(log: EvalLog, judged: EvalLog, arm: str, labels: dict) -> dict[str, np.ndarray]:

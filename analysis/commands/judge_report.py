@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from analysis.rendering.judge_report import judge_markdown
-from analysis.reports.judge import judge_report
+from analysis.reports.judge import judge_report, read_labels
 from analysis.reports.refusal import Refusal
 from analysis.reports.settings import read_arm_list, read_settings
 from contract.atomic import atomic_write_set
@@ -31,6 +31,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=Path("reports/judge"))
     ap.add_argument("--params", type=Path, default=Path("params.yaml"))
     ap.add_argument("--arms", nargs="+", help="arms, the reference first (default: params.yaml `arms`)")
+    ap.add_argument(
+        "--labels", type=Path, help="people's labels (judge_labels' CSV): the judge is audited against them"
+    )
     args = ap.parse_args(argv)
     md, js = args.out / "judge_report.md", args.out / "judge_report.json"
     summary = args.judged / "judge.json"
@@ -57,8 +60,9 @@ def main(argv: list[str] | None = None) -> int:
             n_boot=settings.n_boot,
             seed=settings.seed,
             alpha=settings.alpha,
+            labels=read_labels(args.labels) if args.labels else None,
         )
-    except (EvalLogError, ValueError, Refusal) as e:
+    except (EvalLogError, ValueError, Refusal, OSError, KeyError) as e:
         print(f"judge_report: {e}", file=sys.stderr)
         return 2
     atomic_write_set({md: judge_markdown(report), js: json.dumps(report, indent=1) + "\n"})

@@ -156,13 +156,29 @@ def _audit_rates(rule: np.ndarray, judge: np.ndarray) -> tuple[float | None, flo
     return sens, spec
 
 
-def _arm_corrected(arm: JudgedArm, items: np.ndarray | None, audit: np.ndarray | None) -> float | None:
-    rule, judge = arm.audit_rule, arm.audit_judge
-    if audit is not None:
-        rule, judge = rule[audit], judge[audit]
-    sel = slice(None) if items is None else items
-    sens, spec = _audit_rates(rule, judge)
-    return corrected_accuracy(arm.kept[sel], arm.judged[sel], arm.equivalent[sel], sens, spec)
+def _arm_corrected(arm: JudgedArm) -> float | None:
+    sens, spec = _audit_rates(arm.audit_rule, arm.audit_judge)
+    return corrected_accuracy(arm.kept, arm.judged, arm.equivalent, sens, spec)
+
+
+def _resampled_corrected(arm: JudgedArm, items: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """The corrected accuracy of each resample (NaN where undefined): `items` holds each resample's item
+    counts, the audit is resampled here; every sum is a matrix product, no loop over resamples."""
+    n_boot = len(items)
+    kept, judged, equivalent = (items @ x.sum(1) for x in (arm.kept, arm.judged, arm.equivalent))
+    m = len(arm.audit_rule)
+    counts = rng.multinomial(m, np.full(m, 1.0 / m), size=n_boot) if m else np.zeros((n_boot, 0))
+    has = arm.audit_judge != NO_VERDICT
+    pos, neg = has & (arm.audit_rule == 1), has & (arm.audit_rule == 0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        sens = (counts @ (pos & (arm.audit_judge == 1))) / (counts @ pos)
+        spec = (counts @ (neg & (arm.audit_judge == 0))) / (counts @ neg)
+        youden = sens + spec - 1.0
+        true_rate = np.clip((equivalent / judged + spec - 1.0) / youden, 0.0, 1.0)
+        fixed = np.where(judged > 0, true_rate * judged, 0.0)
+        bad = (judged > 0) & ~(youden >= MIN_YOUDEN)
+    total = arm.kept.size
+    return np.where(bad, np.nan, (kept + fixed) / total)
 
 
 def corrected_delta(
@@ -171,19 +187,15 @@ def corrected_delta(
     """post - pre in Rogan-Gladen-corrected accuracy, its percentile interval from a bootstrap that
     resamples the items (paired) and each arm's audit together, and the share of resamples where the
     correction was undefined (those are left out; a large share means the interval is not to be trusted)."""
-    a, b = _arm_corrected(pre, None, None), _arm_corrected(post, None, None)
+    a, b = _arm_corrected(pre), _arm_corrected(post)
     if a is None or b is None:
         return None, None, 1.0
     n = pre.kept.shape[0]
-    deltas = []
-    for _ in range(n_boot):
-        items = rng.integers(0, n, n)
-        audits = [rng.integers(0, len(x.audit_rule), len(x.audit_rule)) for x in (pre, post)]
-        ca, cb = _arm_corrected(pre, items, audits[0]), _arm_corrected(post, items, audits[1])
-        if ca is not None and cb is not None:
-            deltas.append(cb - ca)
+    items = rng.multinomial(n, np.full(n, 1.0 / n), size=n_boot)
+    deltas = _resampled_corrected(post, items, rng) - _resampled_corrected(pre, items, rng)
+    deltas = deltas[np.isfinite(deltas)]
     undefined = 1.0 - len(deltas) / n_boot
-    if not deltas:
+    if not len(deltas):
         return b - a, None, undefined
     lo, hi = np.quantile(deltas, [alpha / 2, 1 - alpha / 2])
     return b - a, (float(lo), float(hi)), undefined

@@ -23,7 +23,7 @@ def _rate(r: dict[str, Any]) -> str:
     return "-" if r["value"] is None else f"{r['value']:.3f} {_ci(r['ci'])} ({r['k']}/{r['n']})"
 
 
-def audit_table(arms: dict[str, Any]) -> list[str]:
+def audit_table(arms: dict[str, Any], key: str = "audit") -> list[str]:
     """One row per arm: the audit's size, agreement, sensitivity, specificity, kappa, no verdict, judged."""
     lines = [
         "| arm | audited | agreement | sensitivity | specificity | kappa | no verdict | judge decided "
@@ -31,14 +31,34 @@ def audit_table(arms: dict[str, Any]) -> list[str]:
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for arm, a in arms.items():
-        au = a["audit"]
+        au = a[key]
+        if au is None:
+            continue
         kappa = "-" if au["kappa"] is None else f"{au['kappa']:.3f} {_ci(au['kappa_ci'])}"
         lines.append(
             f"| {arm} | {au['audited']} | {_rate(au['agreement'])} | {_rate(au['sensitivity'])} | "
             f"{_rate(au['specificity'])} | {kappa} | {_rate(au['no_verdict'])} | "
-            f"{a['judge_decided']}/{a['samples']} | {'no' if a['reasons'] else 'yes'} |"
+            f"{a['judge_decided']}/{a['samples']} | "
+            f"{'-' if a['reference'] != key.replace('audit', 'rules') else 'no' if a['reasons'] else 'yes'} |"
         )
     return lines
+
+
+def people_part(report: dict[str, Any]) -> list[str]:
+    """The judge against people's labels, where labels were given."""
+    if not report.get("labels"):
+        return []
+    return [
+        "## Audit: the judge against people's labels",
+        "",
+        "On every labelled sample the judge was asked about, people's labels as the reference. Where an arm "
+        "has at least 20 such samples this audit, not the rules', decides whether the judge is fit (the "
+        "`fit` column says it in the table that decided) and gives the correction its error rates: rules "
+        "that are often wrong themselves make a good judge look unfit.",
+        "",
+        *audit_table(report["arms"], "people"),
+        "",
+    ]
 
 
 def contrast_lines(c: dict[str, Any]) -> list[str]:
@@ -78,6 +98,7 @@ def judge_markdown(report: dict[str, Any]) -> str:
         "",
         *audit_table(report["arms"]),
         "",
+        *people_part(report),
         "## Contrasts, three ways",
         "",
         "Rule-decided: on the samples the rules decided in both arms. With the judge: every sample, the "

@@ -6,11 +6,18 @@ A judge is unfit for an arm when its agreement with the rules on the arm's audit
 arm has no audit. A contrast's judge is flagged when it is unfit for either arm or when its sensitivity,
 specificity or no-verdict share differ between the two arms beyond their intervals: such a judge would fold
 its own preferences into the delta. A flagged contrast's headline is the rule-decided delta.
+
+The audit's reference is the rules: where they are often wrong themselves (answers in words), a good judge
+disagrees with them and looks unfit. Given people's labels (judge_labels' CSV), the judge is measured
+against the people on every labelled sample it was asked about, and where at least MIN_PEOPLE such samples
+exist that audit decides fitness and feeds the correction instead of the rules'.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+import csv
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -29,6 +36,9 @@ from contract.evallog import EvalLog
 from contract.judge import rule_verdict
 
 MAX_NO_VERDICT = 0.25
+# Labelled samples the judge was asked about that make the people's audit the reference.
+MIN_PEOPLE = 20
+Labels = dict[tuple[str, str, int], int]
 OUTCOME_NUMBER = {"equivalent": 1, "not_equivalent": 0, "no_verdict": NO_VERDICT}
 
 
@@ -42,6 +52,9 @@ class ArmAudit:
     judge_decided: int
     audit: Agreement
     reasons: list[str]
+    # The judge against people's labels (None: no labels given), and which audit decided fitness.
+    people: Agreement | None = None
+    reference: str = "rules"
 
 
 @dataclass(frozen=True)
@@ -91,22 +104,55 @@ def judged_arm(rule_log: EvalLog, judged_log: EvalLog) -> JudgedArm:
     )
 
 
-def arm_audit(arm: str, data: JudgedArm, floor: float, alpha: float) -> ArmAudit:
-    """The audit of one arm, with the reasons the judge is unfit for it (none: fit)."""
-    audit = agreement(data.audit_rule, data.audit_judge, alpha)
+def read_labels(path: Path) -> Labels:
+    """(arm, item_id, sample) -> 0/1 from a labels CSV; a bad row is refused naming its line and field."""
+    labels = {}
+    with path.open(newline="", encoding="utf-8") as f:
+        for n, row in enumerate(csv.DictReader(f), 2):
+            value = (row.get("label") or "").strip()
+            if value == "":
+                continue
+            if value not in ("0", "1"):
+                raise ValueError(f"{path}: line {n}: label: is {value!r}; write 1 (right) or 0 (wrong)")
+            labels[(row["arm"], row["item_id"], int(row["sample"]))] = int(value)
+    return labels
+
+
+def people_pairs(arm: str, judged_log: EvalLog, labels: Labels) -> tuple[np.ndarray, np.ndarray]:
+    """(people's label, the judge's outcome) of every labelled sample the judge was asked about."""
+    pairs = [
+        (labels[(arm, it.item_id, s.index)], OUTCOME_NUMBER[s.judge.verdict])
+        for it in judged_log.items
+        for s in it.samples or []
+        if s.judge is not None and (arm, it.item_id, s.index) in labels
+    ]
+    return np.array([p[0] for p in pairs], dtype=int), np.array([p[1] for p in pairs], dtype=int)
+
+
+def arm_audit(
+    arm: str, data: JudgedArm, floor: float, alpha: float, people: tuple[np.ndarray, np.ndarray] | None = None
+) -> ArmAudit:
+    """The audit of one arm, with the reasons the judge is unfit for it (none: fit): against people's
+    labels where MIN_PEOPLE of them meet the judge's verdicts, else against the rules."""
+    rules = agreement(data.audit_rule, data.audit_judge, alpha)
+    by_people = None if people is None else agreement(*people, alpha)
+    use_people = by_people is not None and by_people.audited >= MIN_PEOPLE
+    audit = by_people if use_people and by_people is not None else rules
+    who = "people" if use_people else "the rules"
     reasons = []
     if audit.audited == 0:
         reasons.append("no audit sample (no rule-decided sample, or judge.audit_size is 0)")
     elif audit.agreement.value is not None and audit.agreement.value < floor:
         lo, hi = audit.agreement.ci or (0.0, 0.0)
         reasons.append(
-            f"agreement with the rules {audit.agreement.value:.3f} [{lo:.3f}, {hi:.3f}] is under the "
+            f"agreement with {who} {audit.agreement.value:.3f} [{lo:.3f}, {hi:.3f}] is under the "
             f"floor {floor:g}"
         )
     if audit.no_verdict.value is not None and audit.no_verdict.value >= MAX_NO_VERDICT:
         reasons.append(f"no verdict on {audit.no_verdict.value:.0%} of the audit")
     cascade = int(data.judged.sum())
-    return ArmAudit(arm, data.kept.size, cascade, cascade, audit, reasons)
+    reference = "people" if use_people else "rules"
+    return ArmAudit(arm, data.kept.size, cascade, cascade, rules, reasons, by_people, reference)
 
 
 def _decided_means(log: EvalLog) -> tuple[np.ndarray, np.ndarray]:
@@ -152,7 +198,11 @@ def flag(c: Contrast, audits: dict[str, ArmAudit]) -> Contrast:
     """Set the contrast's headline: the judge's unless it is unfit for an arm or errs differently."""
     for arm in (c.pre, c.post):
         c.reasons += [f"{arm}: {r}" for r in audits[arm].reasons]
-    apart = differing_error(audits[c.pre].audit, audits[c.post].audit)
+    pre, post = audits[c.pre], audits[c.post]
+    both_people = pre.reference == post.reference == "people" and pre.people and post.people
+    apart = (
+        differing_error(pre.people, post.people) if both_people else differing_error(pre.audit, post.audit)
+    )
     c.reasons += [
         f"the judge's {name} differs between {c.pre} and {c.post} beyond their intervals" for name in apart
     ]
@@ -162,11 +212,18 @@ def flag(c: Contrast, audits: dict[str, ArmAudit]) -> Contrast:
 
 def judge_report(
     logs: dict[str, tuple[EvalLog, EvalLog]], reference: str, floor: float, n_boot: int, seed: int,
-    alpha: float,
+    alpha: float, labels: Labels | None = None,
 ) -> dict[str, Any]:  # fmt: skip
     """The report's JSON: the judge, each arm's audit, each arm's contrast with the reference."""
     data = {arm: judged_arm(rule, judged) for arm, (rule, judged) in logs.items()}
-    audits = {arm: arm_audit(arm, d, floor, alpha) for arm, d in data.items()}
+    people = {arm: people_pairs(arm, j, labels) for arm, (_, j) in logs.items()} if labels else {}
+    audits = {arm: arm_audit(arm, d, floor, alpha, people.get(arm)) for arm, d in data.items()}
+    # The correction reads the audit that decided fitness: the people's where it did.
+    data = {
+        arm: replace(d, audit_rule=people[arm][0], audit_judge=people[arm][1])
+        if audits[arm].reference == "people" else d
+        for arm, d in data.items()
+    }  # fmt: skip
     ref = (reference, logs[reference][0], data[reference])
     contrasts = [
         flag(contrast(ref, (arm, log, data[arm]), n_boot, seed, alpha), audits)
@@ -178,6 +235,7 @@ def judge_report(
     return {
         "judge": judge,
         "agreement_floor": floor,
+        "labels": labels is not None,
         "alpha": alpha,
         "n_boot": n_boot,
         "arms": {arm: asdict(a) for arm, a in audits.items()},
