@@ -23,10 +23,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from contract.atomic import atomic_write
+from contract.atomic import atomic_write, atomic_write_set
 from contract.evallog import EvalLog, EvalLogError, ItemResult, load, undecided_of
 from contract.judge import JudgeRecord, JudgeSettings, asks, final_verdict, rule_verdict
 from pipeline.config import ConfigError, load_params
+from pipeline.engines import EngineStartError
 from pipeline.judge_client import Call, JudgeCallError, ReplyCache, ask_all
 from scoring import judge_prompt as jp
 
@@ -153,9 +154,8 @@ def run(logs: Path, out: Path, arms: list[str], settings: JudgeSettings | None) 
             )
         summary["arms"][arm] = _counts(judged)
         files[out / f"{arm}.json"] = judged.model_dump_json(indent=1, exclude_none=True) + "\n"
-    for path, text in files.items():
-        atomic_write(path, text)
-    atomic_write(out / SUMMARY, json.dumps(summary, indent=1) + "\n")
+    # One set: a stage stopped while writing leaves the previous logs and summary, never a mix.
+    atomic_write_set({**files, out / SUMMARY: json.dumps(summary, indent=1) + "\n"})
     return summary
 
 
@@ -193,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         settings, arms = _settings(args)
         summary = run(args.logs, args.out, arms, settings)
-    except (ConfigError, EvalLogError, JudgeCallError) as e:
+    except (ConfigError, EvalLogError, JudgeCallError, EngineStartError) as e:
         print(f"judge: {e}", file=sys.stderr)
         return 2
     if summary["judge"] is None:
