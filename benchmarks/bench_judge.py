@@ -78,6 +78,40 @@ def _with_undecided(res: dict[str, Any], world: dict[str, Path], out: Path, name
     return res
 
 
+def prose_reading(reply: str | None) -> int:
+    """A lenient reading of a reply in prose, for the bench's diagnosis only (the stage never reads
+    prose): 1 for "... is equal/equivalent ...", 0 for "not equal/equivalent", -1 otherwise."""
+    import re
+
+    text = (reply or "").lower()
+    if re.search(r"\b(not|n't)\s+(equal|equivalent)", text):
+        return 0
+    return 1 if re.search(r"\b(is|are)\s+(equal|equivalent)", text) else -1
+
+
+def prose_agreement(world: dict[str, Path], out: Path, name: str) -> str:
+    """How the judge's replies, read leniently, agree with the people on the labelled samples it was asked."""
+    from analysis.commands.judge_labels import read_labels
+    from contract.evallog import load
+
+    labels = read_labels(world["labels"])
+    pairs = [
+        (prose_reading(s.judge.reply), labels[(arm.stem, it.item_id, s.index)])
+        for arm in sorted((out / f"judged-{name}").glob("*.json"))
+        if arm.name != "judge.json"
+        for it in load(arm).items
+        for s in it.samples or []
+        if s.judge is not None and (arm.stem, it.item_id, s.index) in labels
+    ]
+    read = [(v, lab) for v, lab in pairs if v >= 0]
+    agree = sum(v == lab for v, lab in read)
+    said = sum(v for v, _ in read)
+    return (
+        f"replies read leniently as prose (the stage does not): {len(read)}/{len(pairs)} readable, "
+        f"{said} say equal; agreement with people {agree}/{len(read)}"
+    )
+
+
 def _rate(x: dict[str, Any]) -> str:
     return "-" if x["value"] is None else f"{x['value']:.3f} [{x['ci'][0]:.3f}, {x['ci'][1]:.3f}]"
 
@@ -174,6 +208,7 @@ def main(argv: list[str] | None = None) -> int:
         )  # fmt: skip
         res = _one("vllm", cfg, world, args.out, labels, arms)
         _print(f"vLLM {args.vllm}", _with_undecided(res, world, args.out, "vllm"))
+        print("  " + prose_agreement(world, args.out, "vllm"))
     return 0
 
 
