@@ -9,6 +9,7 @@ whose verdicts measure the judge against the rules and never change a score.
 from __future__ import annotations
 
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -30,8 +31,9 @@ class JudgeSettings(_Strict):
     model: str
     # The judge's pinned revision: a hub commit, an API model's dated snapshot, or a checkpoint's hash.
     revision: str = Field(min_length=1)
-    # An OpenAI-compatible endpoint (".../v1"); None: serve `model` with vLLM on a loopback port.
-    base_url: str | None = None
+    # An OpenAI-compatible endpoint (".../v1"), or several replicas of one judge (calls spread over them);
+    # None: serve `model` with vLLM on a loopback port.
+    base_url: str | list[str] | None = None
     # The environment variable holding the endpoint's API key (None: no key sent).
     api_key_env: str | None = None
     ask: Ask = "undecided"
@@ -53,10 +55,20 @@ class JudgeSettings(_Strict):
 
     @field_validator("base_url")
     @classmethod
-    def _http(cls, v: str | None) -> str | None:
-        if v is not None and not v.startswith(("http://", "https://")):
-            raise ValueError(f"is {v!r}; give the endpoint's URL, e.g. http://host:8000/v1")
+    def _http(cls, v: str | list[str] | None) -> str | list[str] | None:
+        for url in [v] if isinstance(v, str) else v or []:
+            parts = urlsplit(url)
+            if parts.scheme not in ("http", "https") or not parts.hostname:
+                raise ValueError(f"is {url!r}; give the endpoint's URL, e.g. http://host:8000/v1")
+            if parts.username or parts.password:
+                raise ValueError("carries credentials; put the key in the variable api_key_env names")
+        if isinstance(v, list) and not v:
+            raise ValueError("is an empty list; give a URL, a list of URLs, or null")
         return v
+
+    def urls(self) -> list[str]:
+        """The endpoints' URLs (empty: the stage serves the checkpoint itself)."""
+        return [self.base_url] if isinstance(self.base_url, str) else list(self.base_url or [])
 
 
 class JudgeRecord(_Strict):

@@ -108,7 +108,8 @@ def _judged(
 
 def judge_settings_record(settings: JudgeSettings) -> dict[str, Any]:
     """What pins a judge's verdicts: the judge, its revision, the template and how it was asked."""
-    keep = ("model", "revision", "base_url", "ask", "audit_size", "audit_seed", "seed", "max_tokens")
+    # Not the endpoint's URL: replicas or a moved server answer as the same pinned judge.
+    keep = ("model", "revision", "ask", "audit_size", "audit_seed", "seed", "max_tokens")
     return {k: getattr(settings, k) for k in keep} | {
         "concluding_chars": settings.concluding_chars,
         "agreement_floor": settings.agreement_floor,

@@ -67,11 +67,11 @@ def api_key(settings: JudgeSettings) -> str:
 
 
 @contextmanager
-def endpoint(settings: JudgeSettings) -> Iterator[tuple[str, str, str]]:
-    """(base_url, api key, served model name): the settings' endpoint, or a vLLM server started for the
+def endpoint(settings: JudgeSettings) -> Iterator[tuple[list[str], str, str]]:
+    """(base URLs, api key, served model name): the settings' endpoints, or a vLLM server started for the
     local checkpoint `model` (as the runner starts its own, pipeline.engines.vllm_server), stopped after."""
-    if settings.base_url is not None:
-        yield settings.base_url, api_key(settings), settings.model
+    if settings.urls():
+        yield settings.urls(), api_key(settings), settings.model
         return
     from pipeline.config import engine_config
     from pipeline.engines.vllm_engine import llm_settings
@@ -98,7 +98,7 @@ def endpoint(settings: JudgeSettings) -> Iterator[tuple[str, str, str]]:
     env = {"VLLM_CPU_KVCACHE_SPACE": str(args["cpu_kvcache_space_gib"]), "VLLM_LOGGING_LEVEL": "ERROR"}
     server = VllmServer(settings.model, llm_args, env, settings.start_timeout_s)
     try:
-        yield server.url + "/v1", server.api_key, settings.model
+        yield [server.url + "/v1"], server.api_key, settings.model
     finally:
         server.close()
 
@@ -116,13 +116,15 @@ def ask_all(
         return 0
     from openai import OpenAI, OpenAIError
 
-    with endpoint(settings) as (base_url, key, model):
-        client = OpenAI(
-            base_url=base_url, api_key=key, max_retries=settings.retries, timeout=settings.timeout_s
-        )
+    with endpoint(settings) as (urls, key, model):
+        clients = [
+            OpenAI(base_url=u, api_key=key, max_retries=settings.retries, timeout=settings.timeout_s)
+            for u in urls
+        ]
 
-        def one(call: Call) -> str:
-            done = client.chat.completions.create(
+        def one(n: int, call: Call) -> str:
+            # Replicas in turn: each serves the same pinned judge, so which one answers changes no reply.
+            done = clients[n % len(clients)].chat.completions.create(
                 model=model,
                 messages=call.messages,  # type: ignore[arg-type]
                 temperature=0.0,
@@ -132,7 +134,7 @@ def ask_all(
             return done.choices[0].message.content or ""
 
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            futures = {pool.submit(one, c): c.key for c in todo.values()}
+            futures = {pool.submit(one, i, c): c.key for i, c in enumerate(todo.values())}
             for n, fut in enumerate(as_completed(futures), 1):
                 try:
                     cache.add(futures[fut], fut.result())
@@ -140,7 +142,7 @@ def ask_all(
                     for other in futures:
                         other.cancel()
                     raise JudgeCallError(
-                        f"the judge at {base_url} ({model}) failed after {settings.retries} retries: "
+                        f"the judge at {', '.join(urls)} ({model}) failed after {settings.retries} retries: "
                         f"{type(e).__name__}: {str(e)[:200]}; {n - 1} replies so far are cached in "
                         f"{cache.path}, a rerun asks only the rest"
                     ) from None

@@ -196,6 +196,19 @@ def test_a_failing_endpoint_is_retried_then_refused_in_one_line(
     assert not (tmp_path / "k" / "gpt-4.json").exists()
 
 
+def test_replicas_share_the_calls_and_a_url_with_credentials_is_refused(
+    champ: dict[str, Path], tmp_path: Path
+) -> None:
+    with ScriptedJudge(policy("equivalent")) as one, ScriptedJudge(policy("equivalent")) as two:
+        cfg = JudgeSettings(
+            model="m", revision="r", base_url=[one.url, two.url], audit_size=10, cache=str(tmp_path / "c")
+        )
+        assert stage.run(champ["gpt-4"].parent, tmp_path / "j", ARMS, cfg)["calls"] == 20
+        assert one.calls == two.calls == 10
+    with pytest.raises(ValueError, match="credentials"):
+        JudgeSettings(model="m", revision="r", base_url="http://user:key@host:8000/v1")
+
+
 def test_without_a_judge_the_stage_says_so(tmp_path: Path) -> None:
     summary = stage.run(tmp_path / "none", tmp_path / "judged", ["a"], None)
     assert summary["judge"] is None
