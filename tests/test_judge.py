@@ -285,3 +285,21 @@ def test_the_labelling_page_shows_verdicts_only_after_a_label_and_saves_the_labe
     assert saved == ["arm,item_id,sample,label", f'"{arm}","{item}","0","0"']
     assert judge_labels.read_labels(Path(got.value.path())) == {(arm, item, 0): 0}
     page.close()
+
+
+def test_params_name_a_judge_and_a_typo_in_it_is_refused_in_one_line(tmp_path: Path) -> None:
+    params = yaml.safe_load((ROOT / "params.yaml").read_text())
+    params["suite"]["path"] = str(ROOT / params["suite"]["path"])
+    params["judge"] = {"model": "org/verifier", "revision": "abc", "base_url": "http://gpu:8000/v1"}
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
+    env = world_env()
+    code = "from pipeline.config import load_params as l; import sys; print(l(sys.argv[1]).judge.ask)"
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "params.yaml")], capture_output=True, text=True, env=env
+    )
+    assert done.stdout.strip() == "undecided", done.stderr
+    params["judge"]["ask_for"] = "all"
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
+    argv = ["-m", "pipeline.judge", "--params", str(tmp_path / "params.yaml"), "--logs", str(tmp_path)]
+    done = subprocess.run([sys.executable, *argv], capture_output=True, text=True, env=env, cwd=ROOT)
+    assert done.returncode == 2 and "judge.ask_for" in done.stderr and done.stderr.count("\n") == 1
