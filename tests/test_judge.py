@@ -240,28 +240,6 @@ def test_the_labelling_sheet_hides_verdicts_and_its_labels_give_ppi(
 
 
 @pytest.mark.slow
-def test_a_real_vllm_judge_is_audited(
-    smollm2_checkpoints: Path, champ: dict[str, Path], tmp_path: Path
-) -> None:
-    cfg = JudgeSettings(
-        model=str(smollm2_checkpoints / "base"), revision="smollm2-135m-instruct-test", audit_size=4,
-        max_tokens=24, cache=str(tmp_path / "c.jsonl"), vllm={"max_model_len": 2048},
-    )  # fmt: skip
-    first = stage.run(champ["gpt-4"].parent, tmp_path / "judged", ARMS, cfg)
-    assert first["calls"] == 8
-    assert stage.run(champ["gpt-4"].parent, tmp_path / "judged", ARMS, cfg)["calls"] == 0
-    replies = [
-        s.judge.reply
-        for it in load(tmp_path / "judged" / "gpt-4.json").items
-        for s in it.samples or []
-        if s.judge
-    ]
-    assert len(replies) == 4 and all(isinstance(r, str) and r for r in replies)
-    report = run_report(champ, tmp_path / "judged", tmp_path / "report")
-    assert report["arms"]["gpt-4"]["audit"]["audited"] == 4
-
-
-@pytest.mark.slow
 def test_the_labelling_page_shows_verdicts_only_after_a_label_and_saves_the_labels(
     champ: dict[str, Path],
     tmp_path: Path,
