@@ -109,4 +109,6 @@ def judge_markdown(report: dict[str, Any]) -> str:
     ]
     for c in report["contrasts"]:
         lines += contrast_lines(c)
+    if not report["contrasts"]:
+        lines.append("One arm: no contrast.")
     return "\n".join(lines).rstrip() + "\n"
