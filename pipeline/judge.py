@@ -46,6 +46,20 @@ def audit_draw(log: EvalLog, arm: str, settings: JudgeSettings) -> set[tuple[int
     return set(rng.sample(decided, min(settings.audit_size, len(decided))))
 
 
+def _judgeable(it: ItemResult, j: int, where: Path) -> None:
+    """Refuse a sample the judge cannot be shown: its item lacks the question or reference, or its text was
+    not kept (an empty text is an empty response, which is judged)."""
+    for name in ("question", "reference_answer"):
+        if getattr(it, name) is None:
+            raise ConfigError(
+                f"{where}: item {it.item_id!r}: {name}: absent; the judge is shown it (rescore)"
+            )
+    if (it.samples or [])[j].text is None:
+        raise ConfigError(
+            f"{where}: item {it.item_id!r}: samples[{j}].text: absent; the judge reads each sample's text"
+        )
+
+
 def _plan(log: EvalLog, arm: str, settings: JudgeSettings, where: Path) -> dict[tuple[int, int], Any]:
     """Every asked sample's (rule verdict, cascade, audit, shown text, call or None)."""
     audit = audit_draw(log, arm, settings)
@@ -60,6 +74,7 @@ def _plan(log: EvalLog, arm: str, settings: JudgeSettings, where: Path) -> dict[
             cascade, audited = asks(settings.ask, rule), (i, j) in audit
             if not (cascade or audited):
                 continue
+            _judgeable(it, j, where)
             shown = jp.concluding_part(s.text or "", settings.concluding_chars)
             call = None
             if shown:

@@ -281,3 +281,15 @@ def test_params_name_a_judge_and_a_typo_in_it_is_refused_in_one_line(tmp_path: P
     argv = ["-m", "pipeline.judge", "--params", str(tmp_path / "params.yaml"), "--logs", str(tmp_path)]
     done = subprocess.run([sys.executable, *argv], capture_output=True, text=True, env=env, cwd=ROOT)
     assert done.returncode == 2 and "judge.ask_for" in done.stderr and done.stderr.count("\n") == 1
+
+
+def test_a_sample_without_its_text_is_refused_naming_the_field(tmp_path: Path) -> None:
+    from pipeline.config import ConfigError
+
+    logs = hostile_log(tmp_path / "logs")
+    raw = json.loads((logs / "h.json").read_text())
+    del raw["items"][0]["samples"][1]["text"]
+    (logs / "h.json").write_text(json.dumps(raw))
+    with pytest.raises(ConfigError, match=r"item 'q1': samples\[1\]\.text: absent"):
+        stage.run(logs, tmp_path / "judged", ["h"], settings("http://127.0.0.1:9/v1", tmp_path / "c"))
+    assert not (tmp_path / "judged" / "h.json").exists()
