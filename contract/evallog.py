@@ -44,6 +44,7 @@ from contract.generations import (
     check_tool_counts,
     count_tool_calls,
 )
+from contract.judge import JudgeRecord
 from contract.names import Name
 from contract.protocol import Protocol
 from contract.validation import describe_error
@@ -98,6 +99,9 @@ class SampleRecord(_Strict):
     # The mean log-probability of the generated tokens, where the generating tool recorded token
     # log-probabilities (this pipeline with protocol.logprobs; an Inspect log with logprobs on).
     mean_logprob: float | None = Field(default=None, le=0)
+    # A judged log's sample that the model judge was asked about (contract.judge; judged/<arm>.json): the
+    # rules' verdict, the judge's, its raw reply and the final verdict, which `score` holds.
+    judge: JudgeRecord | None = None
 
 
 class ItemResult(_Strict):

@@ -98,6 +98,7 @@ PARAMS_SECTIONS: tuple[str, ...] = (
     "arms",
     "trajectory",
     "sweep",
+    "judge",
 )
 
 
