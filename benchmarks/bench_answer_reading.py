@@ -1,6 +1,6 @@
 """The scorer's answer reading against outside judgements: Math-Verify's own test cases and CHAMP hand labels.
 
-    .venv/bin/python benchmarks/bench_answer_reading.py [--swap-roles] [--only mv|champ]
+    .venv/bin/python benchmarks/bench_answer_reading.py [--swap-roles] [--only mv|champ|champ-text]
 
 Each case is scored the way `pipeline.score` scores one sample of a chat arm: the case's text is the
 sample's text and its reference the item's answer, judged by `scoring.verifiers.score(item, text,
@@ -19,6 +19,12 @@ chat=True)`, so the answer reading of chat output and the verifier both count.
   `math` verifier; agreement is the scorer's verdict equal to the hand label, and per model the accuracy by
   each. `--champ-verifier math` lists the math verifier's disagreements instead of the numeric one's.
 
+- CHAMP non-numeric (`--only champ-text`, tests/data/answer_reading/champ_text_labels.jsonl; benchmarks/
+  champ_text.py): 230 responses of GPT-3.5, GPT-4 and PaLM 2 to problems whose answer is an expression,
+  several values, yes/no, "none" or text, each item made as `pipeline.freeze --fallback-verifier exact`
+  makes it; per kind the agreement, recall on right, false right on wrong and undecided samples, and the
+  false rights against another problem's reference.
+
 Printed first: the Math-Verify agreement per test file; then CHAMP's agreement and accuracy per model; then
 every disagreement (id, reference, text, expected, what the scorer read and why). The scoring functions
 (score_math_verify_cases, score_champ, agreement) are importable, so that a test can assert the rates.
@@ -33,6 +39,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from benchmarks import champ_text
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data" / "answer_reading"
@@ -170,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     """Print the tables, then every disagreement."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--swap-roles", action="store_true", help="read test_boxed's response as the text")
-    ap.add_argument("--only", choices=["mv", "champ"], help="one data set only")
+    ap.add_argument("--only", choices=["mv", "champ", "champ-text"], help="one data set only")
     ap.add_argument(
         "--champ-verifier",
         choices=["numeric", "math"],
@@ -178,7 +186,15 @@ def main(argv: list[str] | None = None) -> int:
         help="the verifier of CHAMP's items whose disagreements are listed (both are tabled)",
     )
     args = ap.parse_args(argv)
-    mv = [] if args.only == "champ" else score_math_verify_cases(swap_roles=args.swap_roles)
+    if args.only == "champ-text":
+        own, other = champ_text.score_champ_text()
+        print(champ_text.table(own, other))
+        print("\nDisagreements with the hand labels:")
+        print(champ_text.listing(own))
+        print("\nFalse rights against another problem's reference:")
+        print(champ_text.listing([r for r in other if r.got]))
+        return 0
+    mv = [] if args.only in ("champ", "champ-text") else score_math_verify_cases(swap_roles=args.swap_roles)
     with_champ = args.only != "mv" and CHAMP_LABELS.exists()
     champ = score_champ(verifier_type=args.champ_verifier) if with_champ else []
     other = "math" if args.champ_verifier == "numeric" else "numeric"

@@ -38,6 +38,11 @@ spread estimates the seed-to-seed sd, each with its Monte Carlo standard error.
 The seen/clean split's table (`--part split`, benchmarks/calibration_split.py): how often the split calls a
 difference between possibly-seen and clean items, or a gain only on possibly-seen items, when there is none
 (and when there is), and the coverage of the clean items' interval.
+
+The model judge's table (`--part judge`, benchmarks/calibration_judge.py): the coverage of the with-judge,
+the judge-corrected (Rogan-Gladen, bootstrapped with the audit) and the PPI intervals of a paired delta, for a
+judge whose error is the same in both arms and one lenient with one arm, and how often the report's
+differing-error flag fires.
 """
 
 from __future__ import annotations
@@ -60,6 +65,7 @@ from analysis.estimators.resampling import Interval
 from analysis.reports import answering, contrasts
 from analysis.reports.format_effect import FORMAT, FORMAT_DECLINE, ReaderArrays
 from analysis.reports.settings import Settings
+from benchmarks.calibration_judge import judge_table
 from benchmarks.calibration_metrics import metrics_table
 from benchmarks.calibration_split import split_table
 
@@ -299,15 +305,19 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument(
         "--part",
-        choices=("all", "verdicts", "format", "metrics", "split"),
+        choices=("all", "verdicts", "format", "metrics", "judge", "split"),
         default="all",
         help="the verdicts' table, the FORMAT call's, or both (default); metrics: the paper metrics' table; "
-        "split: the seen/clean split's calls (benchmarks/calibration_split.py)",
+        "judge: the model judge's corrected and PPI intervals; split: the seen/clean split's calls",
     )
     args = ap.parse_args(argv)
     reps, n_boot = (40, 400) if args.quick else (args.reps, args.n_boot)
     settings = Settings(n_boot=n_boot, n_perm=n_boot)
     started, cpu = time.perf_counter(), time.process_time()
+    if args.part == "judge":
+        judge_table([n for n in args.sizes if n >= 100] or [500], reps, n_boot, args.seed)
+        print(f"time: {time.perf_counter() - started:.1f} s wall, {time.process_time() - cpu:.1f} s CPU")
+        return 0
     if args.part in ("metrics", "split"):
         table = metrics_table if args.part == "metrics" else split_table
         table(args.sizes, reps, settings, args.seed, REGIMES)

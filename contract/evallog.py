@@ -21,7 +21,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -44,6 +44,7 @@ from contract.generations import (
     check_tool_counts,
     count_tool_calls,
 )
+from contract.judge import JudgeRecord
 from contract.names import Name
 from contract.protocol import Protocol
 from contract.validation import describe_error
@@ -51,7 +52,9 @@ from contract.validation import describe_error
 # 3: tool arms carry tool_calls (answered, failed, restarts) and records mark failed calls.
 # 4: items carry lenient_scores (the lenient reader's verdicts) and samples the lenient reader's answer where
 # it differs from the report's reader's.
-FORMAT_VERSION = 4
+# 5: samples carry a verdict (right, wrong or undecided) and items which samples are undecided: the reader
+# could not settle them (no answer read, or an `exact` reference whose words the answer does not match).
+FORMAT_VERSION = 5
 
 
 class _Strict(BaseModel):
@@ -65,6 +68,11 @@ class SampleRecord(_Strict):
     # None: the tool that generated the sample recorded no per-sample seed (an imported log).
     seed: int | None = None
     score: float
+    # right, wrong or undecided: the reader could not settle the sample (no answer read, or a reference only
+    # the `exact` fallback judges and the words do not match); an undecided sample keeps score 0, so the
+    # headline still counts an unread answer as wrong. None: a log before format 5, or an imported log that
+    # was not rescored.
+    verdict: Literal["right", "wrong", "undecided"] | None = None
     text: str | None = None
     # A scorer's sample has no `transcript`: its text holds what the model wrote after the prompt, tool
     # calls and the harness's tool responses included, so its transcript is the item's prompt followed by
@@ -91,6 +99,9 @@ class SampleRecord(_Strict):
     # The mean log-probability of the generated tokens, where the generating tool recorded token
     # log-probabilities (this pipeline with protocol.logprobs; an Inspect log with logprobs on).
     mean_logprob: float | None = Field(default=None, le=0)
+    # A judged log's sample that the model judge was asked about (contract.judge; judged/<arm>.json): the
+    # rules' verdict, the judge's, its raw reply and the final verdict, which `score` holds.
+    judge: JudgeRecord | None = None
 
 
 class ItemResult(_Strict):
@@ -103,6 +114,9 @@ class ItemResult(_Strict):
     # The lenient reader's score of each sample (scores: the report's reader); absent in logs before format 4
     # and in imported logs that were not rescored.
     lenient_scores: list[float] | None = None
+    # Whether each sample is undecided (parallel to scores; format 5). None: every sample decided, or a log
+    # before format 5. The analyses read this list, never the sample records (which a reader may drop).
+    undecided: list[bool] | None = None
     # The suite's question and reference answer, for a reader (the item browser); no analysis reads them.
     question: str | None = None
     reference_answer: str | None = None
@@ -175,6 +189,11 @@ class ItemResult(_Strict):
     def _samples_agree(self) -> ItemResult:
         # scores and gen_tokens are what the analyses read; samples are what a reader checks them against.
         # A log where they disagree would make the headline and the path table speak of different runs.
+        for j, flagged in enumerate(self.undecided or []):
+            if flagged and j < len(self.scores) and self.scores[j] != 0.0:
+                raise ValueError(
+                    f"undecided[{j}]: is true but scores[{j}] is {self.scores[j]}; undecided scores 0"
+                )
         if self.samples is None:
             return self
         for j, s in enumerate(self.samples):
@@ -182,6 +201,12 @@ class ItemResult(_Strict):
                 raise ValueError(f"samples[{j}].index: is {s.index}; samples must be in index order 0..k-1")
             if j < len(self.scores) and s.score != self.scores[j]:
                 raise ValueError(f"samples[{j}].score: is {s.score}, scores[{j}] is {self.scores[j]}")
+            flagged = self.undecided is not None and j < len(self.undecided) and self.undecided[j]
+            if s.verdict is not None and (s.verdict == "undecided") != flagged:
+                raise ValueError(
+                    f"samples[{j}].verdict: is {s.verdict!r}, undecided[{j}] is {flagged}; write both "
+                    "from one reading"
+                )
             tokens = self.gen_tokens
             if (
                 tokens is not None
@@ -257,7 +282,7 @@ class EvalLog(_Strict):
             if it.item_id in seen:
                 raise ValueError(f"item {it.item_id!r}: item_id: duplicate item id")
             seen.add(it.item_id)
-            for name in ("scores", "lenient_scores", "gen_tokens", "samples"):
+            for name in ("scores", "lenient_scores", "undecided", "gen_tokens", "samples"):
                 got = getattr(it, name)
                 if got is not None and len(got) != self.n_samples:
                     raise ValueError(
@@ -267,6 +292,12 @@ class EvalLog(_Strict):
             records = (c for it in self.items for s in it.samples or [] for c in s.tool_calls or [])
             check_tool_counts(self.tool_calls, count_tool_calls(records, self.tool_calls.restarts))
         return self
+
+
+def undecided_of(samples: list[SampleRecord]) -> list[bool] | None:
+    """ItemResult.undecided of these samples (which the reader could not settle); None when it settled all."""
+    flags = [s.verdict == "undecided" for s in samples]
+    return flags if any(flags) else None
 
 
 class EvalLogError(ValueError):

@@ -23,7 +23,7 @@ from concurrent.futures import ProcessPoolExecutor
 from itertools import chain
 from operator import attrgetter
 from pathlib import Path
-from typing import Annotated, Any, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 import annotated_types
 import msgspec
@@ -75,6 +75,8 @@ def _mirror_type(tp: Any, metadata: list[Any], structs: dict[type, Any]) -> Any:
         if len(others) != 1 or len(args) != 2:
             raise _Unsupported(f"union {tp!r}")
         return _mirror_type(others[0], metadata, structs) | None
+    if origin is Literal and not metadata and all(type(a) is str for a in get_args(tp)):
+        return tp  # both accept exactly the listed strings
     if origin is list and not metadata:
         return list[_mirror_type(get_args(tp)[0], [], structs)]
     if origin is dict and not metadata:
@@ -224,7 +226,10 @@ def _agreeing(results: list[ItemResult], flat: list[Any], lens: list[int]) -> np
     leaves the verdict, and the wording of a refusal, to the validator itself.
     """
     if not all(
-        n > 0 and len(r.scores) == n and (r.gen_tokens is None or len(r.gen_tokens) == n)
+        n > 0
+        and len(r.scores) == n
+        and (r.gen_tokens is None or len(r.gen_tokens) == n)
+        and (r.undecided is None or len(r.undecided) == n)
         for r, n in zip(results, lens, strict=True)
     ):
         return np.zeros(len(results), dtype=bool)
@@ -240,13 +245,17 @@ def _agreeing(results: list[ItemResult], flat: list[Any], lens: list[int]) -> np
 def _disagreeing(
     results: list[ItemResult], flat: list[Any], counts: np.ndarray, starts: np.ndarray
 ) -> np.ndarray:
-    """Per sample of the log, True where its index, score or tokens differ from its item's lists."""
+    """Per sample of the log, True where its index, score, verdict or tokens differ from its item's lists."""
     total = len(flat)
     position = np.arange(total) - np.repeat(starts, counts)
     bad = np.fromiter(map(attrgetter("index"), flat), np.int64, count=total) != position
     bad |= np.fromiter(map(attrgetter("score"), flat), np.float64, count=total) != np.fromiter(
         chain.from_iterable(r.scores for r in results), np.float64, count=total
     )
+    verdicts = list(map(attrgetter("verdict"), flat))
+    if verdicts.count(None) < total:
+        flagged = chain.from_iterable(r.undecided or [False] * len(r.scores) for r in results)
+        bad |= [v is not None and (v == "undecided") != f for v, f in zip(verdicts, flagged, strict=True)]
     has = np.repeat([r.gen_tokens is not None for r in results], counts)
     if not has.any():
         return bad

@@ -99,6 +99,7 @@ PARAMS_SECTIONS: tuple[str, ...] = (
     "trajectory",
     "sweep",
     "contamination",
+    "judge",
 )
 
 

@@ -57,6 +57,10 @@ class ExactVerifier(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     type: Literal["exact"]
+    # True: the freezer gave this item `exact` because math-verify could not read its reference
+    # (--fallback-verifier exact); an answer whose words differ is then undecided, not wrong, since the
+    # words alone cannot tell a wrong answer from the right one written otherwise.
+    fallback: bool | None = None
 
 
 class MathVerifier(BaseModel):
@@ -105,6 +109,10 @@ class SuiteItem(BaseModel):
     answer: str | float | int
     verifier: Verifier
     tool: str | None = Field(default=None, min_length=1)
+    # Every form of the reference an answer may state to be right ("C(10, 5), or equivalently 252" holds
+    # C(10, 5) and 252; "100 (i.e., all values)" holds 100 and its gloss), the main answer first: decided
+    # once by the freezer (scoring.reference_forms), so the scorer never re-guesses them. None: `answer`.
+    alternatives: list[Annotated[str, Field(min_length=1)]] | None = Field(default=None, min_length=1)
     metadata: dict[str, Any] | None = None
 
     @field_validator("answer", mode="before")

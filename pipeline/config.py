@@ -28,6 +28,7 @@ from pydantic import (
 from contract.arm import ArmSpec, arm_list_problem
 from contract.contamination import ContaminationSettings
 from contract.files import PathCheckError, input_file
+from contract.judge import JudgeSettings
 from contract.names import Name
 from contract.protocol import AnswerRule, Protocol, is_protocol_key
 from contract.sweep import Checkpoint, SweepError, expand
@@ -131,6 +132,7 @@ class Params(BaseModel):
     # Every checkpoint of a training run (contract.sweep): one model and one plain arm per folder of a glob.
     sweep: dict[str, Any] | None = None
     contamination: ContaminationSettings | None = None  # the audit (contract.contamination)
+    judge: JudgeSettings | None = None  # the model judge (docs/judge.md); None: the judge stage does nothing
     # The file these were read from, so that messages name the params file actually given.
     _file: Path = PrivateAttr(default=Path("params.yaml"))
     # The checkpoints of `sweep`, in step order (load_params expands the glob once).

@@ -121,11 +121,26 @@ def equal(reference: tuple[Any, ...], answer: tuple[Any, ...], decimals: int | N
     return bool(_api().verify(list(reference), list(answer), **rounding))
 
 
+def has_variables(parsed: tuple[Any, ...]) -> bool:
+    """Whether the first mathematical object of a parse holds a free variable ('x^5', '1/(abc)')."""
+    import sympy
+
+    first = next((x for x in parsed if not isinstance(x, str)), None)
+    return isinstance(first, sympy.Basic) and bool(first.free_symbols)
+
+
 def number_of(parsed: tuple[Any, ...]) -> float | None:
-    """The value of the first parsed object that is a real number (1000,99 -> 1000.99), else None."""
+    """The value of the first parsed object that is a real number (1000,99 -> 1000.99) or an equation
+    stating one, else None."""
     import sympy
 
     for x in parsed:
+        # A stated equation ('f(0) = 2', 'a_1964 = -1', a chain '... = 70 + 99 + 70 = 239') states its
+        # right-hand side.
+        if isinstance(x, sympy.And):
+            x = next((a.rhs for a in x.args if isinstance(a, sympy.Eq) and a.rhs.is_number), x)
+        if isinstance(x, sympy.Eq) and x.rhs.is_number:
+            x = x.rhs
         if isinstance(x, sympy.Basic) and x.is_number and x.is_real:
             try:
                 return float(x)

@@ -39,7 +39,9 @@ from contract.textformat import (
     TOOL_RESPONSE_CLOSE,
     TOOL_RESPONSE_OPEN,
 )
-from scoring import mathverify
+from scoring import expressions, mathverify
+from scoring.conclusions import conclusion_sentences
+from scoring.expressions import stated_expression
 
 _BOXED = "\\boxed{"
 _BRACE_OR_BOX = re.compile(re.escape(_BOXED) + r"|[{}]")
@@ -69,7 +71,7 @@ _NUM = r"[-\u2212]?(?:\d{1,3}(?:[ ,]\d{3})+(?!\d)|\d+)(?:[.,]\d+)?(?:\s*/\s*\d+)
 # Where a final sentence goes on to a condition, which is not its answer ("..., achieved when $a = b$").
 _CONDITION = re.compile(
     r"[,;]?\s+\b(?:when|whenever|where|if|for\s+(?:all|every|each|some|any)|with|since|because|achieved|"
-    r"attained|obtained|occurring|occurs|given|provided|assuming|under)\b",
+    r"attained|obtained|occurring|occurs|given(?!\s+by)|provided|assuming|under)\b",
     re.I,
 )
 _STATED = re.compile(
@@ -205,10 +207,20 @@ def final_statement(body: str) -> str | None:
     found = _THERE_ARE.search(last)
     condition = _CONDITION.search(last)
     head = last[: condition.start()] if condition is not None else last
+    # An expression with a variable, or several values, is read whole ('... is n(n-3)/2.', '... are a = 3
+    # and b = -4.'), where the number rules below would read its last number.
+    expression = stated_expression(_unwrap_all(head))
+    if expression is not None and found is None:
+        return expression
     stated = [m.group("ans") for m in _STATED.finditer(head)]
     if found is not None:
         return _unwrap(found.group("ans"))
     return _unwrap(stated[-1]) if stated else None
+
+
+def _unwrap_all(s: str) -> str:
+    """s with its inline math delimiters removed ('is $n(n-3)/2$.' -> 'is n(n-3)/2.')."""
+    return re.sub(r"\\[()\[\]]|\$", " ", s)
 
 
 def _strip_math(s: str) -> str:
@@ -292,7 +304,11 @@ def _math_reading(body: str) -> Reading | None:
     stated = final_statement(body)
     if stated is not None and not is_placeholder(stated):
         # Read as math-verify reads a number or formula ('1000,99' is 1000.99), where it can.
-        parsed = mathverify.parse_written(stated)
+        parsed = (
+            expressions.plain_parse(stated)
+            if expressions.is_expression(stated) and re.search(r"[A-Za-z]", stated)
+            else mathverify.parse_written(stated)
+        )
         return Reading(stated, parsed=parsed if mathverify.has_math(parsed) else None, how="final sentence")
     anywhere = mathverify.read_response(body)
     if anywhere is not None and mathverify.has_math(anywhere[0]):
@@ -301,8 +317,9 @@ def _math_reading(body: str) -> Reading | None:
     return None if found is None else Reading(found[1], parsed=found[0], how="math-verify")
 
 
-def _text_reading(body: str, kind: str) -> Reading | None:
-    """The parity reader's steps for exact and choice verifiers."""
+def _text_reading(body: str, kind: str, conclude: bool = False) -> Reading | None:
+    """The parity reader's steps for exact and choice verifiers; conclude: an exact fallback's item, whose
+    answer may be stated in words, reads the conclusion (the last two sentences) when nothing marks one."""
     for found, how in (
         (boxed_contents(body), "last \\boxed{}"),
         (_HASHES.findall(body), "####"),
@@ -316,13 +333,18 @@ def _text_reading(body: str, kind: str) -> Reading | None:
         letters = _CHOICE_PAREN.findall(body)
         if letters:
             return Reading(f"({letters[-1]})", how="last (letter)")
+    if conclude:
+        said = " ".join(reversed(conclusion_sentences(body)))
+        if said and not is_placeholder(said):
+            return Reading(said, how="conclusion")
     return None
 
 
 def parity_reading(body: str, verifier: Verifier | None) -> Reading:
     """The parity reader on a stripped body (see the module docstring)."""
     kind = "numeric" if verifier is None else verifier.type
-    found = _math_reading(body) if kind in ("math", "numeric") else _text_reading(body, kind)
+    conclude = kind == "exact" and bool(getattr(verifier, "fallback", False))
+    found = _math_reading(body) if kind in ("math", "numeric") else _text_reading(body, kind, conclude)
     if found is not None:
         return found
     return Reading(None, "no \\boxed{}, 'final answer', 'answer', '####', stated answer or number was read")

@@ -19,7 +19,15 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from contract.evallog import FORMAT_VERSION, EvalLog, ItemResult, SampleRecord, ScorerInfo, VerifierInfo
+from contract.evallog import (
+    FORMAT_VERSION,
+    EvalLog,
+    ItemResult,
+    SampleRecord,
+    ScorerInfo,
+    VerifierInfo,
+    undecided_of,
+)
 from contract.generations import Generations, GenItem, GenSample
 from contract.provenance import NOT_RECORDED
 from contract.suite import SuiteItem, questions_sha256
@@ -30,7 +38,7 @@ from scoring.timelimit import DEFAULT_TIMEOUT_S
 SCORER_NAME = "reasoning-delta"
 # Bump whenever a verdict can change (answer extraction, a verifier, the path rules): the EvalLog records it,
 # and the score stages rerun because their code changed.
-SCORER_VERSION = "3.0"
+SCORER_VERSION = "4.0"
 
 
 class ScoringError(ValueError):
@@ -112,6 +120,7 @@ def _scored(
     record = SampleRecord(
         **sample.model_dump(),
         score=verdict.score,
+        verdict=verifiers.verdict_word(verdict),
         answer=verdict.answer,
         lenient_answer=lenient.answer if lenient.answer != verdict.answer else None,
         no_answer_reason=verdict.reason,
@@ -176,6 +185,7 @@ def score_generations(
                 scores=[s.score for s in samples],
                 gen_tokens=[int(s.gen_tokens or 0) for s in samples],
                 lenient_scores=[lenient for _, _, lenient in scored],
+                undecided=undecided_of(samples),
                 question=item.question,
                 reference_answer=str(item.answer),
                 prompt=gen.prompt,

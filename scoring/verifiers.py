@@ -19,6 +19,7 @@ says so. A verdict is reused for the same answer and reference. A `python` verif
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import importlib.metadata
@@ -32,7 +33,7 @@ from typing import Any
 from contract.digest import file_sha256
 from contract.suite import NumericVerifier, SuiteItem, Verifier
 from contract.textformat import ANSWER_TAG
-from scoring import mathverify
+from scoring import conclusions, expressions, mathverify
 from scoring.numbers import parse_number
 from scoring.reading import Reading, UnknownRule, last_boxed, marked_lines, read_answer, read_lenient
 from scoring.timelimit import DEFAULT_TIMEOUT_S, AnswerTimeout, time_limit, time_until
@@ -40,7 +41,7 @@ from scoring.timelimit import DEFAULT_TIMEOUT_S, AnswerTimeout, time_limit, time
 # Bump whenever a built-in verifier or the answer reading can give another verdict; the EvalLog records it
 # beside each verifier the suite uses.
 BUILTIN_NAME = "reasoning-delta"
-BUILTIN_VERSION = "3.0"
+BUILTIN_VERSION = "4.0"
 # The longest text the readers read (characters; about 125,000 tokens of prose): math-verify and sympy
 # hold several hundred bytes per character they parse (a 1,000,000-digit text peaked at 609 MB, 5 MB at
 # 2.8 GB), and a time limit does not bound memory.
@@ -62,6 +63,16 @@ class Verdict:
     reason: str | None = None
     timed_out: bool = False
     read_by: str | None = None
+    # The reader could not settle the sample: no answer read, or an `exact` reference whose words the
+    # answer does not match (the reader cannot tell a wrong answer from one written in other words).
+    undecided: bool = False
+
+
+def verdict_word(verdict: Verdict) -> str:
+    """The sample's verdict as the EvalLog records it: 'right', 'wrong' or 'undecided'."""
+    if verdict.score == 1.0:
+        return "right"
+    return "undecided" if verdict.undecided else "wrong"
 
 
 _LATEX_TEXT = re.compile(r"\\(?:text|textbf|textit|textrm|mathrm|mathbf|mbox|operatorname)\{([^{}]*)\}")
@@ -103,7 +114,9 @@ def math_reading(
         except mathverify.UnreadableReference as e:
             raise VerifierError(f"answer: {e}") from None
         got = parsed if parsed is not None else mathverify.parse_answer(answer)
-        if mathverify.equal(gold, got, decimals):
+        if mathverify.equal(gold, got, decimals) or expressions.plain_equal(
+            answer, reference, gold, got, decimals
+        ):
             verdict: tuple[bool, str | None] = (True, None)
         elif not mathverify.has_math(got):
             verdict = (False, f"math-verify could not read the answer as math ({_clip(answer)})")
@@ -223,11 +236,26 @@ def judge(
     (the verifier's timeout_s, else timeout_s; no later than deadline, where the sample's reading already
     spent part of it) and raise AnswerTimeout past it. parsed: math-verify's parse of the answer in its
     text, where the parity reader made one (math and numeric verifiers judge it)."""
+    right, why = settle(item, answer, timeout_s, parsed, deadline)
+    return bool(right), why
+
+
+def settle(
+    item: SuiteItem,
+    answer: str | None,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    parsed: tuple[Any, ...] | None = None,
+    deadline: float | None = None,
+) -> tuple[bool | None, str | None]:
+    """judge's verdict with the third one: True right, False wrong, None undecided (no answer, or an exact
+    fallback's words that tell neither)."""
     if answer is None:
-        return False, None
+        return None, None
     v = item.verifier
     if isinstance(v, NumericVerifier):
         got = mathverify.number_of(parsed) if parsed is not None else None
+        if got is None and parsed is not None and mathverify.has_variables(parsed):
+            return False, "the answer read is an expression with variables, not a number"
         if got is None:
             got = parse_number(answer)
         if got is None:
@@ -235,18 +263,7 @@ def judge(
         truth = float(item.answer)
         return abs(got - truth) <= max(v.rel_tol * abs(truth), v.abs_tol), None
     if v.type == "math":
-        limit, key = v.timeout_s or timeout_s, (answer, str(item.answer))
-        allowed = limit if deadline is None else min(limit, deadline - time.monotonic())
-        if _MATH_TIMEOUTS.get(key, 0.0) >= allowed:
-            raise AnswerTimeout(limit)  # the same answer ran out of this much time before: once is enough
-        try:
-            with _limited(limit, deadline):
-                return math_reading(*key, parsed, v.decimals)
-        except VerifierError as e:
-            raise VerifierError(f"item {item.item_id!r}: {e}") from e
-        except AnswerTimeout:
-            _MATH_TIMEOUTS[key] = allowed
-            raise
+        return _math_forms(item, answer, timeout_s, parsed, deadline)
     if v.type == "choice":
         return choice_letter(answer) == str(item.answer), None
     if v.type == "python":
@@ -255,7 +272,66 @@ def judge(
                 return _user_verdict(v.function, answer, item.answer), None
         except VerifierError as e:
             raise VerifierError(f"item {item.item_id!r}: {e}") from e
-    return normalise_text(answer) == normalise_text(str(item.answer)), None
+    forms = item.alternatives or [str(item.answer)]
+    if any(normalise_text(answer) == normalise_text(form) for form in forms):
+        return True, None
+    if not (v.type == "exact" and v.fallback):  # an exact verifier a suite chose: other words are wrong
+        return False, None
+    return _text_forms(item, answer, forms, timeout_s, deadline), None
+
+
+def _math_verdict(
+    item: SuiteItem, answer: str, form: str, timeout_s: float, parsed: Any, deadline: float | None
+) -> tuple[bool, str | None]:
+    """math_reading of one reference form under the item's time limit (no later than deadline)."""
+    limit, key = getattr(item.verifier, "timeout_s", None) or timeout_s, (answer, form)
+    allowed = limit if deadline is None else min(limit, deadline - time.monotonic())
+    if _MATH_TIMEOUTS.get(key, 0.0) >= allowed:
+        raise AnswerTimeout(limit)  # the same answer ran out of this much time before: once is enough
+    try:
+        with _limited(limit, deadline):
+            return math_reading(*key, parsed, getattr(item.verifier, "decimals", None))
+    except VerifierError as e:
+        raise VerifierError(f"item {item.item_id!r}: {e}") from e
+    except AnswerTimeout:
+        _MATH_TIMEOUTS[key] = allowed
+        raise
+
+
+def _math_forms(
+    item: SuiteItem, answer: str, timeout_s: float, parsed: Any, deadline: float | None
+) -> tuple[bool | None, str | None]:
+    """A math item: right when any reference form is (a form in words, a gloss, by the words it states)."""
+    forms = item.alternatives or [str(item.answer)]
+    first_why: str | None = None
+    for n, form in enumerate(forms):
+        if n > 0 and not expressions.is_expression(expressions.joined_values(form)):
+            if conclusions.text_verdict(form, answer, item.question):
+                return True, None
+            continue
+        right, why = _math_verdict(item, answer, form, timeout_s, parsed, deadline)
+        if right:
+            return True, None
+        first_why = first_why or why
+    return False, first_why
+
+
+def _text_forms(
+    item: SuiteItem, answer: str, forms: list[str], timeout_s: float, deadline: float | None
+) -> bool | None:
+    """An exact fallback's forms against an answer in words: a form that is an expression compared as math
+    with the expression the answer states; a stance or a text form by what the conclusion states."""
+    stated = answer if expressions.is_expression(answer) else expressions.stated_expression(answer)
+    verdicts: list[bool | None] = []
+    for form in forms:
+        if stated is not None and expressions.is_expression(expressions.joined_values(form)):
+            with contextlib.suppress(VerifierError):
+                verdicts.append(_math_verdict(item, stated, form, timeout_s, None, deadline)[0])
+                continue
+        verdicts.append(conclusions.text_verdict(form, answer, item.question))
+    if any(verdicts):
+        return True
+    return False if verdicts and all(x is False for x in verdicts) else None
 
 
 def verifier_name(item: SuiteItem) -> str:
@@ -281,17 +357,24 @@ def verdict_of(
     limit = "the verifier's timeout_s" if own else "conf/score.yaml verifier_timeout_s"
     if reading.timed_out:
         why = f"{verifier_name(item)} {reading.reason} (the time limit: {limit}); scored 0"
-        return Verdict(0.0, None, why, timed_out=True)
+        return Verdict(0.0, None, why, timed_out=True, undecided=True)
     try:
-        right, why = judge(item, reading.answer, timeout_s, reading.parsed, deadline)
+        settled, why = settle(item, reading.answer, timeout_s, reading.parsed, deadline)
     except AnswerTimeout as e:
         return Verdict(
             0.0,
             reading.answer,
             f"{verifier_name(item)} {e} on this answer (the time limit: {limit}); scored 0",
             timed_out=True,
+            undecided=True,
         )
-    return Verdict(1.0 if right else 0.0, reading.answer, reading.reason or why, read_by=reading.how)
+    return Verdict(
+        1.0 if settled else 0.0,
+        reading.answer,
+        reading.reason or why,
+        read_by=reading.how,
+        undecided=settled is None,
+    )
 
 
 def score(
@@ -322,7 +405,7 @@ def score_both(
             f"the text is {len(text):,} characters, over the reader's limit of {MAX_TEXT_CHARS:,}: not read; "
             "scored 0"
         )
-        return (no := Verdict(0.0, None, why)), no
+        return (no := Verdict(0.0, None, why, undecided=True)), no
     limit = getattr(item.verifier, "timeout_s", None) or timeout_s
     deadline = time.monotonic() + limit
     try:

@@ -52,7 +52,7 @@ IN_PROCESS_ENGINE = {
 }
 # The modules that use the SmolLM2 world's float32 checkpoints (smollm2_checkpoints): on one worker, one after
 # another, the checkpoints are built once (about 40 s of a CPU), not once on each worker at the same time.
-SMOLLM2_CHECKPOINTS = {"test_smollm2_world", "test_plain_world", "test_smollm2_grpo_world"}
+SMOLLM2_CHECKPOINTS = {"test_smollm2_world", "test_plain_world", "test_smollm2_grpo_world", "test_judge_vllm"}
 # The longest groups, longest first (each a few minutes of a CPU; the rest take under a minute each). The
 # test command's pytest-xdist hands groups to its two workers in collection order (--no-loadscope-reorder,
 # in pyproject.toml), each worker taking the next group as it finishes one: longest first, the short ones

@@ -16,8 +16,6 @@ DELIBERATE = {
     # reads plain numbers too (a chat model that writes "Answer $ 9 $" has answered 9).
     "test_all.py::test_latex_notation::5": "LaTeX-only extraction in the test",
     "test_all.py::test_latex_notation::6": "LaTeX-only extraction in the test",
-    # math-verify itself gets this case wrong with the test's own settings (its expected verdict is 1).
-    "test_all.py::test_latex_notation_math::2": "math-verify fails it too",
     # The test allows a set to equal a relation (allow_set_relation_comp); the scorer compares strictly.
     "test_all.py::test_set_rel_assymetry::2": "set-relation comparison off",
     # The reference `x = \frac{1}{2}, x = \frac{-1 \pm \sqrt{13}}{4}` parses to no mathematical object
@@ -46,7 +44,7 @@ def test_every_remaining_difference_from_math_verify_is_a_named_choice(math_veri
 def test_champ_responses_agree_with_the_hand_labels() -> None:
     # Before the parity reader: 133 of 158 (numeric verifier); the labels were made by reading each response.
     numeric, math = score_champ(verifier_type="numeric"), score_champ(verifier_type="math")
-    assert agreement(numeric)[0] >= 150 and agreement(math)[0] >= 153
+    assert agreement(numeric)[0] >= 156 and agreement(math)[0] >= 156
     for results in (numeric, math):
         by_model = {m: sum(r.got == 1 for r in results if r.group == m) for m in ("GPT-4", "GPT-4 Turbo")}
         # The hand labels put GPT-4 Turbo above GPT-4 (40 against 34 of 79); so must the scorer.
@@ -63,8 +61,8 @@ def test_champ_responses_agree_with_the_hand_labels() -> None:
         ("Therefore, the probability that Alice wins the game is $\\frac{2}{3}$.", "\\frac{2}{3}"),
         # A stated value that goes on as an expression is not the answer; its result is (a SmolLM2 sample).
         ("so the total number of stickers each child gets is 3 * 9 = 27 stickers.", "27"),
-        # '<=' states a relation, not a value.
-        ("Thus $x <= 2$ is our answer.", None),
+        # A relation is read whole, not as its number (a numeric verifier then finds no number in it).
+        ("Thus $x <= 2$ is our answer.", "x <= 2"),
     ],
 )
 def test_a_final_sentence_is_read_as_the_answer_it_states(text: str, want: str | None) -> None:

@@ -216,7 +216,20 @@ def _covered(path: str, deps: list[str]) -> bool:
 
 
 @pytest.mark.parametrize(
-    "stage", ["score", "score-sweep", "delta", "arms", "trajectory", "table", "drift", "report", "index"]
+    "stage",
+    [
+        "score",
+        "score-sweep",
+        "judge",
+        "delta",
+        "arms",
+        "trajectory",
+        "table",
+        "drift",
+        "report",
+        "index",
+        "judge-report",
+    ],
 )
 def test_dvc_stages_depend_on_all_the_code_they_run(stage: str) -> None:
     spec = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"][stage]
@@ -240,7 +253,7 @@ def test_the_generate_stage_depends_on_the_arm_pins_not_on_code_folders() -> Non
     assert "generations/${item}.json" in score["deps"]
 
 
-ANALYSIS_STAGES = ["delta", "arms", "trajectory", "table", "drift", "report"]
+ANALYSIS_STAGES = ["delta", "arms", "trajectory", "table", "drift", "report", "judge-report"]
 
 
 @pytest.mark.parametrize("stage", ANALYSIS_STAGES)

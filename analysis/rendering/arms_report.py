@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 from analysis.rendering import contamination_text
 from analysis.rendering import format_markdown as render_format
+from analysis.rendering import undecided_markdown as render_undecided
 from analysis.rendering.drawing import draw_here
 from analysis.rendering.markdown_parts import (
     calibration_lines,
@@ -195,6 +196,7 @@ def arms_markdown(r: ArmComparison) -> str:
         *_family_lines(r, pct),
         *_path_lines(r),
         *render_format.arms_lines(r, pct),
+        *render_undecided.lines(r.undecided, pct),
         *(calibration_lines(r.calibration, pct, "arm_reliability.png") if r.has("calibration") else []),
         *truncation_lines(r.truncation, "the delta report's token budget curve"),
         *_closing_lines(r, pct),

@@ -10,6 +10,7 @@ from typing import Any
 
 from analysis.rendering import contamination_text
 from analysis.rendering import format_markdown as render_format
+from analysis.rendering import undecided_markdown as render_undecided
 from analysis.rendering.drawing import draw_here
 from analysis.rendering.markdown_parts import (
     calibration_lines,
@@ -285,6 +286,7 @@ def delta_markdown(r: DeltaReport) -> str:
         *_headline_lines(r, pct),
         *contamination_text.split_lines(r.contamination, pct, s.fdr),
         *render_format.delta_lines(r, pct),
+        *render_undecided.lines(r.undecided, pct),
         *_flips_and_passk_lines(r, pct),
         *_budget_lines(r, pct),
         *_family_lines(r, pct),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from analysis.rendering import format_markdown as render_format
+from analysis.rendering import undecided_markdown as render_undecided
 from analysis.rendering.html_page import markdown_page
 from analysis.rendering.markdown_parts import (
     prompting_lines,
@@ -84,6 +85,7 @@ def trajectory_markdown(r: TrajectoryReport) -> str:
             "",
         ]
     lines += render_format.trajectory_lines(r, pct)
+    lines += render_undecided.lines(r.undecided, pct)
     lines += [
         "![trajectory](trajectory.png)",
         "",

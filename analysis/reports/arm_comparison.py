@@ -12,7 +12,7 @@ from typing import Any
 
 from analysis.estimators.budget import budget_adjusted_deltas
 from analysis.estimators.resampling import rng_for
-from analysis.reports import answering, calibration, truncation
+from analysis.reports import answering, calibration, truncation, undecided
 from analysis.reports import contrasts as ct
 from analysis.reports.align import ArmData, arm_arrays, check_matched, generated_by, item_order, load_logs
 from analysis.reports.arm_rows import (
@@ -317,6 +317,7 @@ def build_found(
     if lenient_missing:
         notes.append(answering.not_recorded(lenient_missing, len(readers)))
     logs = {arm: log for arm, (_, log) in found.items()}
+    extra = undecided.report_fields(logs, order, data, all_rows, settings, notes)
     left_out = {u["arm"] for u in unusable}
     report = ArmComparison(
         report="arms",
@@ -341,6 +342,7 @@ def build_found(
         truncation=truncation.section(logs, base_log.max_tokens),
         answering=[answering.arm_row(arm, data[arm].scores, readers[arm], settings) for arm in found],
         lenient_missing=lenient_missing,
+        **extra,
         n_tests=sum(1 for c in all_rows if (c["reference"], c["arm"]) != primary),
         n_family_tests=len(families),
         primary_in_report=any((c["reference"], c["arm"]) == primary for c in all_rows),

@@ -19,7 +19,15 @@ from analysis.estimators.mcnemar import majority_verdicts, mcnemar_from_verdicts
 from analysis.estimators.noise_floor import aa_noise_floor
 from analysis.estimators.power_planning import MDE, mde_paired
 from analysis.estimators.resampling import Interval, rng_for
-from analysis.reports import answering, calibration, contamination_split, contrasts, crossover, truncation
+from analysis.reports import (
+    answering,
+    calibration,
+    contamination_split,
+    contrasts,
+    crossover,
+    truncation,
+    undecided,
+)
 from analysis.reports.align import ArmData, arm_arrays, check_matched, item_order, measured_line
 from analysis.reports.contamination_split import Audit
 from analysis.reports.contrasts import Primary
@@ -259,6 +267,15 @@ def build(
     return report.with_fields(contamination=part)
 
 
+def undecided_part(pair: Pair, settings: Settings, notes_out: list[str]) -> dict[str, Any]:
+    """The report's `undecided` keyword (analysis.reports.undecided), or its note appended to notes_out."""
+    pre_arm, post_arm = pair.names()
+    return undecided.report_fields(
+        {pre_arm: pair.pre, post_arm: pair.post}, pair.order, {pre_arm: pair.a, post_arm: pair.b},
+        [{"reference": pre_arm, "arm": post_arm}], settings, notes_out,
+    )  # fmt: skip
+
+
 def assemble(
     pair: Pair,
     settings: Settings,
@@ -275,6 +292,7 @@ def assemble(
     dz = cohens_dz(d, settings.alpha)
     flips = mcnemar_from_verdicts(majority_verdicts(a.item_mean), majority_verdicts(b.item_mean))
     pre_arm, post_arm = pair.names()
+    said = notes(pair, fmt)
     return DeltaReport(
         report="delta",
         suite=pre.suite,
@@ -313,6 +331,7 @@ def assemble(
         verdict=verdict_part(primary),
         # Each arm's answered share and accuracy among answered; trained vs base under the lenient reader.
         format=fmt,
+        **undecided_part(pair, settings, said),
         cohens_dz=dz.dz if dz else None,
         cohens_dz_ci95=[dz.lo, dz.hi] if dz else None,
         pair_correlation_rho=pair_correlation(a, b),
@@ -332,5 +351,5 @@ def assemble(
         families=families(pair, settings),
         calibration=calibration.section({pre_arm: pre, post_arm: post}, pair.order, pre_arm, settings),
         settings=settings_dict(settings),
-        notes=notes(pair, fmt),
+        notes=said,
     )

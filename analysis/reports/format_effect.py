@@ -52,9 +52,11 @@ from typing import Any
 
 import numpy as np
 
-from analysis.estimators.bootstrap_ci import bca_interval_means, bootstrap_mean_ci
+from analysis.estimators.bootstrap_ci import bootstrap_mean_ci
 from analysis.estimators.proportions import wilson_interval
-from analysis.estimators.resampling import Interval, bootstrap_distribution, rng_for, weighted_means
+from analysis.estimators.ratio import RATIO_METHOD as POOLED_RATIO_METHOD
+from analysis.estimators.ratio import pooled_ratio
+from analysis.estimators.resampling import Interval, rng_for
 from analysis.estimators.signflip import sign_flip_test, small_suite_interval
 from analysis.reports.contrasts import (
     BCA_MIN_ITEMS,
@@ -101,13 +103,6 @@ def answered_share(answered: np.ndarray, settings: Settings, key: str = "") -> d
     return {"share": float(items.mean()), "ci95": ci.as_list(), "ci95_method": method}
 
 
-def _ratio(w: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """Column 0's weighted sum over column 1's: the pooled accuracy among answered of a resample."""
-    means = weighted_means(w, rows)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return means[:, :1] / means[:, 1:2]
-
-
 def accuracy_among_answered(
     scores: np.ndarray, answered: np.ndarray, settings: Settings, key: str = ""
 ) -> dict[str, Any]:
@@ -117,28 +112,21 @@ def accuracy_among_answered(
     without an answered sample, which the interval leaves out.
     """
     scores, answered = np.asarray(scores, np.float64), np.asarray(answered, np.float64)
-    right, read = (scores * answered).sum(axis=1), answered.sum(axis=1)
-    n_read = int(read.sum())
-    out: dict[str, Any] = {"n_answered": n_read, "n_samples": int(answered.size)}
-    if n_read == 0:
-        return {**out, "accuracy": None, "ci95": None, "ci95_method": None, "empty_resamples": 0}
-    rows = np.stack([right, read], axis=1)
-    theta = bootstrap_distribution(
-        rows, _ratio, settings.n_boot, rng_for(settings.seed, f"answered-accuracy{key}")
-    )[:, 0]
-    finite = theta[np.isfinite(theta)]
-    ratio = float(right.sum() / n_read)
-    # The ratio's influence values (its linearisation (c_i - R a_i) / mean(a)), shifted to mean R: their
-    # skewness is the ratio's BCa acceleration (Efron 1987), so the means' BCa serves the ratio.
-    influence = (right - ratio * read) / read.mean() + ratio
-    lo, hi, methods = bca_interval_means(influence, finite[:, None], settings.alpha)
-    method = methods[0] if methods[0] != "bca" else RATIO_METHOD
+    est = pooled_ratio(
+        (scores * answered).sum(axis=1),
+        answered.sum(axis=1),
+        settings.n_boot,
+        rng_for(settings.seed, f"answered-accuracy{key}"),
+        settings.alpha,
+    )
+    method = RATIO_METHOD if est.ci95_method == POOLED_RATIO_METHOD else est.ci95_method
     return {
-        **out,
-        "accuracy": ratio,
-        "ci95": [float(lo[0]), float(hi[0])],
+        "n_answered": est.n_counted,
+        "n_samples": int(answered.size),
+        "accuracy": est.ratio,
+        "ci95": est.ci95,
         "ci95_method": method,
-        "empty_resamples": int(theta.size - finite.size),
+        "empty_resamples": est.empty_resamples,
     }
 
 

@@ -26,6 +26,7 @@ from analysis.reports.report_parts import (
     ReportPart,
     Truncation,
 )
+from analysis.reports.undecided import UndecidedSection
 from analysis.reports.writing import clean
 
 # ---------------------------------------------------------------------------------------------------------
@@ -183,6 +184,7 @@ class DeltaReport(ReportPart):
     perm_n: int | None
     verdict: Verdict | None = None
     format: FormatSection | None = None
+    undecided: UndecidedSection | None = None
     cohens_dz: Real | None
     cohens_dz_ci95: Interval | None
     pair_correlation_rho: Real | None
@@ -357,6 +359,7 @@ class ArmComparison(ReportPart):
     truncation: Truncation | None = None
     answering: list[ArmAnswering] | None = None
     lenient_missing: list[str] | None = None
+    undecided: UndecidedSection | None = None
     n_tests: int
     n_family_tests: int
     primary_in_report: bool | None = None
@@ -400,6 +403,7 @@ class TrajectoryReport(ReportPart):
     reward_claim: str | None = None
     answering: list[ArmAnswering] | None = None
     lenient_missing: list[str] | None = None
+    undecided: UndecidedSection | None = None
     # Each checkpoint's paper metrics (analysis.estimators.paper_metrics.ArmMetrics) and its training step.
     metrics: Loose = None
     limits: str | None = None

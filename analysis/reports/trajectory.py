@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis.estimators import paper_metrics as pm
-from analysis.reports import answering, contrasts
+from analysis.reports import answering, contrasts, undecided
 from analysis.reports.align import ArmData, arm_arrays, check_matched, item_order, load_logs
 from analysis.reports.benchmark_table import answers_of
 from analysis.reports.contrasts import mean_contrast, too_few_items
@@ -249,6 +249,7 @@ def build(logs_dir: str, settings: Settings, params: str | Path | None) -> Traje
     notes = _notes(ref_log, len(order), config[1], placebo)
     if lenient_missing:
         notes.append(answering.not_recorded(lenient_missing, len(readers)))
+    extra = undecided.report_fields({a: g for a, (_, g) in logs.items()}, order, data, tests, settings, notes)
     return TrajectoryReport(
         report="trajectory",
         status=DONE,
@@ -268,6 +269,7 @@ def build(logs_dir: str, settings: Settings, params: str | Path | None) -> Traje
         answering=[answering.arm_row(a, data[a].scores, readers[a], settings) for a in logs],
         metrics=metrics_by_step(checkpoints, {a: log for a, (_, log) in logs.items()}, order),
         lenient_missing=lenient_missing,
+        **extra,
         limits=LIMITS,
         n_tests=sum(1 for t in tests if not contrasts.is_primary(t["reference"], t["arm"])),
         settings=settings_dict(settings),

@@ -198,6 +198,7 @@ def read(
         draft.samples.append({
             "text": text,
             "tool_score": verdict.score,
+            "verdict": verifiers.verdict_word(verdict),
             "answer": verdict.answer,
             "lenient_answer": lenient.answer if lenient.answer != verdict.answer else None,
             "no_answer_reason": verdict.reason,

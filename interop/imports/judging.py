@@ -124,6 +124,7 @@ def score_samples(
                 raise ImportRefusal(f"{file.path}: {draft.where}: {e}") from None
             sample.update(
                 score=verdict.score,
+                verdict=verifiers.verdict_word(verdict),
                 answer=verdict.answer,
                 no_answer_reason=verdict.reason,
                 scored_by=f"{SCORER_NAME} {judge.verifier.type} verifier",

@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from contract.digest import file_sha256
-from contract.evallog import FORMAT_VERSION, EvalLog, ItemResult, SampleRecord, ScorerInfo
+from contract.evallog import FORMAT_VERSION, EvalLog, ItemResult, SampleRecord, ScorerInfo, undecided_of
 from contract.generations import count_tool_calls
 from contract.suite import SuiteItem, questions_sha256
 from contract.validation import describe_error
@@ -98,6 +98,7 @@ def _items(
                     question=suite_item.question if suite_item is not None else None,
                     reference_answer=str(suite_item.answer) if suite_item is not None else None,
                     scores=[s.score for s in records],
+                    undecided=undecided_of(records),
                     gen_tokens=None if any(t is None for t in tokens) else tokens,  # type: ignore[arg-type]
                     samples=records,
                 )

@@ -7,12 +7,33 @@ import re
 
 from contract.suite import SuiteItem, is_finite_number
 from pipeline.freeze.outcome import FreezeError, UnreadableReference
-from scoring import verifiers
+from scoring import mathverify, reference_forms, verifiers
+from scoring.expressions import is_expression, is_prose
 from scoring.numbers import number_value, written_numbers
 from scoring.timelimit import AnswerTimeout
 
 # Words (not LaTeX commands) or separators: what lets a reference hold more than one answer.
 _SEPARATED = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{2,}|[,;=]")
+
+
+def with_forms(item: SuiteItem) -> SuiteItem:
+    """A math item with the forms its reference may be stated in (scoring.reference_forms), each form that
+    is an expression one math-verify reads; the item as it is where the reference has only its own form."""
+    if item.verifier.type != "math" or not isinstance(item.answer, str) or item.alternatives is not None:
+        return item
+    forms = reference_forms.alternatives(item.answer)
+    if forms is None:
+        return item
+    kept = [forms[0]] + [f for f in forms[1:] if not is_expression(f) or _readable(f)]
+    return item.model_copy(update={"alternatives": kept})
+
+
+def _readable(form: str) -> bool:
+    try:
+        mathverify.parse_reference(form)
+    except mathverify.UnreadableReference:
+        return False
+    return True
 
 
 def check_reference(where: str, item: SuiteItem) -> None:
@@ -21,6 +42,9 @@ def check_reference(where: str, item: SuiteItem) -> None:
     fails at freeze, not at scoring)."""
     if item.verifier.type not in ("math", "numeric"):
         return
+    if item.alternatives is not None:
+        # The main form is what the verifier must read whole; the others only add ways to be right.
+        item = item.model_copy(update={"answer": item.alternatives[0], "alternatives": None})
     if item.verifier.type == "numeric" and not is_finite_number(item.answer):
         return  # load_suite names it (a numeric verifier needs a finite number)
     error = UnreadableReference if item.verifier.type == "math" else FreezeError
@@ -36,6 +60,11 @@ def check_reference(where: str, item: SuiteItem) -> None:
         raise error(
             f"{where}: answer: the {item.verifier.type} verifier does not find {item.answer!r} equal to "
             "itself; write it as LaTeX (e.g. \\frac{1}{2}) or use the exact verifier"
+        )
+    if item.verifier.type == "math" and is_prose(str(item.answer)):
+        raise UnreadableReference(
+            f"{where}: answer: the reference {str(item.answer)[:60]!r} is a sentence; math-verify would read "
+            "one number of it; use the exact verifier (its words are read as a conclusion)"
         )
     part = read_in_part(item) if item.verifier.type == "math" else None
     if part is not None:

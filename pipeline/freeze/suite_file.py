@@ -14,7 +14,7 @@ from contract.digest import text_sha256
 from contract.suite import SuiteError, SuiteItem, load_suite
 from pipeline.freeze.outcome import FreezeError, FreezeRefusal, Frozen, UnreadableReference
 from pipeline.freeze.records import freeze_item, read_source
-from pipeline.freeze.references import check_reference
+from pipeline.freeze.references import check_reference, with_forms
 
 
 def freeze(
@@ -44,11 +44,13 @@ def freeze(
         try:
             if isinstance(rec, FreezeError):
                 raise rec
-            item = freeze_item(where, n, rec, fields, answer_from, verifier, family, name)
+            item = with_forms(freeze_item(where, n, rec, fields, answer_from, verifier, family, name))
             check_reference(where, item)
         except UnreadableReference as e:
             if fallback is not None:
-                item = SuiteItem.model_validate({**item.model_dump(), "verifier": {"type": fallback}})
+                item = SuiteItem.model_validate(
+                    {**item.model_dump(), "verifier": {"type": fallback, "fallback": True}}
+                )
                 fallen_back.append(where)
             elif skip_unreadable:
                 skipped.append(str(e))
