@@ -312,7 +312,7 @@ def test_a_misspelt_key_is_named_with_its_fix_not_blamed_on_the_key_it_leaves_mi
         load_params(p)
     assert str(e.value) == (
         f"{p}: protocal: unknown key (a typo?); did you mean 'protocol'? rename it; known keys here: suite, "
-        "models, rag, protocol, analysis, arms, trajectory, sweep, contamination"
+        "models, rag, protocol, analysis, arms, trajectory, sweep, contamination, judge"
     )
     p.write_text(text.replace("temperature:", "temprature:"))
     with pytest.raises(

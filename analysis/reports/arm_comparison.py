@@ -290,8 +290,7 @@ def build_found(
     """
     found, unusable = usable_arms(found, settings, reference)
     matched = matched_protocol(found, reference, allow)
-    base_log = found[reference][1]
-    order = item_order(base_log)
+    order = item_order(base_log := found[reference][1])
     data = {arm: arm_arrays(log, order) for arm, (_, log) in found.items()}
     notes: list[str] = [n for n in [ct.small_suite_note(len(order))] if n]
     notes += [n for n in [ct.greedy_note(base_log.temperature, base_log.n_samples)] if n]
