@@ -460,7 +460,8 @@ def test_two_experiments_and_exp_show_lists_the_headline_metrics(repo: Path) -> 
         dvc(repo, "exp", "run", "-S", "analysis.n_boot=300")
     ran = reran(dvc(repo, "exp", "run", "-S", "analysis.alpha=0.1").stdout)
     assert ran <= {"delta", "arms", "trajectory", "table", "drift", "report"}, ran
-    assert len(experiments(repo)) == max(len(before), 1) + 1
+    after = experiments(repo)
+    assert len(after) == max(len(before), 1) + 1
     shown = dvc(repo, "exp", "show", "--json").stdout
     assert '"mean"' in shown and "trained+rag+tools" in shown
     assert re.search(r'"alpha":\s*0\.1', shown), shown[:2000]
@@ -478,7 +479,7 @@ def test_two_experiments_and_exp_show_lists_the_headline_metrics(repo: Path) -> 
         git(repo, "branch", "--show-current").strip() or git(repo, "rev-parse", "--short", "HEAD").strip()
     )
     rows = [line for line in lines if re.match(rf"\s*(workspace|{re.escape(baseline)}|[├└]── )", line)]
-    assert len(rows) == 2 + len(experiments(repo)) and "…" not in table, table
+    assert len(rows) == 2 + len(after) and "…" not in table, table
     assert all(len(re.findall(r"\s-?\d+(?:\.\d+)?(?:e-?\d+)?(?=\s)", row)) >= 5 for row in rows), table
 
 
