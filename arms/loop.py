@@ -5,8 +5,11 @@
 `engine` follows contract.engine.Engine; `requests` are the round-0 GenRequests (one per item and
 sample, each with its own seed and max_tokens); `tool_client` has `.call(name, arguments) -> dict`
 (arms.tools.client.ToolClient). Returns one LoopOutcome per request, in request order; `on_outcome`, if
-given, gets each LoopOutcome as soon as its sample finishes (in the round it finishes), so a caller can
-save it and count it before the slowest sample of the batch is done.
+given, gets each LoopOutcome as soon as its sample finishes: a sample whose round ends without a tool call
+as the engine hands that round's result over (mid-round), one that ends on a call after the round's tool
+calls, so a caller can save it and count it before the slowest sample of the batch is done (a progress bar
+that moves, and an ETA from samples finishing at their own pace). `on_round(round, samples)`, if given, is
+told each round as it starts.
 
 Each round generates for every still-active sample in one engine call, with the request's own stop strings
 plus "</tool_call>". A round that ends in "</tool_call>" holds one call, `<tool_call>{"name": ...,
@@ -194,10 +197,12 @@ def run_tool_loop(
     tool_client: ToolCaller,
     max_tool_calls: int,
     on_outcome: Callable[[LoopOutcome], None] | None = None,
+    on_round: Callable[[int, int], None] | None = None,
 ) -> list[LoopOutcome]:
     """Run every request through generate / call / continue rounds; one LoopOutcome per request, in order.
 
-    on_outcome gets each sample's LoopOutcome as soon as the sample finishes.
+    on_outcome gets each sample's LoopOutcome as soon as the sample finishes; on_round each round's index
+    and number of samples as it starts.
     """
     if max_tool_calls < 0:
         raise ValueError(f"max_tool_calls must be >= 0, got {max_tool_calls}")
@@ -214,11 +219,24 @@ def run_tool_loop(
     round_index = 0
     while active:
         batch = [_round_request(s, round_index) for _, s in active]
-        results = engine.generate(batch, decoding)
+        if on_round is not None:
+            on_round(round_index, len(batch))
+        by_key = {s.request.key: (i, s) for i, s in active}
+
+        def ended(res: GenResult, r: int = round_index, pending: dict[Any, Any] = by_key) -> None:
+            # A round without a tool call ends its sample: finished now, not after the slowest of the batch
+            # (_advance runs no tool for it, so the engine's step is not held up).
+            if not res.text.endswith(TOOL_CALL_CLOSE) and res.key in pending:
+                i, s = pending.pop(res.key)
+                finish(i, s, str(_advance(s, res, r, tool_client, max_tool_calls)))
+
+        results = engine.generate(batch, decoding, on_result=ended)
         if len(results) != len(batch):
             raise RuntimeError(f"engine returned {len(results)} results for {len(batch)} requests")
         still: list[tuple[int, _State]] = []
         for (i, s), res in zip(active, results, strict=True):
+            if i in outcomes:
+                continue  # finished as its result arrived
             reason = _advance(s, res, round_index, tool_client, max_tool_calls)
             if reason is None:
                 still.append((i, s))

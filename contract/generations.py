@@ -28,8 +28,9 @@ and `load_generations` checks it on the bytes read (about 1 ms for a demo arm), 
 validates (a sample's text changed, samples copied from another arm's file) is refused: the runner
 finds the file stale and regenerates it (`run_arms --status` says so) and the score stage refuses it in one
 line, never scores it. It guards against edits, not against a writer who recomputes it on purpose: a file
-made elsewhere is sealed by writing it with `dump_generations`. A format 1 file (written before the seal)
-is treated the same way: stale for the runner, refused by scoring.
+made elsewhere is sealed by writing it with `dump_generations`. A format 1 file without a seal (written
+before the seal) is treated the same way: stale for the runner, refused by scoring; one that carries a
+seal (format 2 only added it) is checked like a format 2 file.
 """
 
 from __future__ import annotations
@@ -235,14 +236,17 @@ def content_sha256(body: str | bytes) -> str:
 
 def check_seal(gens: Generations, data: bytes, where: str | Path) -> None:
     """Refuse generations whose text is not what their writer sealed (StaleGenerations naming where)."""
-    if gens.format_version < GENERATIONS_FORMAT or gens.content_sha256 is None:
+    if gens.content_sha256 is None:
         raise StaleGenerations(
             f"{where}: format_version: {gens.format_version} without content_sha256, written before "
             "generations were sealed; regenerate the arm (dvc repro, or python -m pipeline.run_arm arm=...)"
         )
     # The seal is checked on the bytes (a sha256 of the file, about 1 ms), not on a re-serialised model
     # (ten times that, per file, every time a file is scored or found up to date).
-    head, line = _SEALED_HEAD.encode(), _seal_line(gens.content_sha256).encode()
+    # A format 1 file that carries a seal (format 2 only added the seal) is checked the same way, on its
+    # own first line: what its writer sealed is read, whatever format it names.
+    head = f'{{\n "format_version": {gens.format_version},\n'.encode()
+    line = _seal_line(gens.content_sha256).encode()
     body = head + data[len(head) + len(line) :] if data.startswith(head + line) else None
     if body is None or content_sha256(body) != gens.content_sha256:
         raise StaleGenerations(

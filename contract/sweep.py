@@ -7,16 +7,19 @@ plain arms and the trajectory without writing each by hand.
       base: base                                         # the arm at step 0 (the trajectory's reference)
 
 The glob is read relative to the folder the pipeline runs in (where params.yaml is, as every other path of
-params.yaml). Each folder it matches is a checkpoint; its step is the number of the path's last component
-that names a step (`global_step_12`, `checkpoint-12`, `step-12`, `step_12`), and the checkpoints are
-ordered by it (not by the text: global_step_100 comes after global_step_20). Two folders with one step, or a
-folder with no step in its path, are refused. The pipeline (pipeline.config) adds one model and one plain
-arm (the model alone, no retrieval, no tools) per checkpoint, named `<name>-step-<N>`; the trajectory's
-checkpoints, unless params.yaml names them, are the base arm and then every swept arm in step order.
+params.yaml), or is absolute. Each folder it matches is a checkpoint; its step is the number of the path's
+last component that names a step (`global_step_12`, `checkpoint-12`, `step-12`, `step_12`), and the
+checkpoints are ordered by it (not by the text: global_step_100 comes after global_step_20). Two folders
+with one step, a folder with no step in its path, and a glob that matches no folder are refused. The
+pipeline (pipeline.config) adds one model and one plain arm (the model alone, no retrieval, no tools) per
+checkpoint, named `<name>-step-<N>`; the trajectory's checkpoints, unless params.yaml names them, are the
+base arm and then every swept arm in step order. A model of params.yaml named like a swept arm must be that
+checkpoint's folder (it may give it a display name); another folder under that name is refused.
 """
 
 from __future__ import annotations
 
+import glob
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,7 +74,18 @@ def expand(section: Any, root: str | Path = ".", where: str = "params.yaml") -> 
     """The checkpoints a sweep section names, in step order (paths as the glob wrote them, under root)."""
     s = check_section(section, where)
     root = Path(root)
-    found = sorted(str(p.relative_to(root)) for p in root.glob(s["glob"]) if p.is_dir())
+    if Path(s["glob"]).is_absolute():
+        # pathlib globs relative patterns only; the standard glob, told to match hidden names and `**` as
+        # pathlib does, reads an absolute one (its paths stay absolute, as the glob wrote them).
+        hits = glob.glob(s["glob"], recursive=True, include_hidden=True)
+        found = sorted(h.rstrip("/") for h in hits if Path(h).is_dir())
+    else:
+        found = sorted(str(p.relative_to(root)) for p in root.glob(s["glob"]) if p.is_dir())
+    if not found:
+        raise SweepError(
+            f"{where}: sweep.glob: {s['glob']!r} matches no folder (read from {root.resolve()}); fix the "
+            "glob to match the checkpoint folders, or remove the sweep section"
+        )
     by_step: dict[int, str] = {}
     for path in found:
         step = step_of(path)

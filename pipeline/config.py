@@ -30,6 +30,7 @@ from contract.files import PathCheckError, input_file
 from contract.names import Name
 from contract.protocol import AnswerRule, Protocol, is_protocol_key
 from contract.sweep import Checkpoint, SweepError, expand
+from pipeline.swept import plain_arm, sweep_of, swept_arms
 
 CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
 _HEX = frozenset("0123456789abcdef")
@@ -171,11 +172,13 @@ def _known_keys(loc: tuple[Any, ...]) -> list[str]:
 
 
 def _first_error(path: Path, e: ValidationError) -> str:
-    err = e.errors()[0]
+    # An unknown key first: a misspelt `protocal:` would otherwise be reported as "protocol: Field required".
+    err = next((x for x in e.errors() if x["type"] == "extra_forbidden"), e.errors()[0])
     field = ".".join(str(x) for x in err["loc"]) or "(top level)"
     if err["type"] == "extra_forbidden":
-        known = _known_keys(tuple(err["loc"]))
-        return f"{path}: {field}: unknown key (a typo?); known keys here: {', '.join(known)}"
+        close = difflib.get_close_matches(str(err["loc"][-1]), known := _known_keys(tuple(err["loc"])), 1)
+        fix = f"did you mean {close[0]!r}? rename it" if close else "remove or rename it"
+        return f"{path}: {field}: unknown key (a typo?); {fix}; known keys here: {', '.join(known)}"
     msg = str(err["msg"]).removeprefix("Value error, ")
     if err["type"].endswith("_type"):
         msg += f", got {err['input']!r}"
@@ -218,30 +221,15 @@ def load_params(path: str | Path) -> Params:
         except SweepError as e:
             raise ConfigError(str(e)) from None
         for c in params._swept:
-            # A checkpoint params.yaml names itself keeps its entry (its pin, its display name).
-            params.models.setdefault(c.arm, ModelRef(path=c.path))
+            # A checkpoint params.yaml names itself keeps its entry (its display name); under a swept arm's
+            # name, another model would be generated and pinned as that step.
+            named = params.models.setdefault(c.arm, ModelRef(path=c.path))
+            if named.path is None or Path(named.path).resolve() != Path(c.path).resolve():
+                raise ConfigError(
+                    f"{p}: models.{c.arm}: names {named.path or named.hf}, but {c.arm} is the swept "
+                    f"checkpoint {c.path} (sweep.glob); rename that model, or point it at {c.path}"
+                )
     return params
-
-
-def swept_arms(path: str | Path = "params.yaml") -> list[str]:
-    """The plain arms a params file's sweep makes, in step order; [] when the file or its sweep is absent.
-
-    Read from the file itself (not a Params) because the Hydra commands name an arm before they read
-    params.yaml; a sweep that cannot be expanded is refused when load_params reads the file.
-    """
-    p = Path(path)
-    if not p.is_file():
-        return []
-    try:
-        section = (yaml.safe_load(p.read_text()) or {}).get("sweep")
-        return [c.arm for c in expand(section, ".", where=str(p))] if section is not None else []
-    except (yaml.YAMLError, AttributeError, SweepError):
-        return []
-
-
-def plain_arm(model: str) -> dict[str, Any]:
-    """A swept checkpoint's arm: its model alone, no retrieval, no tools, its delta parametric."""
-    return {"model": model, "retrieval": False, "tools": False, "attribution": "parametric"}
 
 
 def register_swept_arms(path: str | Path = "params.yaml", conf_dir: Path = CONF_DIR) -> list[str]:
@@ -346,15 +334,19 @@ def with_preset(protocol: Protocol, params_file: Path, conf_dir: Path = CONF_DIR
     )
 
 
-def known_arms(conf_dir: Path = CONF_DIR) -> list[str]:
-    """Names of the arms defined in conf/arm/, and the swept arms of params.yaml (registered with Hydra)."""
+def known_arms(conf_dir: Path = CONF_DIR, params: str | Path = "params.yaml") -> list[str]:
+    """Names of the arms of conf/arm/, and the swept arms of the params file (registered with Hydra)."""
     files = sorted(p.stem for p in (conf_dir / "arm").glob("*.yaml"))
-    return files + [a for a in register_swept_arms(conf_dir=conf_dir) if a not in files]
+    return files + [a for a in register_swept_arms(params, conf_dir) if a not in files]
 
 
-def unknown_arm(name: str, conf_dir: Path = CONF_DIR) -> str:
-    """The one-line refusal of an arm that has no conf/arm/<name>.yaml, listing the known arms."""
-    known = known_arms(conf_dir)
+def unknown_arm(name: str, conf_dir: Path = CONF_DIR, params: str | Path = "params.yaml") -> str:
+    """The one-line refusal of an arm that is neither in conf/arm/ nor swept; a sweep that cannot be
+    expanded is named instead (the arm may be one of its checkpoints)."""
+    refusal = sweep_of(params)[1]
+    if refusal is not None:
+        return refusal
+    known = known_arms(conf_dir, params)
     hint = did_you_mean(name, known)
     return f"unknown arm {name!r} (no conf/arm/{name}.yaml{hint}); known arms: {', '.join(known)}"
 
@@ -388,18 +380,19 @@ def _protocol_keys_in(node: Any, where: str = "") -> list[str]:
     return found
 
 
-def load_arm(name: str, conf_dir: Path = CONF_DIR, composed: Mapping[str, Any] | None = None) -> ArmSpec:
+def load_arm(
+    name: str,
+    conf_dir: Path = CONF_DIR,
+    composed: Mapping[str, Any] | None = None,
+    params: str | Path = "params.yaml",
+) -> ArmSpec:
     """Read conf/arm/<name>.yaml (or the composed Hydra node for it) and refuse protocol keys."""
     path = conf_dir / "arm" / f"{name}.yaml"
-    if not path.is_file() and name in swept_arms():
-        # A swept checkpoint's plain arm: made from params.yaml `sweep`, no file to read.
+    if not path.is_file() and name in swept_arms(params):
+        # A swept checkpoint's plain arm: made from the params file's `sweep`, no file to read.
         return ArmSpec(name=name, **plain_arm(name))
     if not path.is_file():
-        known = known_arms(conf_dir)
-        raise ConfigError(
-            f"unknown arm {name!r} ({path} does not exist{did_you_mean(name, known)}); "
-            f"known arms: {', '.join(known)}"
-        )
+        raise ConfigError(unknown_arm(name, conf_dir, params))
     try:
         raw = yaml.safe_load(path.read_text()) or {}
     except yaml.YAMLError as e:

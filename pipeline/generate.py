@@ -62,8 +62,10 @@ def generate_chunk(
     tools_client: Any,
     max_tool_calls: int,
     on_outcome: Callable[[GenRequest, Outcome], None],
+    on_round: Callable[[int, int], None] | None = None,
 ) -> None:
-    """Generate one chunk (one engine call, or the tool loop for tool arms); on_outcome gets each sample."""
+    """Generate one chunk (one engine call, or the tool loop for tool arms); on_outcome gets each sample,
+    on_round each of a tool arm's rounds as it starts."""
     by_key = {r.key: r for r in chunk}
     if tools_client is not None:
         from arms.loop import LoopOutcome, run_tool_loop
@@ -74,7 +76,9 @@ def generate_chunk(
                 Outcome(o.text, o.finish_reason, o.prompt_tokens, o.gen_tokens, o.rounds, o.tool_calls),
             )
 
-        run_tool_loop(engine, chunk, decoding, tools_client, max_tool_calls, on_outcome=finished)
+        run_tool_loop(
+            engine, chunk, decoding, tools_client, max_tool_calls, on_outcome=finished, on_round=on_round
+        )
         return
 
     def handle(res: Any) -> None:
@@ -228,7 +232,7 @@ def _engine(
     # The engine reads the prompts as this plan made them: chat prompts hold their own BOS token.
     engine.chat = plan.chat
     check_context(engine, plan, run.params.protocol.max_tokens)
-    recorder.note("engine", engine.info.model_dump(mode="json"))
+    recorder.engine(engine.info)
     return engine, start_s
 
 
@@ -249,6 +253,17 @@ def _loop(
         return all((item_id, j) in recorder.previous for j in range(proto.k))
 
     items = [sum(finished(it.item_id) for it in plan.items)]
+    # A tool arm's round: where its samples are, between the samples that finish (a bar that moves).
+    where = [""]
+
+    def show() -> None:
+        rate = recorder.tally.tokens / max(time.perf_counter() - recorder.tally.t0, 1e-9)
+        bar.set_postfix_str(f"items {items[0]}/{len(plan.items)}{where[0]}, {rate:.0f} tok/s", refresh=False)
+
+    def on_round(round_index: int, samples: int) -> None:
+        where[0] = f", round {round_index + 1} of {samples} samples"
+        show()
+        bar.refresh()
 
     def restarts() -> None:
         # In the shard, so that a resumed run still counts the earlier runs' restarts.
@@ -259,8 +274,7 @@ def _loop(
         if not recorder.record(request, out):
             return
         items[0] += finished(request.key[0])
-        rate = recorder.tally.tokens / max(time.perf_counter() - recorder.tally.t0, 1e-9)
-        bar.set_postfix_str(f"items {items[0]}/{len(plan.items)}, {rate:.0f} tok/s", refresh=False)
+        show()
         bar.update(1)
 
     try:
@@ -269,7 +283,7 @@ def _loop(
             # The whole chunk is generated even if part of it is on disk: same batch, same outputs. A
             # served engine's batches are the server's, which no rerun reproduces: only what is missing.
             todo = recorder.missing(chunk) if engine.resumes_per_sample else chunk
-            generate_chunk(engine, todo, decoding, tools_client, proto.max_tool_calls, on_outcome)
+            generate_chunk(engine, todo, decoding, tools_client, proto.max_tool_calls, on_outcome, on_round)
             recorder.sync()
     except BaseException as e:
         bar.close()

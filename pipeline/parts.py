@@ -10,11 +10,10 @@ starting a tool server.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from contract.engine import EngineInfo
+from pipeline.engine_record import merged
 from pipeline.plan import Plan, plan_run
 from pipeline.recorder import write_arm
 from pipeline.resolve import ResolvedRun, resolve, tool_session
@@ -92,16 +91,18 @@ def _merge(run: ResolvedRun, n: int) -> Path:
                 f"{path}: holds {len(set(shard.records) & want)} of the {len(want)} samples of part {s}/{n}; "
                 f"regenerate it with `python -m pipeline.run_arm arm={arm.name} part={s}/{n} fresh=true`"
             )
-        infos.setdefault(json.dumps(shard.meta.get("engine"), sort_keys=True), path)
+        info = merged(shard.meta)
+        infos.setdefault(info.model_dump_json() if info is not None else "", path)
         records.update(shard.records)
         parts.append(shard)
-    if len(infos) != 1 or "engine" not in parts[0].meta:
+    if len(infos) != 1 or "" in infos:
         a, b = list(infos.values())[:2] if len(infos) > 1 else (parts[0].path, parts[0].path)
         raise RunnerError(
             f"{a} and {b}: the parts ran on different engines (or one has no engine record); run every part "
             "on the same engine build and device kind"
         )
-    info = EngineInfo.model_validate(parts[0].meta["engine"])
+    info = merged(parts[0].meta)
+    assert info is not None
     restarts = sum(int(p.meta.get(RESTARTS_META, 0)) for p in parts)
     counts = tool_counts(records, restarts) if arm.tools else None
     runs = [p.meta.get("provenance", {}) for p in parts]

@@ -108,6 +108,13 @@ def _model_drift(key: str, pinned: dict[str, Any], ref: ModelRef, pins_path: Pat
             )
         model_pin(key, ref, params_file)  # still in the local cache
         return
+    if not Path(str(ref.path)).is_dir():
+        # A mistyped or deleted folder: re-pinning would not help, the path must be fixed.
+        pinned_as = f"; pinned: {pinned.get('path')}" if pinned.get("path") != ref.path else ""
+        raise PinError(
+            f"{ref.path}: checkpoint directory not found ({params_file} models.{key}.path{pinned_as}); fix "
+            "the path"
+        )
     if pinned.get("path") != ref.path:
         raise PinError(f"{where}: {params_file} names {ref.path}, pinned {pinned.get('path')}; {_REPIN}")
     cache = HashCache(DEFAULT_HASH_CACHE)
@@ -168,7 +175,7 @@ def arm_pin(
 ) -> dict[str, Any]:
     """Everything arm_name's generation depends on besides the protocol and conf/ (module docstring)."""
     try:
-        arm = load_arm(arm_name, conf_dir)
+        arm = load_arm(arm_name, conf_dir, params=params.file)
     except ConfigError as e:
         raise PinError(f"{params.file}: arms: {e}") from None
     if arm.model not in models:

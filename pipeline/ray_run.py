@@ -30,6 +30,7 @@ from pipeline.config import known_arms, unknown_arm
 from pipeline.generate import KNOWN_ERRORS, run
 from pipeline.parts import merge_parts
 from pipeline.settings import compose_settings
+from pipeline.swept import params_arg
 
 EPILOG = """\
 examples:
@@ -91,8 +92,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--cpus-per-worker", type=float, default=1, help="CPUs per task (default 1)")
     parser.add_argument("overrides", nargs="*", help="key=value settings of conf/config.yaml")
     args = parser.parse_args(argv)
-    if args.arm not in known_arms():
-        _fail(unknown_arm(args.arm))
+    params = params_arg(args.overrides)
+    if args.arm not in known_arms(params=params):
+        _fail(unknown_arm(args.arm, params=params))
     if args.workers < 1:
         _fail(f"--workers {args.workers}: needs at least 1")
     try:

@@ -23,6 +23,7 @@ from contract.atomic import atomic_write
 from contract.engine import EngineInfo, GenRequest
 from contract.generations import ToolCallCounts, dump_generations
 from contract.provenance import Provenance, provenance_path
+from pipeline.engine_record import merged, new_record
 from pipeline.plan import Plan
 from pipeline.provenance import record
 from pipeline.resolve import ResolvedRun
@@ -80,6 +81,12 @@ class GenerationRecorder:
         if key not in self.shard.meta:
             self.shard.set_meta(key, value)
 
+    def engine(self, info: EngineInfo) -> None:
+        """Record this run's engine; a resume on another server adds its record (pipeline.engine_record)."""
+        new = new_record(self.shard.meta, info, self.shard.path)
+        if new is not None:
+            self.shard.set_meta(*new)
+
     def tool_specs(self, specs: list[dict[str, Any]]) -> None:
         """A tool arm's part records the tool specs its prompts showed: the merge plans with them."""
         if self.run.part is not None and self.run.arm.tools:
@@ -122,11 +129,12 @@ class GenerationRecorder:
 
     def engine_info(self) -> EngineInfo:
         """The engine every sample of the shard was generated on."""
-        if "engine" not in self.shard.meta:
+        info = merged(self.shard.meta)
+        if info is None:
             raise RunnerError(
                 f"{self.shard.path}: has no engine record; pass fresh=true to regenerate the arm"
             )
-        return EngineInfo.model_validate(self.shard.meta["engine"])
+        return info
 
     def finish(self, engine_start_s: float | None) -> Path:
         """Write the arm's generations file and its provenance record, then remove the shard."""

@@ -75,11 +75,15 @@ def resolve(settings: RunSettings, *, matched_prompting: bool) -> ResolvedRun:
     (the run_arm command checks it per arm; run_arms checks it once for all its arms).
     """
     # The arm first (its own refusals come before the params file's).
-    arm = load_arm(settings.arm, settings.conf_dir, settings.arm_node)
+    arm = load_arm(settings.arm, settings.conf_dir, settings.arm_node, settings.params)
     params = load_params(settings.params)
     if matched_prompting:
         # Before any engine starts: this arm's model must be prompted in the format of the others'.
-        others = [load_arm(a) for a in arms_of(params, settings.conf_dir) if a != arm.name]
+        others = [
+            load_arm(a, settings.conf_dir, params=settings.params)
+            for a in arms_of(params, settings.conf_dir)
+            if a != arm.name
+        ]
         check_matched_prompting(params, [arm, *others])
     part = parse_part(settings.part)
     output_dir(settings.out_dir, "out_dir")

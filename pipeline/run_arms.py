@@ -17,7 +17,15 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from pipeline.config import CONF_DIR, ConfigError, arms_of, known_arms, load_arm, load_params, unknown_arm
+from pipeline.config import (
+    CONF_DIR,
+    ConfigError,
+    arms_of,
+    known_arms,
+    load_arm,
+    load_params,
+    unknown_arm,
+)
 from pipeline.engines import engines_started, quiet_torch_warnings, release_engine
 from pipeline.generate import KNOWN_ERRORS, generate
 from pipeline.keep import kept_path, run_kept
@@ -25,6 +33,7 @@ from pipeline.plan import check_matched_prompting
 from pipeline.resolve import ResolvedRun, resolve
 from pipeline.settings import compose_settings, os_error_line
 from pipeline.staleness import up_to_date, why_stale
+from pipeline.swept import params_arg
 
 EPILOG = """\
 examples:
@@ -72,9 +81,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = _parse(argv)
     if any(o.split("=", 1)[0].lstrip("~+") == "arm" for o in args.overrides):
         _fail("the arms come from --arms or params.yaml arms; drop the arm= override")
-    unknown = [a for a in (args.arms or "").split(",") if a and a not in known_arms()]
+    params_file = params_arg(args.overrides)
+    unknown = [a for a in (args.arms or "").split(",") if a and a not in known_arms(params=params_file)]
     if unknown:
-        _fail(unknown_arm(unknown[0]))
+        _fail(unknown_arm(unknown[0], params=params_file))
     from hydra import compose, initialize_config_dir
     from hydra.errors import HydraException
 
@@ -83,14 +93,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
             top = compose("config", overrides=list(args.overrides))
         out_dir = Path(str(top.out_dir))
-        params = load_params(str(top.params))
-        arms = args.arms.split(",") if args.arms else arms_of(params)
-        # Before any engine starts: arms prompted in different formats are no matched comparison.
-        specs = {a: load_arm(a) for a in dict.fromkeys([*arms, *arms_of(params)])}
-        try:
+        try:  # nothing ran yet: no resume to offer
+            params = load_params(str(top.params))
+            arms = args.arms.split(",") if args.arms else arms_of(params)
+            # Before any engine starts: arms prompted in different formats are no matched comparison.
+            specs = {a: load_arm(a, params=str(top.params)) for a in dict.fromkeys([*arms, *arms_of(params)])}
             check_matched_prompting(params, list(specs.values()))
         except ConfigError as e:
-            _fail(str(e))  # nothing ran yet: no resume to offer
+            _fail(str(e))
         groups = by_model(arms, {a: specs[a].model for a in arms})
         plan = "; ".join(f"{model}: {', '.join(names)}" for model, names in groups)
         print(f"run_arms: {len(arms)} arms on {len(groups)} models ({plan})", flush=True)
@@ -114,7 +124,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     except HydraException as e:
         _fail(f"bad override: {str(e).splitlines()[0]}")
     except (*KNOWN_ERRORS, ConfigError) as e:
-        _fail(f"{e}; the arms finished so far are kept: rerun the same command to resume")
+        # --status generates nothing: there is nothing to resume.
+        _fail(
+            str(e)
+            if args.status
+            else f"{e}; the arms finished so far are kept: rerun the same command to resume"
+        )
     except OSError as e:
         _fail(os_error_line(e, out_dir))
     if not args.status:

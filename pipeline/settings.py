@@ -17,6 +17,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from pipeline.config import CONF_DIR, ConfigError, engine_config, register_swept_arms
+from pipeline.swept import params_arg
 
 
 def work_dir(out_dir: Path) -> Path:
@@ -113,7 +114,8 @@ def compose_settings(arm: str, overrides: Sequence[str] = (), part: str | None =
     """RunSettings of conf/config.yaml for arm with overrides (and a part), as the command line composes."""
     from hydra import compose, initialize_config_dir
 
-    register_swept_arms()  # a swept checkpoint's arm has no conf/arm file: Hydra finds it in its store
+    # A swept checkpoint's arm has no conf/arm file: Hydra finds it in its store.
+    register_swept_arms(params_arg(overrides))
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         settings = settings_from(compose("config", overrides=[f"arm={arm}", *overrides]), arm)
     if part is not None:

@@ -42,6 +42,7 @@ from contract.textformat import (
 from scoring import mathverify
 
 _BOXED = "\\boxed{"
+_BRACE_OR_BOX = re.compile(re.escape(_BOXED) + r"|[{}]")
 _THINK_OPEN, _THINK_CLOSE = "<think>", "</think>"
 _TOOL_MARKUP = re.compile(
     "|".join(
@@ -224,16 +225,16 @@ def _unwrap(span: str) -> str:
 
 def box_spans(text: str) -> list[tuple[int, int]]:
     """(start, end) of every balanced \\boxed{...} in text, in order."""
-    out, start = [], text.find(_BOXED)
-    while start != -1:
-        depth, i = 1, start + len(_BOXED)
-        while i < len(text) and depth:
-            depth += {"{": 1, "}": -1}.get(text[i], 0)
-            i += 1
-        if depth == 0:
-            out.append((start, i))
-        start = text.find(_BOXED, start + len(_BOXED))
-    return out
+    # One pass with a stack of open braces (a box's own brace marked by its start): a scan from each
+    # box to its closing brace is quadratic in a text of many unclosed boxes.
+    out, stack = [], []
+    for m in _BRACE_OR_BOX.finditer(text):
+        if m.group() == "}":
+            if stack and (start := stack.pop()) is not None:
+                out.append((start, m.end()))
+        else:
+            stack.append(m.start() if m.group() == _BOXED else None)
+    return sorted(out)
 
 
 def _one_answer_gap(gap: str) -> bool:

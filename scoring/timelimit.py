@@ -58,3 +58,17 @@ def time_limit(seconds: float) -> Iterator[None]:
         if outer:
             # An outer timer (a test runner's, say) keeps what it had left.
             signal.setitimer(signal.ITIMER_REAL, max(outer - (time.monotonic() - start), 1e-3))
+
+
+@contextmanager
+def time_until(deadline: float, seconds: float) -> Iterator[None]:
+    """time_limit up to a deadline (time.monotonic()) that several steps share; past it, AnswerTimeout
+    names the whole limit, `seconds`, the steps had together."""
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise AnswerTimeout(seconds)
+    try:
+        with time_limit(left):
+            yield
+    except AnswerTimeout:
+        raise AnswerTimeout(seconds) from None

@@ -23,7 +23,9 @@ import functools
 import importlib
 import importlib.metadata
 import re
+import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,12 +35,16 @@ from contract.textformat import ANSWER_TAG
 from scoring import mathverify
 from scoring.numbers import parse_number
 from scoring.reading import Reading, UnknownRule, last_boxed, marked_lines, read_answer, read_lenient
-from scoring.timelimit import DEFAULT_TIMEOUT_S, AnswerTimeout, time_limit
+from scoring.timelimit import DEFAULT_TIMEOUT_S, AnswerTimeout, time_limit, time_until
 
 # Bump whenever a built-in verifier or the answer reading can give another verdict; the EvalLog records it
 # beside each verifier the suite uses.
 BUILTIN_NAME = "reasoning-delta"
 BUILTIN_VERSION = "3.0"
+# The longest text the readers read (characters; about 125,000 tokens of prose): math-verify and sympy
+# hold several hundred bytes per character they parse (a 1,000,000-digit text peaked at 609 MB, 5 MB at
+# 2.8 GB), and a time limit does not bound memory.
+MAX_TEXT_CHARS = 500_000
 
 
 class VerifierError(ValueError):
@@ -211,10 +217,12 @@ def judge(
     answer: str | None,
     timeout_s: float = DEFAULT_TIMEOUT_S,
     parsed: tuple[Any, ...] | None = None,
+    deadline: float | None = None,
 ) -> tuple[bool, str | None]:
     """(right, why not when the verifier can say) of an answer; `math` and `python` run under the time limit
-    (the verifier's timeout_s, else timeout_s) and raise AnswerTimeout past it. parsed: math-verify's parse
-    of the answer in its text, where the parity reader made one (math and numeric verifiers judge it)."""
+    (the verifier's timeout_s, else timeout_s; no later than deadline, where the sample's reading already
+    spent part of it) and raise AnswerTimeout past it. parsed: math-verify's parse of the answer in its
+    text, where the parity reader made one (math and numeric verifiers judge it)."""
     if answer is None:
         return False, None
     v = item.verifier
@@ -228,21 +236,22 @@ def judge(
         return abs(got - truth) <= max(v.rel_tol * abs(truth), v.abs_tol), None
     if v.type == "math":
         limit, key = v.timeout_s or timeout_s, (answer, str(item.answer))
-        if _MATH_TIMEOUTS.get(key, 0.0) >= limit:
+        allowed = limit if deadline is None else min(limit, deadline - time.monotonic())
+        if _MATH_TIMEOUTS.get(key, 0.0) >= allowed:
             raise AnswerTimeout(limit)  # the same answer ran out of this much time before: once is enough
         try:
-            with time_limit(limit):
+            with _limited(limit, deadline):
                 return math_reading(*key, parsed, v.decimals)
         except VerifierError as e:
             raise VerifierError(f"item {item.item_id!r}: {e}") from e
         except AnswerTimeout:
-            _MATH_TIMEOUTS[key] = limit
+            _MATH_TIMEOUTS[key] = allowed
             raise
     if v.type == "choice":
         return choice_letter(answer) == str(item.answer), None
     if v.type == "python":
         try:
-            with time_limit(v.timeout_s or timeout_s):
+            with _limited(v.timeout_s or timeout_s, deadline):
                 return _user_verdict(v.function, answer, item.answer), None
         except VerifierError as e:
             raise VerifierError(f"item {item.item_id!r}: {e}") from e
@@ -259,15 +268,22 @@ def verifier_name(item: SuiteItem) -> str:
     return v.type
 
 
-def verdict_of(item: SuiteItem, reading: Reading, timeout_s: float = DEFAULT_TIMEOUT_S) -> Verdict:
-    """The verdict on one reading of a sample (0 when the verifier runs out of time)."""
+def _limited(seconds: float, deadline: float | None) -> AbstractContextManager[None]:
+    """The time limit of one step: its own seconds, or what is left of a limit shared up to deadline."""
+    return time_limit(seconds) if deadline is None else time_until(deadline, seconds)
+
+
+def verdict_of(
+    item: SuiteItem, reading: Reading, timeout_s: float = DEFAULT_TIMEOUT_S, deadline: float | None = None
+) -> Verdict:
+    """The verdict on one reading of a sample (0 when the verifier runs out of time, or past deadline)."""
     own = getattr(item.verifier, "timeout_s", None)
     limit = "the verifier's timeout_s" if own else "conf/score.yaml verifier_timeout_s"
     if reading.timed_out:
         why = f"{verifier_name(item)} {reading.reason} (the time limit: {limit}); scored 0"
         return Verdict(0.0, None, why, timed_out=True)
     try:
-        right, why = judge(item, reading.answer, timeout_s, reading.parsed)
+        right, why = judge(item, reading.answer, timeout_s, reading.parsed, deadline)
     except AnswerTimeout as e:
         return Verdict(
             0.0,
@@ -298,22 +314,34 @@ def score_both(
     rule: str | None = None,
 ) -> tuple[Verdict, Verdict]:
     """The verdicts of the report's reader and of the lenient reader (scoring.reading) on one text; the
-    second is the first wherever the report's reader read an answer."""
+    second is the first wherever the report's reader read an answer. Both readers and both judgements
+    share one time limit (the verifier's): a sample never takes more than it. A text longer than
+    MAX_TEXT_CHARS is not read (math-verify's memory grows with what it parses)."""
+    if len(text) > MAX_TEXT_CHARS:
+        why = (
+            f"the text is {len(text):,} characters, over the reader's limit of {MAX_TEXT_CHARS:,}: not read; "
+            "scored 0"
+        )
+        return (no := Verdict(0.0, None, why)), no
     limit = getattr(item.verifier, "timeout_s", None) or timeout_s
+    deadline = time.monotonic() + limit
     try:
-        strict = _read_in_time(lambda: read_answer(text, chat=chat, verifier=item.verifier, rule=rule), limit)
+        strict = _read_in_time(
+            lambda: read_answer(text, chat=chat, verifier=item.verifier, rule=rule), limit, deadline
+        )
     except UnknownRule as e:
         raise VerifierError(str(e)) from None
-    first = verdict_of(item, strict, timeout_s)
-    lenient = _read_in_time(lambda: read_lenient(text, strict, item.verifier), limit)
-    return first, (first if lenient is strict else verdict_of(item, lenient, timeout_s))
+    first = verdict_of(item, strict, timeout_s, deadline)
+    lenient = _read_in_time(lambda: read_lenient(text, strict, item.verifier), limit, deadline)
+    return first, (first if lenient is strict else verdict_of(item, lenient, timeout_s, deadline))
 
 
-def _read_in_time(read: Callable[[], Reading], limit: float) -> Reading:
-    """A reading under the verifier's time limit: math-verify reads whole responses, and adversarial LaTeX
-    can keep its parser busy; a reading out of time reads no answer, and its reason says so."""
+def _read_in_time(read: Callable[[], Reading], limit: float, deadline: float) -> Reading:
+    """A reading under what is left of the sample's time limit: math-verify reads whole responses, and
+    adversarial LaTeX can keep its parser busy; a reading out of time reads no answer, and its reason says
+    so."""
     try:
-        with time_limit(limit):
+        with time_until(deadline, limit):
             return read()
     except AnswerTimeout as e:
         return Reading(None, f"{e} reading the answer", timed_out=True)

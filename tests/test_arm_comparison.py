@@ -467,3 +467,24 @@ def test_a_placebo_arm_is_compared_and_never_credited_to_the_reward(tmp_path):
     report = arm_comparison.build(str(folder), FAST).model_dump()
     row = next(c for c in report["contrasts"] if c["arm"] == "placebo")
     assert row["attribution"] == "placebo" and row["claim"].endswith("(placebo), NOT the reward's effect.")
+
+
+@pytest.mark.parametrize(
+    ("planted", "claim"),
+    [
+        (0.0, "training adds a gain on top of +rag (training x retrieval: no interaction detected)."),
+        (0.15, "training adds a gain on top of +rag (training x retrieval: complements)."),
+    ],
+)
+def test_a_marginal_claim_names_the_interaction_only_as_the_factorial_test_reads_it(tmp_path, planted, claim):
+    # Training adds the same gain with or without retrieval (planted 0): a significant marginal gain, but
+    # no interaction; "complements" is the interaction test's word, never the marginal row's.
+    report = arm_comparison.build(str(planted_factorial_world(tmp_path / "logs", planted)), FAST).model_dump()
+    marginal = {m["arm"]: m for m in report["marginal"]}
+    assert marginal["trained+rag"]["claim"] == claim
+    effects = {e["effect"]: e["reading"] for e in report["factorial"]["effects"]}
+    for m in report["marginal"]:
+        for word in ("complements", "substitutes"):
+            named = [name for name, reading in effects.items() if reading == word]
+            assert (word in m["claim"]) == any(f"({name}: {word})" in m["claim"] for name in named), m
+    assert "(training x tools: no interaction detected)" in marginal["trained+tools"]["claim"]

@@ -138,7 +138,7 @@ def test_the_delta_report_the_arm_row_and_the_trajectory_print_one_verdict(tmp_p
     if d["claim"] == "SHARPENING":
         assert row["significant"] and "parametric" in row["claim"] and "no parametric" not in row["claim"]
     if not row["significant"]:
-        assert d["claim"] in ("no material shift", "EXPANSION", "REGRESSION", "TOO FEW ITEMS")
+        assert d["claim"] in ("no detectable difference", "EXPANSION", "REGRESSION", "TOO FEW ITEMS")
     page = report.metrics(DeltaReport.model_validate(d), ArmComparison.model_validate(a))
     assert page["delta"]["significant"] == page["significant"]["trained"] == row["significant"]
 
@@ -172,8 +172,8 @@ def test_an_interval_that_excludes_zero_with_a_test_that_does_not_reject_is_not_
         if (lo > 0 or hi < 0) and d["verdict"]["p_holm"] > 0.05:
             row = arm_comparison.build(str(folder), FAST).model_dump()["contrasts"][0]
             assert not d["verdict"]["significant"] and not row["significant"]
-            assert row["claim"] == "no parametric gain detected." and d["claim"] in (
-                "no material shift",
+            assert row["claim"] == "no detectable difference (no parametric gain)." and d["claim"] in (
+                "no detectable difference",
                 "EXPANSION",
             )
             return

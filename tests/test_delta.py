@@ -355,7 +355,8 @@ def test_one_sample_per_item_never_claims_expansion(tmp_path):
     post[:30] = 1
     r = build(write_log(tmp_path / "a.json", pre), write_log(tmp_path / "b.json", post))
     assert r["claim"] == "UNDETERMINED" and "one sample per item" in r["claim_detail"]
-    assert build(tmp_path / "a.json", write_log(tmp_path / "c.json", pre))["claim"] == "no material shift"
+    same = build(tmp_path / "a.json", write_log(tmp_path / "c.json", pre))
+    assert same["claim"] == "no detectable difference"
 
 
 # ------------------------------------------------------------------------------------ property tests
@@ -416,7 +417,7 @@ def test_identical_scores_are_no_shift(tmp_path, rows):
     assert r["delta_mean"] == 0.0
     assert r["perm_p"] == 1.0
     # Holm over pass@1 and pass@3: the first step tests at alpha / 2, which 2 / 2^n reaches from 7 items.
-    assert r["claim"] == ("no material shift" if len(rows) >= 7 else "TOO FEW ITEMS")
+    assert r["claim"] == ("no detectable difference" if len(rows) >= 7 else "TOO FEW ITEMS")
     assert r["delta_ci95"] == [0.0, 0.0] and r["delta_ci95_cluster"] == [0.0, 0.0]
     assert r["flips_wrong_to_right"] == r["flips_right_to_wrong"] == 0 and r["mcnemar_p"] == 1.0
     json.dumps(r, allow_nan=False)

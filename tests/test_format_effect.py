@@ -137,7 +137,7 @@ def _row(delta: float, significant: bool) -> dict:
         # A gain the lenient reader finds at pass@K only is not FORMAT either.
         ("EXPANSION", _row(0.0, False), _row(0.2, True), None),
         ("REGRESSION", _row(0.0, False), _row(0.0, False), fe.FORMAT_DECLINE),
-        ("no material shift", _row(0.0, False), _row(0.0, False), None),
+        ("no detectable difference", _row(0.0, False), _row(0.0, False), None),
         ("TOO FEW ITEMS", _row(0.0, False), None, None),
     ],
 )

@@ -41,7 +41,7 @@ def test_the_readme_commands_import_and_compare_the_shipped_logs(tmp_path: Path)
     ):
         report = json.loads((tmp_path / name / "delta" / "delta_report.json").read_text())
         assert (round(report["mean_pre"] * 24), round(report["mean_post"] * 24)) == (pre, post)
-        assert report["claim"] == "no material shift"
+        assert report["claim"] == "no detectable difference"
         lo, hi = report["delta_ci95"]
         assert f"[{lo:+.4f}, {hi:+.4f}]" == ci
         # The page to open first, and the pages it links, are there.

@@ -257,3 +257,66 @@ def test_jsonl_after_the_shared_options_is_told_to_come_first(
         imports_main(["--out", str(tmp_path / "x.json"), "jsonl", str(src)])
     assert done.value.code == 2 and "jsonl takes its own options: write it first" in capsys.readouterr().err
     assert not (tmp_path / "x.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("copies", "temperature", "seeds"),
+    [
+        pytest.param(2, "0.7", True, id="cat-f-f"),
+        pytest.param(3, "0.7", False, id="cat-f-f-f-without-seeds"),
+        pytest.param(2, "0", True, id="greedy-with-each-samples-seed"),
+    ],
+)  # fmt: skip
+def test_a_file_of_repeated_lines_is_refused_not_read_as_a_larger_k(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], copies: int, temperature: str, seeds: bool
+) -> None:
+    ours = pipeline_log(load(LOG), chat=True, rule=None)
+    once = write_lines(tmp_path / "once.jsonl", ours)
+    rows = [json.loads(line) for line in once.read_text().splitlines()]
+    text = "".join(json.dumps({k: v for k, v in r.items() if seeds or k != "seed"}) + "\n" for r in rows)
+    src = tmp_path / "texts.jsonl"
+    src.write_text(text * copies)  # `cat f f`
+    out = tmp_path / "jsonl.json"
+    args = [*flags(ours, out)]
+    args[args.index("--temperature") + 1] = temperature
+    assert imports_main(["jsonl", str(src), *args]) == 2
+    err = capsys.readouterr().err
+    assert (
+        f"texts.jsonl:{len(rows) + 1}: from this line on, the lines repeat the {len(rows)} lines from " in err
+    )
+    assert f"({copies} copies: a file concatenated with itself?)" in err, err
+    assert err.count("\n") == 1 and not out.exists()
+    # The same file named twice is refused as such; the file once is read, with its own k.
+    assert imports_main(["jsonl", str(once), str(once), *args]) == 2
+    assert "once.jsonl: given twice; give each file once" in capsys.readouterr().err
+    assert imports_main(["jsonl", str(once), *args]) == 0, capsys.readouterr().err
+    assert load(out).n_samples == ours.n_samples
+
+
+def test_greedy_texts_without_seeds_may_repeat_whole(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Two greedy runs of one file each, the same texts: k=2 samples per item, rightly the same.
+    src = tmp_path / "texts.jsonl"
+    src.write_text(
+        "".join(json.dumps({"id": i, "response": "\\boxed{4}"}) + "\n" for i in ("add-001", "add-002")) * 2
+    )
+    out = tmp_path / "jsonl.json"
+    args = ["jsonl", str(src), "--suite", str(SUITE), "--field", "item_id=id", "--field", "text=response",
+            "--temperature", "0", "--max-tokens", "8", "--out", str(out)]  # fmt: skip
+    assert imports_main(args) == 0, capsys.readouterr().err
+    assert load(out).n_samples == 2
+
+
+def test_a_null_text_is_called_null_not_missing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src = tmp_path / "texts.jsonl"
+    src.write_text(json.dumps({"id": "add-001", "response": None}) + "\n")
+    out = tmp_path / "jsonl.json"
+    args = ["jsonl", str(src), "--suite", str(SUITE), "--field", "item_id=id", "--field", "text=response",
+            "--temperature", "0", "--max-tokens", "8", "--out", str(out)]  # fmt: skip
+    assert imports_main(args) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        f"refused: {src}:1: field 'response' (for text) is null; every line needs a text "
+        "(an empty string for an empty answer)\n"
+    ), err

@@ -673,3 +673,38 @@ def test_a_tool_arm_whose_server_keeps_dying_with_the_real_engine(
     assert (
         resumed.tool_calls is not None and resumed.tool_calls.failed == 0 and resumed.tool_calls.restarts == 1
     )
+
+
+def test_a_sample_that_ends_without_a_call_is_handed_over_mid_round_and_each_round_is_announced(
+    tools: ToolClient,
+) -> None:
+    # The runner's progress bar counts samples as they are handed over: one that waited for the slowest
+    # sample of its round would leave the bar still (and its ETA absurd) through a long first round.
+    c1 = call("orbital_period", altitude_km=400)
+    scripts: dict[tuple[str, int], Script] = {
+        ("a", 0): ["Answer: 1\n"],
+        ("b", 0): [c1, answer_from_response],
+        ("c", 0): ["Answer: 3\n"],
+    }
+
+    class Busy(ScriptedEngine):
+        generating = False
+
+        def generate(self, *args: object, **kwargs: object) -> list[GenResult]:
+            self.generating = True
+            try:
+                return super().generate(*args, **kwargs)  # type: ignore[arg-type]
+            finally:
+                self.generating = False
+
+    engine = Busy(scripts)
+    handed: list[tuple[tuple[str, int], bool, int]] = []
+    rounds: list[tuple[int, int]] = []
+    outcomes = run_tool_loop(
+        engine, requests_for(list(scripts)), DECODING, tools, 2,
+        on_outcome=lambda o: handed.append((o.key, engine.generating, len(engine.batches))),
+        on_round=lambda r, n: rounds.append((r, n)),
+    )  # fmt: skip
+    assert handed == [(("a", 0), True, 1), (("c", 0), True, 1), (("b", 0), True, 2)]
+    assert rounds == [(0, 3), (1, 1)]
+    assert [o.rounds for o in outcomes] == [1, 2, 1] and outcomes[1].tool_calls

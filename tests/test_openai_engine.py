@@ -71,6 +71,9 @@ class Stub:
             "usage": {"prompt_tokens": len(body["prompt"]), "completion_tokens": 2},
         })  # fmt: skip
 
+    def _routes(self, app: Any) -> None:
+        """More routes a subclass serves."""
+
     def serve(self) -> Iterator[Stub]:
         """Run the server on a free loopback port while the caller holds it."""
         from aiohttp import web
@@ -80,6 +83,7 @@ class Stub:
         app.router.add_get("/v1/models", self._models)
         app.router.add_get("/version", self._version)
         app.router.add_post("/v1/completions", self._complete)
+        self._routes(app)
         runner = web.AppRunner(app)
         loop.run_until_complete(runner.setup())
         site = web.TCPSite(runner, "127.0.0.1", 0)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -303,6 +304,29 @@ def test_unknown_params_keys_are_refused_naming_the_known_ones(tmp_path, changes
         load_params(_params_file(tmp_path, **changes))
 
 
+def test_a_misspelt_key_is_named_with_its_fix_not_blamed_on_the_key_it_leaves_missing(tmp_path) -> None:
+    p = _params_file(tmp_path)
+    text = p.read_text()
+    p.write_text(text.replace("protocol:", "protocal:"))
+    with pytest.raises(ConfigError) as e:
+        load_params(p)
+    assert str(e.value) == (
+        f"{p}: protocal: unknown key (a typo?); did you mean 'protocol'? rename it; known keys here: suite, "
+        "models, rag, protocol, analysis, arms, trajectory, sweep"
+    )
+    p.write_text(text.replace("temperature:", "temprature:"))
+    with pytest.raises(
+        ConfigError,
+        match=r"protocol.temprature: unknown key \(a typo\?\); did you mean 'temperature'\? rename",
+    ):
+        load_params(p)
+    p.write_text(text + "zzz: 1\n")
+    with pytest.raises(
+        ConfigError, match=r"zzz: unknown key \(a typo\?\); remove or rename it; known keys here"
+    ):
+        load_params(p)
+
+
 def test_params_has_exactly_the_documented_sections() -> None:
     """analysis.reports.align refuses the keys of contract.protocol.PARAMS_SECTIONS' complement; so does
     Params."""
@@ -400,3 +424,25 @@ def test_a_checkpoint_link_that_loops_or_dangles_and_a_hub_path_id_are_one_line(
     res = subprocess.run(run, cwd=ROOT, capture_output=True, text=True, check=False, timeout=120)
     assert res.returncode == 2 and res.stderr.count("\n") == 1 and "Traceback" not in res.stderr, res.stderr
     assert res.stderr.startswith("pins: ") and re.search(expected, res.stderr), res.stderr
+
+
+def test_a_model_path_that_does_not_exist_is_named_as_such_not_as_a_change_to_repin(
+    tmp_path, untrained_checkpoint
+) -> None:
+    w = _world(tmp_path, untrained_checkpoint)
+    raw = yaml.safe_load(w.params.read_text())
+    pinned = raw["models"]["base"]["path"]
+    raw["models"]["base"]["path"] = pinned + "-typo"
+    w.params.write_text(yaml.safe_dump(raw))
+    params = load_params(w.params)
+    with pytest.raises(PinError) as e:
+        check_pins(params, w.pins, load_arm("base"), pinned_index(params), suite_items(params))
+    message = str(e.value)
+    assert message.startswith(f"{pinned}-typo: checkpoint directory not found ({w.params} models.base.path")
+    assert f"pinned: {pinned}" in message and "rerun `python -m pipeline.pins`" not in message
+    shutil.rmtree(pinned)  # the pinned folder itself deleted: the same, without the pinned path
+    raw["models"]["base"]["path"] = pinned
+    w.params.write_text(yaml.safe_dump(raw))
+    gone = r"checkpoint directory not found \(.*models.base.path\); fix the path"
+    with pytest.raises(PinError, match=gone):
+        check_pins(load_params(w.params), w.pins, load_arm("base"), pinned_index(params), suite_items(params))

@@ -311,3 +311,37 @@ def test_a_damaged_line_inside_a_shard_is_refused(tmp_path: Path) -> None:
     path.write_text("".join(lines))
     with pytest.raises(ShardError, match=r"base.jsonl:2: not a sample record"):
         Shard(path, FP)
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (
+            ["enigne=hf"],
+            "run_arm: enigne=hf: unknown key 'enigne'; did you mean 'engine'? known: arm, engine, force, "
+            "fresh, merge, out_dir, params, part, pins, progress, tool_server (--help lists them)",
+        ),
+        (
+            ["engine=hff"],
+            "run_arm: engine=hff: no engine 'hff' (no conf/engine/hff.yaml); did you mean 'hf'? known: hf, "
+            "openai, vllm (--help lists them)",
+        ),
+        (
+            ["engine=hf", "engine.chunk_sise=8"],
+            "run_arm: engine.chunk_sise=8: engine 'hf' has no key 'chunk_sise'; did you mean 'chunk_size'? "
+            "known: ",
+        ),
+        (
+            ["tool_server.max_restart=1"],
+            "run_arm: tool_server.max_restart=1: unknown key 'max_restart'; did you mean 'max_restarts'? "
+            "known: max_restarts, restart_window, tool_timeout_s",
+        ),
+    ],
+)
+def test_cli_refuses_a_mistyped_override_in_one_line_naming_the_known_keys(
+    tmp_path: Path, args: list[str], line: str
+) -> None:
+    res = _cli(["arm=base", *args], tmp_path)
+    assert res.returncode == 2, res.stderr
+    assert res.stderr.startswith(line) and res.stderr.count("\n") == 1, res.stderr
+    assert list(tmp_path.iterdir()) == []

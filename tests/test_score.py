@@ -278,3 +278,25 @@ def test_a_path_score_cannot_use_is_refused_in_one_line(tmp_path: Path, case: st
     res = cli("--generations", str(gens), "--suite", str(suite), "--out", str(out), cwd=tmp_path)
     assert res.returncode == 2 and res.stderr.count("\n") == 1 and "Traceback" not in res.stderr, res.stderr
     assert res.stderr.startswith("score: ") and re.search(message, res.stderr), res.stderr
+
+
+def test_a_format_1_file_is_read_by_its_seal_not_its_number(tmp_path: Path) -> None:
+    from contract.generations import StaleGenerations, content_sha256, load_generations
+
+    _, gens_path, _ = write_world(tmp_path)
+    sealed = gens_path.read_text()
+    assert sealed.startswith('{\n "format_version": 2,\n "content_sha256": "')
+    body = sealed.split("\n", 3)[3]
+    old_head = '{\n "format_version": 1,'
+    # A format 1 file that carries a seal of its own text: read as a sealed file.
+    unsealed = old_head + "\n" + body
+    v1 = old_head + f'\n "content_sha256": "{content_sha256(unsealed)}",\n' + body
+    gens_path.write_text(v1)
+    assert load_generations(gens_path).format_version == 1
+    # Its seal, not its number, is what an edit is refused by.
+    gens_path.write_text(v1.replace('"Answer: 92.5"', '"Answer: 92.6"'))
+    with pytest.raises(StaleGenerations, match=r"content_sha256: does not match the file's content"):
+        load_generations(gens_path)
+    gens_path.write_text(unsealed)
+    with pytest.raises(StaleGenerations, match=r"format_version: 1 without content_sha256, written before"):
+        load_generations(gens_path)

@@ -178,3 +178,99 @@ def test_the_benchmark_table_lists_arms_then_swept_steps(tmp_path: Path) -> None
     assert tex.count("\\toprule") == 5 and "two\\_step" in tex and "grpo-step-12 &" in tex
     md = (out / "benchmark_table.md").read_text()
     assert "| grpo-step-24 (step 24) |" in md and "## Against base: paired deltas" in md
+
+
+def _with_sweep(world: Path, **changes: object) -> None:
+    params = yaml.safe_load((world / "params.yaml").read_text())
+    for key, value in changes.items():
+        if key == "glob":
+            params["sweep"]["glob"] = value
+        else:
+            params["models"][key] = value
+    (world / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+
+
+def test_an_absolute_glob_is_read_and_one_matching_nothing_is_refused_where_params_is_read(
+    world: Path,
+) -> None:
+    from pipeline.config import ConfigError, load_params, swept_arms, unknown_arm
+
+    _with_sweep(world, glob=str(world / "ckpt/global_step_*/actor/huggingface"))
+    params = load_params("params.yaml")
+    assert [c.arm for c in params._swept] == ["run-step-2", "run-step-10"] == swept_arms()
+    assert params.models["run-step-10"].path == str(world / "ckpt/global_step_10/actor/huggingface")
+    _with_sweep(world, glob="ckpt/checkpoint-*")
+    with pytest.raises(ConfigError) as e:
+        load_params("params.yaml")
+    assert "sweep.glob: 'ckpt/checkpoint-*' matches no folder" in str(e.value) and "\n" not in str(e.value)
+    # An arm looked up in a params file whose sweep is refused is told the sweep's problem, not "unknown arm".
+    assert unknown_arm("run-step-2") == str(e.value)
+
+
+def test_a_params_model_named_like_a_swept_step_must_be_that_checkpoint(world: Path) -> None:
+    from pipeline.config import ConfigError, load_params
+
+    _with_sweep(world, **{"run-step-2": {"path": str(DEMO / "base")}})
+    with pytest.raises(
+        ConfigError, match=r"models.run-step-2: names .*demo/models/base, but run-step-2 is the "
+    ):
+        load_params("params.yaml")
+    # The same folder under its own entry (a display name, say) is that checkpoint: accepted.
+    _with_sweep(world, **{"run-step-2": {"path": "./ckpt/global_step_2/actor/huggingface"}})
+    assert load_params("params.yaml").models["run-step-2"].path == "./ckpt/global_step_2/actor/huggingface"
+
+
+def test_the_swept_arms_are_those_of_the_params_file_the_command_reads(
+    world: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pipeline import run_arms
+    from pipeline.config import known_arms, load_arm
+    from pipeline.settings import compose_settings
+
+    (world / "sub").mkdir()
+    (world / "params.yaml").rename(world / "sub" / "params.yaml")
+    settings = compose_settings("run-step-10", ["params=sub/params.yaml"])
+    assert settings.arm_node["model"] == "run-step-10"
+    assert load_arm("run-step-10", params="sub/params.yaml").model == "run-step-10"
+    assert "run-step-2" in known_arms(params="sub/params.yaml")
+    _with_sweep(world / "sub", glob="ckpt/nothing-*")
+    with pytest.raises(SystemExit) as e:
+        run_arms.main(["--status", "--arms", "run-step-2", "params=sub/params.yaml"])
+    err = capsys.readouterr().err.strip()
+    assert e.value.code == 2 and len(err.splitlines()) == 1, err
+    assert "sweep.glob: 'ckpt/nothing-*' matches no folder" in err and "rerun" not in err
+
+
+def test_a_step_whose_checkpoint_folder_was_deleted_keeps_its_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pipeline.score_sweep import score_sweep
+    from tests.test_score import write_world
+
+    _suite, gens, params = write_world(tmp_path)
+    raw = yaml.safe_load(params.read_text())
+    raw["sweep"] = {"name": "run", "glob": "ckpt/checkpoint-*", "base": "base"}
+    params.write_text(yaml.safe_dump(raw))
+    for step in (10, 20):
+        (tmp_path / f"ckpt/checkpoint-{step}").mkdir(parents=True)
+        shutil.copy(gens, tmp_path / "generations" / f"run-step-{step}.json")
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "evallogs" / "sweep"
+    assert score_sweep(params, Path("generations"), out, 30.0) == [
+        out / "run-step-10.json",
+        out / "run-step-20.json",
+    ]
+    shutil.rmtree(tmp_path / "ckpt/checkpoint-20")  # deleted after it was generated and scored
+    capsys.readouterr()
+    assert score_sweep(params, Path("generations"), out, 30.0) == [
+        out / "run-step-10.json",
+        out / "run-step-20.json",
+    ]
+    err = capsys.readouterr().err
+    assert (
+        "run-step-20: sweep.glob no longer matches its checkpoint folder; scored from its generations" in err
+    )
+    (tmp_path / "generations" / "run-step-20.json").unlink()  # its generations gone too: the step goes, named
+    assert score_sweep(params, Path("generations"), out, 30.0) == [out / "run-step-10.json"]
+    assert f"removed {out / 'run-step-20.json'}" in capsys.readouterr().out
+    assert sorted(p.name for p in out.glob("*.json")) == ["run-step-10.json"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -69,13 +70,15 @@ def factorial_readout(
     rng: np.random.Generator,
     *,
     alpha: float = 0.05,
+    interval: Callable[[str, np.ndarray], Interval] | None = None,
 ) -> list[FactorialEffect]:
     """Main effects and interactions from the cells given, each a paired contrast over items.
 
     cells maps a cell to its (n_items, k) scores, items in one order. Each effect's per-item value is the
     signed sum of its cells' per-item means; its estimate the mean over items and its interval a
     percentile cluster bootstrap (items resampled with the k samples of every cell, so the cells stay
-    paired). All effects share one draw. An effect with a cell not given is returned without a value.
+    paired; all effects share one draw), or interval(name, per-item values) where given (a report's one
+    method for every mean contrast). An effect with a cell not given is returned without a value.
     """
     present = sorted(cells)
     effects = factorial_contrasts()
@@ -88,10 +91,16 @@ def factorial_readout(
         def per_item(clusters: np.ndarray) -> np.ndarray:
             return clusters.mean(axis=1) @ coef.T
 
-        est, theta_b = cluster_bootstrap(stacked, per_item, n_boot, rng)
-        lo, hi = percentile_interval(theta_b, alpha)
+        if interval is None:
+            est, theta_b = cluster_bootstrap(stacked, per_item, n_boot, rng)
+            lo, hi = percentile_interval(theta_b, alpha)
+            cis = [Interval(float(a), float(b), "percentile (cluster)") for a, b in zip(lo, hi, strict=True)]
+        else:
+            values = per_item(stacked)
+            est = values.mean(axis=0)
+            cis = [interval(name, values[:, j]) for j, (name, _, _) in enumerate(estimable)]
         for j, (name, order, coefficients) in enumerate(estimable):
-            ci = Interval(float(lo[j]), float(hi[j]), "percentile (cluster)")
+            ci = cis[j]
             reading = interaction_reading(ci) if order > 1 else None
             out_by_name[name] = FactorialEffect(name, order, coefficients, float(est[j]), ci, reading, [])
     return [

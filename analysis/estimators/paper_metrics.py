@@ -84,10 +84,11 @@ def per_run_accuracy(scores: np.ndarray) -> np.ndarray:
     return np.asarray(scores, dtype=np.float64).mean(axis=0)
 
 
-def avg_at_k(scores: np.ndarray) -> tuple[float, float]:
-    """(avg@k, spread): the mean and the sd (ddof 1; 0 for one run) of the per-run accuracies."""
+def avg_at_k(scores: np.ndarray) -> tuple[float, float | None]:
+    """(avg@k, spread): the mean and the sd (ddof 1) of the per-run accuracies; the spread of one run is
+    undefined (None), not 0."""
     runs = per_run_accuracy(scores)
-    return float(runs.mean()), float(runs.std(ddof=1)) if runs.size > 1 else 0.0
+    return float(runs.mean()), float(runs.std(ddof=1)) if runs.size > 1 else None
 
 
 def bayes_items(scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -141,7 +142,7 @@ class ArmMetrics:
     n_items: int
     k: int
     avg: float
-    avg_sd: float
+    avg_sd: float | None  # None: one run (k = 1), whose spread is undefined
     maj: float | None  # None: the log records no answers
     pass_hat: float
     pass_at_k: float

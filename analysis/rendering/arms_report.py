@@ -223,8 +223,9 @@ def _factorial_lines(f: Factorial, pct: str) -> list[str]:
         "The arms are cells of a 2 x 2 x 2 design: "
         + ", ".join(f"{md(arm)} = ({', '.join(str(v) for v in cell)})" for arm, cell in f.cells.items())
         + " (training, retrieval, tools; 1 = on). Each effect is a paired contrast over items of the "
-        "per-item means of k samples, the signed sum of the cells shown; its interval a percentile cluster "
-        "bootstrap (items resampled with the k samples of every cell).",
+        "per-item means of k samples, the signed sum of the cells shown, with the interval of every mean "
+        "contrast of the reports (item-level BCa from 100 items, else the sign-flip inversion); a main "
+        "effect is its arm's row above, with that row's interval.",
         "",
         *table(["effect", "cells", "estimate", f"{pct} CI", "reading"], rows),
         "",

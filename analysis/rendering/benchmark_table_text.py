@@ -15,7 +15,7 @@ def _cell(c: dict[str, Any], field: str, sd: str | None, latex: bool = False) ->
     """One cell: the value (3 decimals) and, where the metric has one, its spread."""
     if c[field] is None:
         return "--" if latex else "n/a"
-    if sd is None:
+    if sd is None or c[sd] is None:  # no spread, or one run's (undefined)
         return f"{c[field]:.3f}"
     return f"{c[field]:.3f} $\\pm$ {c[sd]:.3f}" if latex else f"{c[field]:.3f} ± {c[sd]:.3f}"
 

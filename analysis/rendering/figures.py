@@ -177,7 +177,7 @@ def trajectory_metrics_figure(r: dict[str, Any]) -> bytes:
         if any(row[key] is None for row in rows):
             continue
         ys = [row[key] for row in rows]
-        err = [row[sd] for row in rows] if sd else None
+        err = [row[sd] for row in rows] if sd and all(row[sd] is not None for row in rows) else None
         ax.errorbar(xs, ys, yerr=err, fmt="o-", color=f"C{i}", capsize=3, label=label)
     if by_step:
         ax.set_xlabel(f"training step ({rows[0]['arm']} at 0)")

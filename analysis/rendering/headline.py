@@ -1,15 +1,17 @@
-"""The one plain sentence on top of the report page: the verdict and what the augmentations add, in points.
+"""The one plain sentence on top of the report page: the verdict and what the augmentations add.
 
 A rendering of the reports' own numbers and verdicts (no statistic is computed here): trained vs base with
 its interval and its claim in words, then what retrieval and tools add over base where that is
-significant, said as what it is (lookup, not reasoning).
+significant, said as what it is (lookup, not reasoning). Its numbers are the tables' own, as the tables
+print them (score fractions to four decimals), and a verdict that is not significant is worded as every
+report words it: "no detectable difference".
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from decimal import ROUND_HALF_UP, Decimal
 
+from analysis.reports.number_text import interval, signed
 from analysis.reports.report_models import ArmContrast, DeltaReport
 
 # The claim of trained vs base, in words a reader takes in at a glance (the report's detail says more).
@@ -26,29 +28,19 @@ CLAIM_WORDS = {
 AUGMENTATIONS = {"lookup": "retrieval", "tool_access": "tools"}
 
 
-def points(x: float) -> str:
-    """A score difference in percentage points, signed, one decimal ('+3.5').
-
-    Rounded half up from the four decimals the tables print (+0.0525 is +5.3, as a reader rounds it), not
-    from the binary float underneath (0.0525 is stored as 0.052499...).
-    """
-    shown = Decimal(f"{x:.4f}") * 100
-    return f"{shown.quantize(Decimal('0.1'), rounding=ROUND_HALF_UP):+}"
-
-
 def _trained_clause(d: DeltaReport) -> str:
     lo, hi = d.delta_ci95
-    ci = f"[{points(lo)}, {points(hi)}]" if lo is not None and hi is not None else "(no interval)"
+    ci = interval([lo, hi]) if lo is not None and hi is not None else "(no interval)"
     significant = d.verdict.significant if d.verdict is not None else False
     pre, post = d.pre_arm, d.post_arm
     if d.claim.startswith("ONE MODEL"):
-        return f"{post} vs {pre}, one model compared with itself: {points(d.delta_mean)} points {ci}"
+        return f"{post} vs {pre}, one model compared with itself: {signed(d.delta_mean)} {ci}"
     if not significant:
-        return f"{post} vs {pre}: no detectable difference ({points(d.delta_mean)} points {ci})"
+        return f"{post} vs {pre}: no detectable difference ({signed(d.delta_mean)} {ci})"
     verb = "beats" if d.delta_mean > 0 else "falls behind"
     kmax = max(int(k) for k in d.pass_at_k_pre)
     words = CLAIM_WORDS.get(d.claim, "")
-    said = f"{post} {verb} {pre} by {points(abs(d.delta_mean)).lstrip('+')} points {ci}"
+    said = f"{post} {verb} {pre} by {signed(d.delta_mean)} {ci}"
     return f"{said}: {words.format(k=kmax)}" if words else said
 
 
@@ -62,8 +54,7 @@ def _augmentation_clause(contrasts: Sequence[ArmContrast], reference: str) -> st
         return ""
     names = sorted({name for name, _ in gains}, key=list(AUGMENTATIONS.values()).index)
     low, high = min(g for _, g in gains), max(g for _, g in gains)
-    shown = (lambda x: points(x).lstrip("+")) if low > 0 else points
-    size = f"{shown(low)} points" if len(gains) == 1 else f"{shown(low)} to {shown(high)} points"
+    size = signed(low) if len(gains) == 1 else f"{signed(low)} to {signed(high)}"
     who = " and ".join(names)
     verb = "adds" if len(names) == 1 else "add"
     if high < 0:

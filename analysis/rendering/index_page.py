@@ -33,6 +33,7 @@ from analysis.reports.refusal import Refusal
 from analysis.reports.report_models import ArmComparison, DeltaReport
 from analysis.reports.report_parts import ReportPart
 from analysis.reports.writing import write_set
+from contract.atomic import finish_interrupted_sets
 from contract.files import PathCheckError, input_file
 from contract.protocol import MATCHED_LOG_FIELDS
 
@@ -44,6 +45,9 @@ R = TypeVar("R", bound=ReportPart)
 
 def read_report(path: Path, model: type[R]) -> R:
     """Load one report JSON as its typed model; a Refusal naming the file and what to run first."""
+    # A report set whose writer was killed while renaming it is finished first (contract.atomic): its
+    # JSON is then the one its pages were written with.
+    finish_interrupted_sets(path.parent)
     if not path.exists() and not path.is_symlink():
         raise Refusal(f"{path}: not found; run the stage that writes it first (dvc repro)")
     try:

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
 
-from analysis.reports.number_text import pvalue
+from analysis.reports.number_text import at_floor, p_bound, pvalue
 
 # Backslash-escaped: CommonMark reads any escaped ASCII punctuation as the character itself. These open
 # code, emphasis, links, HTML and entities, table cells, headings, strikethrough and (GitHub) math.
@@ -52,17 +52,12 @@ def ci_percent(alpha: float) -> str:
     return f"{100 * (1 - alpha):.4g}%"
 
 
-def at_floor(p: float | None, n_perm: int | None, exact: bool = True) -> bool:
-    """Whether p is the floor of a Monte Carlo sign-flip test (no permutation beat the observed delta)."""
-    return p is not None and not exact and bool(n_perm) and p <= 2.0 / (n_perm + 1) * (1 + 1e-9)
-
-
 def p_text(p: float | None, n_perm: int | None = None, exact: bool = True) -> str:
     """A p-value; one at the floor of a Monte Carlo test is printed as the bound it is, not as exact."""
     if p is None:
         return "n/a"
     if at_floor(p, n_perm, exact):
-        return f"<= {pvalue(2.0 / (n_perm + 1))} (floor of {n_perm:,} permutations)"  # type: ignore[operator]
+        return f"{p_bound(p, n_perm, exact)} (floor of {n_perm:,} permutations)"
     return pvalue(p)
 
 

@@ -132,10 +132,15 @@ def metrics_markdown(report: TrajectoryReport) -> str:
         maj = "n/a" if r["maj"] is None else f"{r['maj']:.3f}"
         step = "n/a" if r["step"] is None else str(r["step"])
         lines.append(
-            f"| {md(r['arm'])} | {step} | {r['avg']:.3f} ± {r['avg_sd']:.3f} | {maj} | "
+            f"| {md(r['arm'])} | {step} | {_with_sd(r['avg'], r['avg_sd'])} | {maj} | "
             f"{r['pass_at_k']:.3f} | {r['pass_hat']:.3f} | {r['bayes']:.3f} ± {r['bayes_sd']:.3f} |"
         )
     return "\n".join(lines) + "\n"
+
+
+def _with_sd(value: float, sd: float | None) -> str:
+    """'0.412 ± 0.013', or the value alone where the spread is undefined (one run)."""
+    return f"{value:.3f}" if sd is None else f"{value:.3f} ± {sd:.3f}"
 
 
 def outputs(

@@ -19,6 +19,7 @@ from analysis.reports.arm_rows import (
     contrast_claim,
     contrast_row,
     factorial_section,
+    interaction_reading,
     path_table,
     tool_call_problem,
 )
@@ -201,9 +202,14 @@ def adjust_for_budget(rows: list[dict[str, Any]], data: dict[str, ArmData], sett
 
 
 def decide_claims(
-    contrasts: list[dict[str, Any]], marginal: list[dict[str, Any]], settings: Settings, reference: str
+    contrasts: list[dict[str, Any]],
+    marginal: list[dict[str, Any]],
+    settings: Settings,
+    reference: str,
+    factorial: dict[str, Any] | None = None,
 ) -> None:
-    """Each row's ceiling flag, parametric share and claim, from its attribution and its verdict."""
+    """Each row's ceiling flag, parametric share and claim, from its attribution and its verdict (and for a
+    marginal row, the factorial table's interaction reading)."""
     marginal_delta = {m["arm"]: m["naive_delta"] for m in marginal}
     for c in contrasts:
         attr = c["attribution"]
@@ -216,7 +222,8 @@ def decide_claims(
     for m in marginal:
         m["ceiling"] = False
         m["parametric_share"] = None
-        m["claim"] = contrast_claim("marginal", m, settings, augmentation=m["reference"])
+        interaction = interaction_reading(factorial, m["reference"])
+        m["claim"] = contrast_claim("marginal", m, settings, m["reference"], interaction)
 
 
 def format_calls(rows: list[dict[str, Any]], readers: dict[str, Any], settings: Settings) -> None:
@@ -296,7 +303,8 @@ def build_found(
     # every other arm contrast is one Benjamini-Hochberg family (per-family rows: one family per contrast,
     # analysis.reports.contrasts.family_rows), so no row's verdict depends on which report prints it.
     ct.decide_bh([c for c in all_rows if "significant" not in c], settings, delta_key="naive_delta")
-    decide_claims(contrasts, marginal, settings, reference)
+    factorial = factorial_section(data, settings, contrasts)
+    decide_claims(contrasts, marginal, settings, reference, factorial)
     # The same generations under the lenient reader: each row's change in answered share, its lenient
     # delta and FORMAT call.
     readers = {arm: answering.reader_arrays(log, order) for arm, (_, log) in found.items()}
@@ -324,7 +332,7 @@ def build_found(
         marginal=marginal,
         families=families,
         paths=[t for arm, log in logs.items() if (t := path_table(arm, log)) is not None],
-        factorial=factorial_section(data, settings),
+        factorial=factorial,
         calibration=calibration.section(logs, order, reference, settings),
         truncation=truncation.section(logs, base_log.max_tokens),
         answering=[answering.arm_row(arm, data[arm].scores, readers[arm], settings) for arm in found],

@@ -9,10 +9,16 @@ from typing import Any
 import numpy as np
 
 from analysis.estimators.effect_size import cohens_dz
-from analysis.estimators.factorial import factorial_readout
+from analysis.estimators.factorial import (
+    COMPLEMENTS,
+    FACTORS,
+    NO_INTERACTION,
+    SUBSTITUTES,
+    factorial_readout,
+)
 from analysis.estimators.mcnemar import majority_verdicts, mcnemar_from_verdicts
 from analysis.estimators.power_planning import mde_paired
-from analysis.estimators.resampling import rng_for
+from analysis.estimators.resampling import Interval, rng_for
 from analysis.reports import contrasts as ct
 from analysis.reports.align import ArmData
 from analysis.reports.contrasts import mean_contrast, too_few_items
@@ -24,9 +30,15 @@ PATH_VERDICTS = ["clean", "answer_without_tool", "tool_result_ignored", "tool_er
 
 
 def contrast_claim(
-    attribution: str, row: dict[str, Any], settings: Settings, augmentation: str | None = None
+    attribution: str,
+    row: dict[str, Any],
+    settings: Settings,
+    augmentation: str | None = None,
+    interaction: str | None = None,
 ) -> str:
-    """What a contrast row claims, from its arm's attribution and its verdict (never from its size alone)."""
+    """What a contrast row claims, from its arm's attribution and its verdict (never from its size alone).
+    interaction: for a marginal row, the factorial table's reading of training x its augmentation
+    ('training x retrieval: no interaction detected'), the only test of complements or substitutes."""
     if attribution == "ceiling":
         return "CEILING only; three interventions at once, NOT attributable."
     if (why := too_few_items(row["n_items"], settings)) is not None:
@@ -36,14 +48,15 @@ def contrast_claim(
     gain = row["significant"] and row["naive_delta"] > 0
     loss = row["significant"] and row["naive_delta"] < 0
     if attribution == "marginal":
+        # A gain on top of an augmentation is not an interaction: complements or substitutes is said only
+        # by the interaction's own test (the factorial table), never by this row's verdict.
+        said = f" ({interaction})" if interaction else ""
         if gain:
-            return f"training adds a gain on top of {augmentation} (complements)."
+            return f"training adds a gain on top of {augmentation}{said}."
         if loss:
-            return f"training costs accuracy on top of {augmentation}."
-        return (
-            f"no marginal gain from training on top of {augmentation} detected (substitutes, or too small)."
-        )
-    effect = "gain" if gain else ("loss" if loss else "no detectable change")
+            return f"training costs accuracy on top of {augmentation}{said}."
+        return f"{ct.NO_DIFFERENCE}: no marginal gain from training on top of {augmentation}{said}."
+    effect = "gain" if gain else ("loss" if loss else ct.NO_DIFFERENCE)
     if attribution == "parametric":
         adj = row["adjusted_ci95"]
         if gain and adj is not None and adj[0] > 0:
@@ -52,7 +65,11 @@ def contrast_claim(
             return "parametric gain (budget adjustment unavailable: no gen_tokens in the logs)."
         if gain:
             return "parametric gain does NOT survive adjustment."
-        return "training lowered the score (parametric loss)." if loss else "no parametric gain detected."
+        return (
+            "training lowered the score (parametric loss)."
+            if loss
+            else f"{ct.NO_DIFFERENCE} (no parametric gain)."
+        )
     if attribution == "lookup":
         return f"{effect}: retrieval/lookup grounding, NOT reasoning."
     if attribution == "tool_access":
@@ -139,37 +156,71 @@ def path_table(arm: str, log: EvalLog) -> dict[str, Any] | None:
     return {"arm": arm, "n_samples": int(v.size), "verdicts": rows}
 
 
-def factorial_section(data: dict[str, ArmData], settings: Settings) -> dict[str, Any] | None:
-    """The factorial read-out of the arms present; None unless at least one interaction is estimable."""
+def factorial_section(
+    data: dict[str, ArmData], settings: Settings, rows: list[dict[str, Any]] | None = None
+) -> dict[str, Any] | None:
+    """The factorial read-out of the arms present; None unless at least one interaction is estimable.
+
+    Every effect is a mean contrast with the reports' one interval method (ct.delta_interval); a main
+    effect that is also a contrast row of the report (trained - base) is that row, its interval the row's,
+    so one contrast never shows two intervals on one page."""
     arm_of = {cell: arm for arm, cell in FACTORIAL_CELLS.items() if arm in data}
     cells = {cell: data[arm].scores for cell, arm in arm_of.items()}
+    by_pair = {(r["reference"], r["arm"]): r for r in rows or []}
+
+    def interval(name: str, values: np.ndarray) -> Interval:
+        return ct.delta_interval(values, settings, f"/factorial/{name}")
+
     effects = factorial_readout(
-        cells, settings.n_boot, rng_for(settings.seed, "factorial"), alpha=settings.alpha
+        cells, settings.n_boot, rng_for(settings.seed, "factorial"), alpha=settings.alpha, interval=interval
     )
     if not any(e.order > 1 and e.estimate is not None for e in effects):
         return None
     name_of = {cell: arm for arm, cell in FACTORIAL_CELLS.items()}
     n_items = next(iter(cells.values())).shape[0]
     too_few = too_few_items(n_items, settings)
-    rows = []
+    out = []
     for e in effects:
         reading = e.reading
         if reading is not None and too_few is not None:
             reading = too_few
-        rows.append({
+        plus = [name_of[c] for c, coef in e.coefficients.items() if coef > 0]
+        minus = [name_of[c] for c, coef in e.coefficients.items() if coef < 0]
+        row = by_pair.get((minus[0], plus[0])) if e.order == 1 and e.estimate is not None else None
+        ci = (
+            [row["ci95"], row["ci95_method"]]
+            if row
+            else [e.ci.as_list(), e.ci.method]
+            if e.ci
+            else [None, None]
+        )
+        out.append({
             "effect": e.name,
             "order": e.order,
             "cells": {name_of[c]: coef for c, coef in e.coefficients.items()},
-            "estimate": e.estimate,
-            "ci95": e.ci.as_list() if e.ci else None,
-            "ci95_method": e.ci.method if e.ci else None,
+            "estimate": row["naive_delta"] if row else e.estimate,
+            "ci95": ci[0],
+            "ci95_method": ci[1],
             "reading": reading,
             "missing_arms": [name_of[c] for c in e.missing],
         })  # fmt: skip
     return {
         "cells": {arm: list(cell) for arm, cell in FACTORIAL_CELLS.items() if arm in data},
-        "effects": rows,
+        "effects": out,
     }
+
+
+def interaction_reading(factorial: dict[str, Any] | None, augmentation: str) -> str | None:
+    """The factorial table's verdict on training x the one factor an augmentation arm switches on
+    ('training x retrieval: no interaction detected'), or None where the table has none."""
+    cell = FACTORIAL_CELLS.get(augmentation)
+    if factorial is None or cell is None or cell[0] != 0 or sum(cell) != 1:
+        return None
+    name = f"{FACTORS[0]} x {FACTORS[cell.index(1)]}"
+    row = next((e for e in factorial["effects"] if e["effect"] == name), None)
+    if row is None or row["reading"] not in (COMPLEMENTS, SUBSTITUTES, NO_INTERACTION):
+        return None
+    return f"{name}: {row['reading']}"
 
 
 def tool_call_problem(arm: str, log: EvalLog, max_failed: float) -> str | None:

@@ -83,7 +83,7 @@ def deltas(ref: EvalLog, arm: EvalLog, order: list[str], settings: Settings, key
     out: dict[str, Any] = {}
     avg = metric_contrast(a.mean(axis=1), b.mean(axis=1), settings, key=f"/table/avg{key}")
     runs = pm.per_run_accuracy(b) - pm.per_run_accuracy(a)
-    out["avg"] = {**avg, "run_sd": float(runs.std(ddof=1)) if runs.size > 1 else 0.0}
+    out["avg"] = {**avg, "run_sd": float(runs.std(ddof=1)) if runs.size > 1 else None}
     ans_a, ans_b = answers_of(ref, order), answers_of(arm, order)
     if ans_a is not None and ans_b is not None:
         out["maj"] = metric_contrast(pm.maj_at_k_items(ans_a, a), pm.maj_at_k_items(ans_b, b), settings,

@@ -42,6 +42,7 @@ from analysis.estimators.signflip import (
     small_suite_interval,
 )
 from analysis.reports.align import ArmData
+from analysis.reports.number_text import p_bound
 from analysis.reports.settings import Settings
 
 NO_FAMILY = "(none)"
@@ -307,13 +308,17 @@ def primary_contrast(ref_scores: np.ndarray, arm_scores: np.ndarray, settings: S
     )  # fmt: skip
 
 
+# A verdict that is not significant, in the one wording of every report (claim, rows, page sentence).
+NO_DIFFERENCE = "no detectable difference"
+
+
 def is_primary(reference: str, arm: str) -> bool:
     """True for the contrast that the claim's family decides wherever it appears."""
     return (reference, arm) == (PRIMARY_REFERENCE, PRIMARY_ARM)
 
 
 def claim(primary: Primary, settings: Settings) -> tuple[str, str]:
-    """EXPANSION / SHARPENING / REGRESSION / no material shift, decided by the claim's Holm family.
+    """EXPANSION / SHARPENING / REGRESSION / no detectable difference, decided by the claim's Holm family.
 
     With one sample per item pass@1 is the only evidence, which cannot separate sharpening from
     expansion: a significant shift is then UNDETERMINED rather than either. With too few items for any
@@ -326,7 +331,7 @@ def claim(primary: Primary, settings: Settings) -> tuple[str, str]:
     lo, hi = m["ci95"]
     one_text = (
         f"pass@1 (the mean score) {m['delta']:+.4f} (CI [{lo:+.4f}, {hi:+.4f}], sign-flip p "
-        f"{m['p_value']:.3g}, Holm {m['q_value']:.3g})"
+        f"{p_bound(m['p_value'], m['perm_n'], m['perm_exact'])}, Holm {m['q_value']:.3g})"
     )
     if primary.n_tests == 1:
         if m["significant"]:
@@ -334,9 +339,10 @@ def claim(primary: Primary, settings: Settings) -> tuple[str, str]:
                 f"{one_text} moved, but with one sample per item sharpening and expansion cannot be told "
                 "apart; rerun with more samples per item."
             )
-        return "no material shift", f"no shift detected: {one_text}."
+        return NO_DIFFERENCE, f"{one_text} is not significant."
     top_text = (
-        f"pass@{k} {d_top:+.4f} (CI [{top.lo:+.4f}, {top.hi:+.4f}], sign-flip p {primary.top_p:.3g}, "
+        f"pass@{k} {d_top:+.4f} (CI [{top.lo:+.4f}, {top.hi:+.4f}], sign-flip p "
+        f"{p_bound(primary.top_p, settings.n_perm, exact=False)}, "
         f"Holm {primary.top_p_holm:.3g})"
     )
     family = f" Holm over pass@1 and pass@{k} holds the claim's family-wise error at alpha {settings.alpha}."
@@ -352,6 +358,4 @@ def claim(primary: Primary, settings: Settings) -> tuple[str, str]:
         )
     if primary.top_significant or (m["significant"] and m["delta"] < 0):
         return "REGRESSION", f"{one_text}; {top_text}: the trained model lost ground." + family
-    return "no material shift", (
-        f"no shift detected: neither {one_text} nor {top_text} is significant." + family
-    )
+    return NO_DIFFERENCE, f"neither {one_text} nor {top_text} is significant." + family

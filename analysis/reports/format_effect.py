@@ -63,6 +63,7 @@ from analysis.reports.contrasts import (
     primary_contrast,
     significant,
 )
+from analysis.reports.number_text import p_bound
 from analysis.reports.settings import Settings
 
 FORMAT, FORMAT_DECLINE = "FORMAT", "FORMAT (decline)"
@@ -225,7 +226,8 @@ def format_call(strict_shift: int, lenient_shift: bool) -> str | None:
 
 def contrast_text(row: dict[str, Any], what: str) -> str:
     lo, hi = row["ci95"]
-    return f"{what} {row['delta']:+.4f} (CI [{lo:+.4f}, {hi:+.4f}], sign-flip p {row['p_value']:.3g})"
+    p = p_bound(row["p_value"], row.get("perm_n"), row.get("perm_exact", True))
+    return f"{what} {row['delta']:+.4f} (CI [{lo:+.4f}, {hi:+.4f}], sign-flip p {p})"
 
 
 def change_text(change: dict[str, Any] | None) -> str:

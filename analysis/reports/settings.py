@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -46,6 +48,12 @@ def _read_params(p: Path) -> dict[str, Any]:
         raise Refusal(f"{p}: cannot read params: {e}".replace("\n", " ")) from e
 
 
+def _fix(key: str, known: Sequence[str]) -> str:
+    """How to fix an unknown key: the known one it was likely meant as, else remove it."""
+    close = difflib.get_close_matches(key, list(known), 1, 0.6)
+    return f"did you mean {close[0]!r}? rename it" if close else "remove or rename it"
+
+
 def read_settings(path: str | Path | None) -> Settings:
     """Settings from params.yaml's `analysis` section; path None means params.yaml if it exists."""
     if path is None:
@@ -58,14 +66,18 @@ def read_settings(path: str | Path | None) -> Settings:
     params = _read_params(p)
     stray = sorted(set(params) - set(PARAMS_SECTIONS))
     if stray:
+        fix = _fix(stray[0], PARAMS_SECTIONS)
         raise Refusal(
-            f"{p}: {stray[0]}: unknown key (a typo?); known keys here: {', '.join(PARAMS_SECTIONS)}"
+            f"{p}: {stray[0]}: unknown key (a typo?); {fix}; known keys here: {', '.join(PARAMS_SECTIONS)}"
         )
     section = params.get("analysis") or {}
     allowed = set(Settings.__dataclass_fields__)
     unknown = sorted(set(section) - allowed)
     if unknown:
-        raise Refusal(f"{p}: analysis.{unknown[0]}: unknown setting; allowed: {', '.join(sorted(allowed))}")
+        raise Refusal(
+            f"{p}: analysis.{unknown[0]}: unknown setting; {_fix(unknown[0], sorted(allowed))}; allowed: "
+            f"{', '.join(sorted(allowed))}"
+        )
     values = {**asdict(Settings()), "seed": (params.get("protocol") or {}).get("seed", 0), **section}
     for name, value in values.items():
         # bool is an int to Python: `n_boot: true` would run one resample.

@@ -16,6 +16,7 @@ from analysis.reports import answering, contrasts
 from analysis.reports.align import ArmData, arm_arrays, check_matched, item_order, load_logs
 from analysis.reports.benchmark_table import answers_of
 from analysis.reports.contrasts import mean_contrast, too_few_items
+from analysis.reports.number_text import p_bound
 from analysis.reports.prompting import prompt_line
 from analysis.reports.refusal import Refusal
 from analysis.reports.report_models import TrajectoryReport
@@ -138,7 +139,8 @@ def reward_claim(row: dict[str, Any] | None, settings: Settings) -> str:
         )
         return (
             f"{call}: {gap} under the report's reader, but the lenient reader finds no difference "
-            f"({lenient['delta']:+.4f}, sign-flip p {lenient['p_value']:.3g}): {what}."
+            f"({lenient['delta']:+.4f}, sign-flip p "
+            f"{p_bound(lenient['p_value'], lenient.get('perm_n'), lenient.get('perm_exact', True))}): {what}."
         )
     # As in the other reports, a claim needs what the significant column needs: q <= fdr and the CI.
     if row["significant"] and lo > 0:

@@ -10,7 +10,9 @@ target not mapped is read under its own name: item_id and text (required), and w
 prompt, question, seed, finish_reason, prompt_tokens and gen_tokens (kept in the log as the pipeline keeps
 them). Sample indexes: an item's samples are its lines in the order of the files given and, within a file,
 in line order (k files of one line per item, or one file of k lines per item, or both); every item must
-end with the same k, and an item with fewer or more samples than another is refused naming both.
+end with the same k, and an item with fewer or more samples than another is refused naming both. Lines
+given twice are refused: a file named twice, and lines that repeat the earlier ones whole (`cat f f`) where
+the texts are sampled or each line has its own seed (greedy texts without seeds may rightly repeat).
 
 Each text is judged against its --suite item exactly as the pipeline's scorer judges a sample
 (scoring.verifiers, the item's own verifier and answer): `--reading chat` (default: the chat rules) or
@@ -88,6 +90,11 @@ def _field(path: Path, n: int, row: dict[str, Any], target: str, fields: dict[st
     name = fields.get(target, target)
     if name not in row or row[name] is None:
         if target in REQUIRED or target in fields:
+            if name in row:
+                empty = " (an empty string for an empty answer)" if target == "text" else ""
+                raise ImportRefusal(
+                    f"{path}:{n}: field {name!r} (for {target}) is null; every line needs a {target}{empty}"
+                )
             raise ImportRefusal(
                 f"{path}:{n}: field {name!r} (for {target}) is missing; its fields: "
                 f"{', '.join(sorted(row))}; name another with --field {target}=FIELD"
@@ -122,6 +129,9 @@ class Judged:
     lenient: dict[str, list[float]] = field(default_factory=dict)
     timeouts: int = 0
     read_by: Counter[str] = field(default_factory=Counter)
+    # Each line as read (line number, object), and the item and seed (None: none) it names.
+    rows: list[tuple[int, Any]] = field(default_factory=list)
+    seeds: list[tuple[str, int | None]] = field(default_factory=list)
 
 
 def read(
@@ -165,6 +175,8 @@ def read(
         text = _field(path, n, row, "text", fields)
         prompt = _field(path, n, row, "prompt", fields)
         question = _field(path, n, row, "question", fields)
+        judged.rows.append((n, row))
+        judged.seeds.append((item_id, _field(path, n, row, "seed", fields)))
         verdict, lenient = _judge(path, n, item, _scored_text(text, prompt, reading), reading)
         judged.timeouts += verdict.timed_out
         judged.read_by[verdict.read_by or "none"] += 1
@@ -192,6 +204,41 @@ def read(
             **{name: _field(path, n, row, name, fields) for name in SAMPLE_FIELDS},
         })  # fmt: skip
     return read_file, judged
+
+
+def check_repeats(paths: Sequence[Path], judged: Sequence[Judged], temperature: float) -> None:
+    """Refuse samples given twice: a file named twice, or lines that repeat the earlier lines whole, as
+    `cat f f` or `cat f g f g` make (which would double k), where the texts are sampled or each line has
+    its own seed (greedy texts without seeds are rightly the same on every line)."""
+    named = Counter(p.resolve() for p in paths)
+    twice = [p for p in paths if named[p.resolve()] > 1]
+    if twice:
+        raise ImportRefusal(f"{twice[0]}: given twice; give each file once")
+    lines = [(path, n, row) for path, j in zip(paths, judged, strict=True) for n, row in j.rows]
+    period = _repeat_period([row for _, _, row in lines])
+    if period is None:
+        return
+    block = [j.seeds[i] for j in judged for i in range(len(j.rows))][:period]
+    own_seeds = all(seed is not None for _, seed in block) and len(set(block)) == period
+    if temperature > 0 or own_seeds:
+        path, n, _ = lines[period]
+        first, n0, _ = lines[0]
+        raise ImportRefusal(
+            f"{path}:{n}: from this line on, the lines repeat the {period} lines from {first}:{n0} whole "
+            f"({len(lines) // period} copies: a file concatenated with itself?); drop the repeated lines, "
+            "or, if the samples really are the same, give each line its own seed"
+        )
+
+
+def _repeat_period(rows: list[Any]) -> int | None:
+    """The length of the block that rows repeat whole (2 copies or more), if any; a block of one distinct
+    line does not count (an item's samples may all be one short text)."""
+    n = len(rows)
+    for p in range(1, n // 2 + 1):
+        repeats = n % p == 0 and all(rows[i] == rows[i - p] for i in range(p, n))
+        if repeats and any(row != rows[0] for row in rows[:p]):
+            return p
+    return None
 
 
 def _question_texts(question: str | None, prompt: str | None, item: SuiteItem) -> tuple[str, ...]:
@@ -252,6 +299,7 @@ def imported_log(
 ) -> EvalLog:
     """The EvalLog of the files' samples, each judged by its suite item as the pipeline's scorer judges."""
     read_files = [read(p, fields, suite, reading, model, generator) for p in paths]
+    check_repeats(paths, [j for _, j in read_files], float(overrides["temperature"]))
     files = [file for file, _ in read_files]
     for file in files:
         file.seed = seed

@@ -15,10 +15,19 @@ Every sampling field the server could fill from the model's generation_config (t
 sent explicitly with vLLM's neutral value, as the offline engine's SamplingParams has them.
 
 Up to `concurrency` requests are in flight per server; an item's samples go to one server (a stable hash of
-the item id), so they share its prefix cache. A request that fails to connect, times out or gets a 5xx or
-429 answer is sent again, the same seed and all, after 1, 2, 4 ... s, `retries` times; then the run stops
-in one line (ServerGoneError, exit 2), every finished sample already handed to the caller, which saves it
-as it arrives (pipeline.generate), so a kill or a dead server loses only the requests in flight.
+the item id), so they share its prefix cache. A request that fails to connect, times out, gets a 5xx or 429
+answer or a 200 whose body is not JSON (cut short by a closed connection) is sent again, the same seed and
+all, after 1, 2, 4 ... s or the Retry-After the server asks for (up to timeout_s), `retries` times; then the
+run stops in one line (ServerGoneError, exit 2), every finished sample already handed to the caller, which
+saves it as it arrives (pipeline.generate), so a kill or a dead server loses only the requests in flight. A
+JSON reply that is not a completion is refused at once (pipeline.engines.served_reply), never saved.
+
+The HTTP layer is written here rather than taken from the openai client (or tenacity for its retries): the
+client rides on httpx, whose connection pool cost 58 s of CPU for the demo's 2,400 samples at 256
+connections (aiohttp: none to speak of); it builds replies without validating them by default (a reply
+with `choices: []` still fails as an IndexError); it gives up at once on a Retry-After above 2 minutes;
+and the retries must check between tries whether the runner's own server died, to say why. What is
+hand-written is the retry loop (a dozen lines); the reply's shape is checked by pydantic.
 
 The server is checked before any request: its /v1/models must list the arm's checkpoint (its path as given
 or absolute, or its hub repository id; `served_model` names it when it is served under another name), and
@@ -32,18 +41,24 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
-import os
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from contract.engine import Decoding, EngineInfo, GenRequest, GenResult
 from pipeline.config import ConfigError
 from pipeline.engines import EngineStartError
+from pipeline.engines.served_reply import (
+    NotJSONError,
+    ReplyError,
+    completion,
+    error_message,
+    json_body,
+    json_of,
+    retry_after_s,
+)
+from pipeline.engines.served_urls import api_key, checkpoint_names, host_of, parse_urls
 from pipeline.heavy_imports import collector_paused
 from pipeline.prompts import is_chat_model
 from pipeline.settings import RunnerError
@@ -67,6 +82,15 @@ RETRY_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 BACKOFF_S = 1.0
 
 
+# Why a server that answered the checks may refuse connections later: it died. A vLLM server on a CPU with
+# vLLM's default flags dies on the first seeded request whose prompt it prefills in two steps.
+STOPPED = (
+    "it accepted the checks and now refuses connections, so it stopped: see its log; a vLLM server on a CPU "
+    "started with vLLM's default flags dies on its first split prefill: start it with `python -m "
+    "pipeline.engines.serve <model>` (docs/gpu.md)"
+)
+
+
 class ServerGoneError(RunnerError):
     """A server that stopped answering mid-run; one line, the finished samples are kept for the resume."""
 
@@ -83,68 +107,6 @@ class Endpoint:
     max_model_len: int | None
 
 
-def parse_urls(base_url: str | Sequence[str]) -> list[str]:
-    """The server URLs of base_url (one or a list), without a trailing / or /v1; refused in one line when
-    not http(s) or when they carry credentials (those belong in the variable api_key_env names)."""
-    urls = [base_url] if isinstance(base_url, str) else list(base_url)
-    if not urls or not all(isinstance(u, str) and u for u in urls):
-        raise ConfigError(f"{SETTINGS}: base_url = {base_url!r}: give null, a URL or a list of URLs")
-    out = []
-    for url in urls:
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ConfigError(f"{SETTINGS}: base_url {url!r} is not an http(s) URL, e.g. http://gpu1:8000")
-        if parts.username or parts.password:
-            raise ConfigError(
-                f"{SETTINGS}: base_url {host_of(url)!r} carries credentials; remove them from the URL and "
-                "put the key in an environment variable named by api_key_env (it is never written anywhere)"
-            )
-        out.append(url.rstrip("/").removesuffix("/v1"))
-    if len(set(out)) != len(out):
-        raise ConfigError(f"{SETTINGS}: base_url lists a server twice ({', '.join(out)})")
-    return out
-
-
-def host_of(url: str) -> str:
-    """host:port of a URL, without credentials, path or query (what the records hold)."""
-    parts = urlsplit(url)
-    port = f":{parts.port}" if parts.port else ""
-    return f"{parts.hostname}{port}"
-
-
-def checkpoint_names(model: str) -> set[str]:
-    """The names a server may give this checkpoint: its path as given and absolute, and the hub repository
-    id of a hub cache snapshot (.../models--org--name/snapshots/<sha>)."""
-    path = Path(model)
-    names = {model, str(path.absolute()), str(path.resolve())}
-    parts = path.resolve().parts
-    for i, part in enumerate(parts[:-2]):
-        if part.startswith("models--") and parts[i + 1] == "snapshots":
-            names.add(part.removeprefix("models--").replace("--", "/"))
-    return names
-
-
-def api_key(env_name: str | None) -> str | None:
-    """The API key from the environment variable env_name (None: no key); refused when it is unset."""
-    if env_name is None:
-        return None
-    key = os.environ.get(env_name)
-    if not key:
-        raise ConfigError(f"{SETTINGS}: api_key_env = {env_name!r}: that environment variable is not set")
-    return key
-
-
-def _error_message(payload: bytes) -> str:
-    """The error message of a server's non-200 answer (OpenAI's {"error": {"message": ...}} or its text)."""
-    try:
-        body = json.loads(payload)
-        err = body.get("error", body) if isinstance(body, dict) else body
-        message = err.get("message", err) if isinstance(err, dict) else err
-    except ValueError:
-        message = payload.decode(errors="replace")
-    return " ".join(str(message).split())[:300]
-
-
 def attach(
     url: str, model: str, served_model: str | None, headers: dict[str, str], tokenizer: Any
 ) -> Endpoint:
@@ -159,10 +121,15 @@ def attach(
                 hint = "; set api_key_env to the variable holding its key" * (models.status_code == 401)
                 raise EngineStartError(
                     f"the server at {host} answered /v1/models with HTTP {models.status_code} "
-                    f"({_error_message(models.content)}){hint} ({SETTINGS} base_url)"
+                    f"({error_message(models.content)}){hint} ({SETTINGS} base_url)"
                 )
             version = client.get("/version")
-            entries = [m for m in models.json().get("data", []) if isinstance(m, dict)]
+            data = json_of(models, host, "/v1/models", dict).get("data")
+            entries = (
+                [m for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)]
+                if isinstance(data, list)
+                else []
+            )
             wanted = {served_model} if served_model else checkpoint_names(model)
             match = next((m for m in entries if m.get("id") in wanted or m.get("root") in wanted), None)
             if match is None:
@@ -184,15 +151,17 @@ def attach(
         ) from None
     # A server without /tokenize (not vLLM) is checked by its model list alone.
     if tokenized.status_code == 200:
-        theirs = tokenized.json().get("tokens")
+        theirs = json_of(tokenized, host, "/tokenize", dict).get("tokens")
         ours = tokenizer(PROBE, add_special_tokens=True)["input_ids"]
         if theirs != list(ours):
+            got = len(theirs) if isinstance(theirs, list) else "no list of"
             raise EngineStartError(
                 f"the server at {host} serves {match['id']} with another tokenizer than {model}'s (a probe "
-                f"gives {len(theirs or [])} tokens there, {len(ours)} here); attach to a server of this "
-                "checkpoint"
+                f"gives {got} tokens there, {len(ours)} here); attach to a server of this checkpoint"
             )
-    server_version = version.json().get("version") if version.status_code == 200 else None
+    server_version = (
+        json_of(version, host, "/version", dict).get("version") if version.status_code == 200 else None
+    )
     length = match.get("max_model_len")
     return Endpoint(
         url=url,
@@ -242,19 +211,10 @@ class OpenAIEngine:
         batch_invariant = None
         if base_url is None:
             from pipeline.engines.hardware import distribution, platform_info
-            from pipeline.engines.vllm_engine import llm_settings
+            from pipeline.engines.vllm_server import VllmServer, launch_settings
 
-            llm_args = llm_settings(model, revision=revision, **server_settings)
+            llm_args, env = launch_settings(model, revision, server_settings, log_level)
             batch_invariant = bool(server_settings.get("batch_invariant", False))
-            # As the offline engine sets them in its own process (a VLLM_CPU_KVCACHE_SPACE set here wins).
-            kv_space = os.environ.get("VLLM_CPU_KVCACHE_SPACE") or server_settings["cpu_kvcache_space_gib"]
-            env = {
-                "VLLM_CPU_KVCACHE_SPACE": str(kv_space),
-                "VLLM_BATCH_INVARIANT": "1" if batch_invariant else "0",
-                "VLLM_LOGGING_LEVEL": log_level.upper(),
-            }
-            from pipeline.engines.vllm_server import VllmServer
-
             self.server = VllmServer(model, llm_args, env, start_timeout_s)
             urls, key = [self.server.url], self.server.api_key
             device, driver = platform_info()
@@ -379,31 +339,54 @@ class OpenAIEngine:
         }
         if decoding.logprobs:
             body["logprobs"] = 0  # the sampled token's own log-probability only
-        why = ""
+        why, wait_s, refused = "", 0.0, False
         for attempt in range(self.retries + 1):
             if attempt:
-                await asyncio.sleep(min(BACKOFF_S * 2.0 ** (attempt - 1), 30.0) * (1 + random.random() / 4))
+                backoff = min(BACKOFF_S * 2.0 ** (attempt - 1), 30.0) * (1 + random.random() / 4)
+                await asyncio.sleep(max(backoff, wait_s))
             if self.server is not None and (gone := self.server.died()):
                 raise ServerGoneError(self._gone(gone))
             try:
                 async with client.post(f"{ep.url}/v1/completions", json=body) as answer:
                     status = answer.status
                     payload = await answer.read()
+                    asked = retry_after_s(answer.headers.get("Retry-After"))
             except (aiohttp.ClientError, TimeoutError) as e:
-                why = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+                why, wait_s = (f"{type(e).__name__}: {e}" if str(e) else type(e).__name__), 0.0
+                refused = isinstance(e, aiohttp.ClientConnectorError)
                 continue
+            refused = False
             if status == 200:
-                return self._result(request, ids, json.loads(payload))
-            why = f"HTTP {status}: {_error_message(payload)}"
+                try:
+                    return completion(request, ids, json_body(payload))
+                except NotJSONError as e:  # a body cut short by a closed connection, or a proxy's page
+                    why, wait_s = f"HTTP 200 with {e}", 0.0
+                    continue
+                except ReplyError as e:
+                    raise RunnerError(self._refused(ep, request, "answered", f"with {e}")) from None
+            why, wait_s = f"HTTP {status}: {error_message(payload)}", asked or 0.0
             if status not in RETRY_STATUS:
-                raise RunnerError(
-                    f"the server at {ep.host} refused sample {request.key[1]} of item {request.key[0]!r} "
-                    f"({why}); fix that and rerun the same command (the finished samples are kept)"
+                raise RunnerError(self._refused(ep, request, "refused", f"({why})"))
+            if wait_s > self.timeout_s:
+                raise ServerGoneError(
+                    self._gone(
+                        f"the server at {ep.host} asks to retry after {wait_s:.0f} s ({why}), longer than "
+                        f"timeout_s ({self.timeout_s:.0f} s)"
+                    )
                 )
         if self.server is not None and (gone := self.server.died()):
             why = gone
+        elif refused:
+            why += f"; {STOPPED}"
         raise ServerGoneError(
             self._gone(f"the server at {ep.host} did not answer after {self.retries} retries ({why})")
+        )
+
+    @staticmethod
+    def _refused(ep: Endpoint, request: GenRequest, verb: str, what: str) -> str:
+        return (
+            f"the server at {ep.host} {verb} sample {request.key[1]} of item {request.key[0]!r} {what}; fix "
+            "that and rerun the same command (the finished samples are kept)"
         )
 
     @staticmethod
@@ -411,31 +394,6 @@ class OpenAIEngine:
         return (
             f"{why}; the finished samples are kept: rerun the same command to resume (with a server of the "
             f"same model; {SETTINGS} retries and timeout_s set the patience)"
-        )
-
-    @staticmethod
-    def _result(request: GenRequest, ids: list[int], body: dict[str, Any]) -> GenResult:
-        choice = body["choices"][0]
-        usage = body.get("usage") or {}
-        text = str(choice.get("text") or "")
-        finish = str(choice.get("finish_reason") or "stop")
-        stop_reason = choice.get("stop_reason")
-        # The contract's text includes a matched stop string; a server that ignored
-        # include_stop_str_in_output names it in stop_reason.
-        if finish == "stop" and isinstance(stop_reason, str) and not text.endswith(stop_reason):
-            text += stop_reason
-        token_ids = list(choice.get("token_ids") or [])
-        gen_tokens = int(usage.get("completion_tokens", len(token_ids)))
-        logprobs = (choice.get("logprobs") or {}).get("token_logprobs") or []
-        values = [x for x in logprobs if isinstance(x, int | float)]
-        return GenResult(
-            key=request.key,
-            text=text,
-            finish_reason=finish,
-            prompt_tokens=int(usage.get("prompt_tokens", len(ids))),
-            gen_tokens=gen_tokens,
-            token_ids=token_ids,
-            mean_logprob=min(0.0, sum(values) / len(values)) if values else None,
         )
 
     def close(self) -> None:

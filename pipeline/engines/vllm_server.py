@@ -72,6 +72,24 @@ def server_flags(settings: Mapping[str, Any]) -> list[str]:
     return flags
 
 
+def launch_settings(
+    model: str, revision: str | None, settings: Mapping[str, Any], log_level: str = "error"
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """The vllm.LLM arguments and environment of a server for model with the engine settings given, as the
+    offline engine runs (pipeline.engines.vllm_engine.llm_settings; on a CPU, chunked prefill off)."""
+    from pipeline.engines.vllm_engine import llm_settings
+
+    llm_args = llm_settings(model, revision=revision, **settings)
+    # As the offline engine sets them in its own process (a VLLM_CPU_KVCACHE_SPACE set here wins).
+    kv_space = os.environ.get("VLLM_CPU_KVCACHE_SPACE") or settings["cpu_kvcache_space_gib"]
+    env = {
+        "VLLM_CPU_KVCACHE_SPACE": str(kv_space),
+        "VLLM_BATCH_INVARIANT": "1" if settings.get("batch_invariant", False) else "0",
+        "VLLM_LOGGING_LEVEL": log_level.upper(),
+    }
+    return llm_args, env
+
+
 def _last_error_line(log: Path) -> str:
     """The last line of a server log that says what went wrong (an Error line, else the last one)."""
     try:
