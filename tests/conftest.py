@@ -44,8 +44,9 @@ from demo.worlds import write_jsonl as write_jsonl
 # In this order, so that the session's one engine (pipeline.engines.get_engine) changes checkpoint as
 # seldom as it can: test_loop's own engine first and closed, then the demo checkpoints (test_demo_world
 # leaves the base one running for test_runner_engine's parity tests), the chat copy, and last the tiny
-# checkpoint the remaining tests share: five vLLM engine starts in the process, where the alphabetical
-# order and a module engine of test_demo_world's own made seven.
+# checkpoint the remaining tests share (test_lm_eval_parity's among them, which started it again on a
+# worker of its own): five vLLM engine starts in the process, where the alphabetical order and a module
+# engine of test_demo_world's own made seven, and an eighth on another worker.
 IN_PROCESS_ENGINE = (
     "test_layers",
     "test_loop",
@@ -53,6 +54,7 @@ IN_PROCESS_ENGINE = (
     "test_runner_engine",
     "test_ray_run",
     "test_served_engine",
+    "test_lm_eval_parity",
 )
 # The modules that use the SmolLM2 world's float32 checkpoints (smollm2_checkpoints): on one worker, one after
 # another, the checkpoints are built once (about 40 s of a CPU), not once on each worker at the same time.
