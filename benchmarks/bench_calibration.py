@@ -43,6 +43,10 @@ The model judge's table (`--part judge`, benchmarks/calibration_judge.py): the c
 the judge-corrected (Rogan-Gladen, bootstrapped with the audit) and the PPI intervals of a paired delta, for a
 judge whose error is the same in both arms and one lenient with one arm, and how often the report's
 differing-error flag fires.
+
+The undecided table (`--part undecided`, benchmarks/calibration_undecided.py): how often the note "the
+undecided shares differ" fires when the arms' undecided rates are equal (a false alarm) and when they
+differ (its power), and the coverage of the interval of the delta on the samples both arms decided.
 """
 
 from __future__ import annotations
@@ -68,6 +72,7 @@ from analysis.reports.settings import Settings
 from benchmarks.calibration_judge import judge_table
 from benchmarks.calibration_metrics import metrics_table
 from benchmarks.calibration_split import split_table
+from benchmarks.calibration_undecided import undecided_table
 
 REGIMES = {"sparse": (0.5, 2.5), "middling": (2.0, 2.0)}
 PLANTED_LOGIT = 0.8
@@ -305,10 +310,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument(
         "--part",
-        choices=("all", "verdicts", "format", "metrics", "judge", "split"),
+        choices=("all", "verdicts", "format", "metrics", "judge", "undecided", "split"),
         default="all",
         help="the verdicts' table, the FORMAT call's, or both (default); metrics: the paper metrics' table; "
-        "judge: the model judge's corrected and PPI intervals; split: the seen/clean split's calls",
+        "judge: the model judge's corrected and PPI intervals; undecided: the undecided note and "
+        "decided delta; split: the seen/clean split's calls",
     )
     args = ap.parse_args(argv)
     reps, n_boot = (40, 400) if args.quick else (args.reps, args.n_boot)
@@ -316,6 +322,10 @@ def main(argv: list[str] | None = None) -> int:
     started, cpu = time.perf_counter(), time.process_time()
     if args.part == "judge":
         judge_table([n for n in args.sizes if n >= 100] or [500], reps, n_boot, args.seed)
+        print(f"time: {time.perf_counter() - started:.1f} s wall, {time.process_time() - cpu:.1f} s CPU")
+        return 0
+    if args.part == "undecided":
+        undecided_table(args.sizes, reps, settings, args.seed, REGIMES)
         print(f"time: {time.perf_counter() - started:.1f} s wall, {time.process_time() - cpu:.1f} s CPU")
         return 0
     if args.part in ("metrics", "split"):

@@ -6,9 +6,10 @@ verifier where math-verify reads the reference (its forms recorded where the fre
 the exact verifier as the fallback. Per kind of reference (expression, several, yesno, none, text): the
 agreement with the labels, the recall on the responses labelled right, the false-right rate on those
 labelled wrong, and the undecided samples. Then every response again against another problem's item (the
-next problem, in id order, whose reference is a different answer: answer_key tells "No such values" and
-"No integer solutions", or "0 (none of the values)" and "0 (i.e., no real-valued zeros)", apart from
-nothing): every right verdict there is a false right.
+next problem, in id order, whose reference is a different answer from the response's own reference and
+from the answer the response states by its hand label: answer_key tells "No such values" and "No integer
+solutions", or "0 (none of the values)" and "0 (i.e., no real-valued zeros)", apart from nothing): every
+right verdict there is a false right.
 
 Runs with any checkout's scorer on PYTHONPATH (a scorer before EvalLog format 5 has no undecided verdict and
 no reference forms), so that the reader before a change can be measured by the same code as after it.
@@ -94,10 +95,16 @@ def score_champ_text(path: Path = CHAMP_TEXT_LABELS) -> tuple[list[TextCase], li
         case_id = f"{c['problem_id']}::{c['model']}::{c['setting']}"
         own.append(_scored(case_id, c["kind"], int(c["label"]), items[c["problem_id"]], c["response"]))
         at = next(i for i, p in enumerate(problems) if p[0] == c["problem_id"])
+        # A different answer from the response's own reference and from what the response states (its hand
+        # label's stated_answer): a wrong response that states "there are no solutions", or "0", against
+        # a problem whose answer is that, states the other reference's answer, and a reader that calls it
+        # right is reading it correctly; only a right verdict on an answer the response does not state is
+        # a false right.
+        stated = {answer_key(c["reference"]), answer_key(c.get("stated_answer") or c["reference"])}
         j = next(
             (at + d) % len(problems)
             for d in range(1, len(problems))
-            if answer_key(problems[(at + d) % len(problems)][1]) != answer_key(c["reference"])
+            if answer_key(problems[(at + d) % len(problems)][1]) not in stated
         )
         other.append(
             _scored(f"{case_id} vs {problems[j][0]}", c["kind"], 0, items[problems[j][0]], c["response"])

@@ -107,6 +107,18 @@ def conclusion_stance(text: str, kind: str = "none") -> str | None:
     return None
 
 
+# The notation that names a subject as well as its word does ("lim" for the limit).
+_NOTATION = {"limit": "lim"}
+
+
+def subject_stated(subject: str, text: str) -> bool:
+    """Whether a conclusion sentence of text names the subject (its word, plural or notation), so that the
+    value it states is stated of that subject and not a number of the working."""
+    names = [re.escape(subject) + "s?", *([_NOTATION[subject]] if subject in _NOTATION else [])]
+    pattern = re.compile(r"\b(?:" + "|".join(names) + r")\b", re.I)
+    return any(pattern.search(s) for s in conclusion_sentences(text))
+
+
 def _words(text: str) -> list[str]:
     return [w for w in re.findall(r"[a-z0-9]+(?:'t)?", text.casefold()) if w not in _SKIP_WORDS]
 

@@ -23,6 +23,13 @@ _ONLY_VALUE = re.compile(
     r"\s+is\s+(?P<b>.+?)|the\s+\w+\s+exists\s+and\s+is\s+equal\s+to\s+(?P<c>.+?))\.?$",
     re.I | re.S,
 )
+# A reference that names what its value is of ("The limit exists and is equal to 4", "The only possible
+# value for the limit is sqrt(a)"): the value is right only where the conclusion states it of that thing.
+_SUBJECT = re.compile(
+    r"^(?:the\s+only\s+possible\s+value\s+(?:for|of)\s+the\s+(?P<b>\w+)\s+is\s|"
+    r"the\s+(?P<c>\w+)\s+exists\s+and\s+is\s+equal\s+to\s)",
+    re.I,
+)
 _COUNT = re.compile(r"^(?P<n>-?\d+|[a-z])\s+(?:values|pairs|roots|inequalities|times|zeros|solutions)$", re.I)
 
 
@@ -72,3 +79,10 @@ def alternatives(reference: str) -> list[str] | None:
             if form and form not in forms:
                 forms.append(form)
     return None if forms == [reference.strip()] else forms
+
+
+def named_subject(reference: str) -> str | None:
+    """What a reference's value is of, where its sentence names it ('limit' in "The limit exists and is
+    equal to 4"); None for a reference that is the value alone."""
+    m = _SUBJECT.match(reference.strip())
+    return None if m is None else (m.group("b") or m.group("c")).casefold()

@@ -38,7 +38,7 @@ from scoring.timelimit import DEFAULT_TIMEOUT_S
 SCORER_NAME = "reasoning-delta"
 # Bump whenever a verdict can change (answer extraction, a verifier, the path rules): the EvalLog records it,
 # and the score stages rerun because their code changed.
-SCORER_VERSION = "4.0"
+SCORER_VERSION = "4.1"
 
 
 class ScoringError(ValueError):

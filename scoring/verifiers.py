@@ -36,6 +36,7 @@ from contract.textformat import ANSWER_TAG
 from scoring import conclusions, expressions, mathverify
 from scoring.numbers import parse_number
 from scoring.reading import Reading, UnknownRule, last_boxed, marked_lines, read_answer, read_lenient
+from scoring.reference_forms import named_subject
 from scoring.timelimit import DEFAULT_TIMEOUT_S, AnswerTimeout, time_limit, time_until
 
 # Bump whenever a built-in verifier or the answer reading can give another verdict; the EvalLog records it
@@ -350,9 +351,11 @@ def _limited(seconds: float, deadline: float | None) -> AbstractContextManager[N
 
 
 def verdict_of(
-    item: SuiteItem, reading: Reading, timeout_s: float = DEFAULT_TIMEOUT_S, deadline: float | None = None
-) -> Verdict:
-    """The verdict on one reading of a sample (0 when the verifier runs out of time, or past deadline)."""
+    item: SuiteItem, reading: Reading, timeout_s: float = DEFAULT_TIMEOUT_S, deadline: float | None = None,
+    text: str | None = None,
+) -> Verdict:  # fmt: skip
+    """The verdict on one reading of a sample (0 when the verifier runs out of time, or past deadline);
+    text: the sample's, whose conclusion must name what the reference's value is of, where it names it."""
     own = getattr(item.verifier, "timeout_s", None)
     limit = "the verifier's timeout_s" if own else "conf/score.yaml verifier_timeout_s"
     if reading.timed_out:
@@ -361,13 +364,11 @@ def verdict_of(
     try:
         settled, why = settle(item, reading.answer, timeout_s, reading.parsed, deadline)
     except AnswerTimeout as e:
-        return Verdict(
-            0.0,
-            reading.answer,
-            f"{verifier_name(item)} {e} on this answer (the time limit: {limit}); scored 0",
-            timed_out=True,
-            undecided=True,
-        )
+        why = f"{verifier_name(item)} {e} on this answer (the time limit: {limit}); scored 0"
+        return Verdict(0.0, reading.answer, why, timed_out=True, undecided=True)
+    subject = named_subject(str(item.answer))
+    if settled and text is not None and subject and not conclusions.subject_stated(subject, text):
+        settled, why = None, f"the value read is not stated as the {subject}, which the reference names"
     return Verdict(
         1.0 if settled else 0.0,
         reading.answer,
@@ -414,9 +415,9 @@ def score_both(
         )
     except UnknownRule as e:
         raise VerifierError(str(e)) from None
-    first = verdict_of(item, strict, timeout_s, deadline)
+    first = verdict_of(item, strict, timeout_s, deadline, text)
     lenient = _read_in_time(lambda: read_lenient(text, strict, item.verifier), limit, deadline)
-    return first, (first if lenient is strict else verdict_of(item, lenient, timeout_s, deadline))
+    return first, (first if lenient is strict else verdict_of(item, lenient, timeout_s, deadline, text))
 
 
 def _read_in_time(read: Callable[[], Reading], limit: float, deadline: float) -> Reading:

@@ -41,15 +41,22 @@ from demo.worlds import write_jsonl as write_jsonl
 # as --dist loadfile would make it (module-scoped fixtures stay on one worker). test_vllm_engine is not
 # one of them: it checks that a released engine is collected, which another module's engine kept alive in
 # the same process (test_loop holds one for the session) would defeat.
-IN_PROCESS_ENGINE = {
-    "test_contamination",
-    "test_demo_world",
+# In this order, so that the session's one engine (pipeline.engines.get_engine) changes checkpoint as
+# seldom as it can: test_loop's own engine first and closed, then the demo checkpoints (test_demo_world
+# leaves the base one running for test_runner_engine's parity tests), the chat copy, and last the tiny
+# checkpoint the remaining tests share (test_lm_eval_parity's among them, which started it again on a
+# worker of its own): five vLLM engine starts in the process, where the alphabetical order and a module
+# engine of test_demo_world's own made seven, and an eighth on another worker.
+IN_PROCESS_ENGINE = (
     "test_layers",
     "test_loop",
-    "test_ray_run",
+    "test_demo_world",
     "test_runner_engine",
+    "test_ray_run",
     "test_served_engine",
-}
+    "test_lm_eval_parity",
+    "test_contamination",
+)
 # The modules that use the SmolLM2 world's float32 checkpoints (smollm2_checkpoints): on one worker, one after
 # another, the checkpoints are built once (about 40 s of a CPU), not once on each worker at the same time.
 SMOLLM2_CHECKPOINTS = {"test_smollm2_world", "test_plain_world", "test_smollm2_grpo_world", "test_judge_vllm"}
@@ -73,8 +80,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     modules together, any other by module."""
     grouping = getattr(config.option, "loadgroup", False)  # set on pytest-xdist's workers under loadgroup
     groups = {item: _group(item.path.stem) for item in items}
-    # Stable: each group keeps its own order (a module's tests run top to bottom).
-    items.sort(key=lambda item: _rank(groups[item]))
+    # Stable: each module keeps its own order (its tests run top to bottom).
+    items.sort(key=lambda item: (_rank(groups[item]), _module_rank(item.path.stem)))
     for item in items:
         group = groups[item]
         item.add_marker(pytest.mark.xdist_group(group))
@@ -92,6 +99,11 @@ def _group(module: str) -> str:
     if module in IN_PROCESS_ENGINE:
         return "vllm-in-process"
     return "smollm2-checkpoints" if module in SMOLLM2_CHECKPOINTS else module
+
+
+def _module_rank(module: str) -> int:
+    """Where a module goes within its group: the in-process engine modules in IN_PROCESS_ENGINE's order."""
+    return IN_PROCESS_ENGINE.index(module) if module in IN_PROCESS_ENGINE else 0
 
 
 def _rank(group: str) -> int:

@@ -173,3 +173,32 @@ def test_a_final_sentence_keeps_reading_numbers_as_before() -> None:
     assert score(numeric, chain, chat=True).score == 1.0
     five = SuiteItem(item_id="n", family="f", question="q", answer=5, verifier={"type": "numeric"})
     assert score(five, "So the leading term is x^5.", chat=True).score == 0.0
+
+
+@pytest.mark.parametrize(
+    ("reference", "text", "want"),
+    [
+        # A value stated of the reference's subject, by its word or its notation: right.
+        (
+            "The limit exists and is equal to 4",
+            "So a_n increases and is bounded.\nHence the limit is 4.",
+            1.0,
+        ),
+        ("The limit exists and is equal to 4", "Taking limits, L = 3L/4 + 1.\nSo $\\lim a_n = 4$.", 1.0),
+        ("The only possible value for the limit is sqrt(a)", "Thus the limits are $\\sqrt{a}$.", 1.0),
+        # The same value stated of something else, or a number of the working: not read as the limit.
+        ("The limit exists and is equal to 4", "The terms repeat: 1, 1, 0, 0.\nThe period is 4.", 0.0),
+        (
+            "The limit exists and is equal to 2",
+            "We add the terms.\nTherefore the sum is at most 2^{99}.",
+            0.0,
+        ),
+    ],
+)
+def test_a_value_of_a_named_subject_is_read_only_where_the_conclusion_names_it(
+    reference: str, text: str, want: float
+) -> None:
+    item = frozen(reference, "Does the limit exist, and if so, what is it?")
+    verdict = score(item, text, chat=True)
+    assert verdict.score == want
+    assert verdict.undecided == (want == 0.0)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from benchmarks import champ_text
 from benchmarks.bench_answer_reading import agreement, score_champ, score_math_verify_cases
 from contract.suite import SuiteItem
 from scoring.reading import Reading, final_statement, from_last_boxes, read_answer, read_lenient
@@ -39,6 +40,16 @@ def test_math_verify_test_cases_agree_at_least_98_percent(math_verify_results: l
 def test_every_remaining_difference_from_math_verify_is_a_named_choice(math_verify_results: list) -> None:
     differing = {r.id for r in math_verify_results if not r.agrees}
     assert differing == set(DELIBERATE)
+
+
+@pytest.mark.slow
+def test_champ_text_responses_against_another_problems_reference_are_rarely_right() -> None:
+    """Hand-labelled CHAMP responses to non-numeric answers, each against a problem whose answer differs
+    from its own and from what it states: a right verdict there is a false right, at most 2%."""
+    own, other = champ_text.score_champ_text()
+    false_right = [r.id for r in other if r.got]
+    assert len(own) == len(other) >= 200
+    assert len(false_right) <= 0.02 * len(other), false_right
 
 
 def test_champ_responses_agree_with_the_hand_labels() -> None:

@@ -134,15 +134,40 @@ def run_cli(*args: str) -> subprocess.CompletedProcess:
     )
 
 
-@pytest.fixture()
-def pair(tmp_path: Path) -> tuple[Path, Path]:
+def write_pair(folder: Path) -> tuple[Path, Path]:
+    """Two logs of 120 items at k = 8 in folder, the second lifted: base.json and trained.json."""
     rng = np.random.default_rng(0)
     fam = [FAMILIES[i % 4] for i in range(120)]
     pre, logit = synthetic_scores(rng, 120, 8)
     post, _ = synthetic_scores(rng, 120, 8, lift=0.8, base=logit)
-    a = write_log(tmp_path / "base.json", pre, families=fam, arm="base")
-    b = write_log(tmp_path / "trained.json", post, families=fam, arm="trained", model_name="demo-trained")
+    a = write_log(folder / "base.json", pre, families=fam, arm="base")
+    b = write_log(folder / "trained.json", post, families=fam, arm="trained", model_name="demo-trained")
     return a, b
+
+
+@pytest.fixture()
+def pair(tmp_path: Path) -> tuple[Path, Path]:
+    return write_pair(tmp_path)
+
+
+@pytest.fixture(scope="module")
+def cli_twice(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path, list[Path]]:
+    """The delta CLI run twice on one pair with one params file: (pre, post, params, [out one, out two]).
+
+    Read by the tests of the CLI's files: one run of the command serves them (it costs seconds: a process
+    with scipy and matplotlib, 2000 resamples), the second run is the rerun they compare with.
+    """
+    folder = tmp_path_factory.mktemp("delta-cli")
+    pre, post = write_pair(folder)
+    params = write_params(folder / "params.yaml")
+    outs = []
+    for run in ("one", "two"):
+        out = folder / run
+        r = run_cli("analysis.commands.delta", "--pre", str(pre), "--post", str(post), "--out", str(out),
+                    "--params", str(params))  # fmt: skip
+        assert r.returncode == 0, r.stderr
+        outs.append(out)
+    return pre, post, params, outs
 
 
 def build_typed(pre: Path, post: Path, s: Settings = FAST) -> DeltaReport:
@@ -158,16 +183,8 @@ def build(pre: Path, post: Path, s: Settings = FAST) -> dict:
 # ------------------------------------------------------------------------------------------- the CLI
 
 
-def test_cli_writes_the_report_and_reruns_byte_identical(pair, tmp_path):
-    pre, post = pair
-    params = write_params(tmp_path / "params.yaml")
-    outs = []
-    for run in ("one", "two"):
-        out = tmp_path / run
-        r = run_cli("analysis.commands.delta", "--pre", str(pre), "--post", str(post), "--out", str(out),
-                    "--params", str(params))  # fmt: skip
-        assert r.returncode == 0, r.stderr
-        outs.append(out)
+def test_cli_writes_the_report_and_reruns_byte_identical(cli_twice):
+    _, _, _, outs = cli_twice
     for name in ("delta_report.json", "delta_report.md", "passk_curve.png"):
         assert (outs[0] / name).read_bytes() == (outs[1] / name).read_bytes(), name
     png = (outs[0] / "passk_curve.png").read_bytes()
@@ -182,14 +199,9 @@ def test_cli_writes_the_report_and_reruns_byte_identical(pair, tmp_path):
     assert "passk_curve.png" in md
 
 
-def test_the_figure_drawn_beside_the_statistics_is_the_one_drawn_here(pair, tmp_path):
+def test_the_figure_drawn_beside_the_statistics_is_the_one_drawn_here(cli_twice):
     """The CLI draws in a forked process while it computes; the bytes are those of drawing in-process."""
-    pre, post = pair
-    params = write_params(tmp_path / "params.yaml")
-    out = tmp_path / "cli"
-    r = run_cli("analysis.commands.delta", "--pre", str(pre), "--post", str(post), "--out", str(out),
-                "--params", str(params))  # fmt: skip
-    assert r.returncode == 0, r.stderr
+    pre, post, params, (out, _) = cli_twice
     here = delta_rendering.outputs(build_typed(pre, post, read_settings(params)))
     assert set(here) == {p.name for p in out.iterdir()}
     for name, data in here.items():

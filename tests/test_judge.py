@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from analysis.commands import judge_labels, judge_report
+from analysis.rendering.index_parts import judge_summary
 from benchmarks.judge_champ import (
     CHAMP_TEXT_LABELS,
     TEXT_ARM,
@@ -90,9 +91,12 @@ def test_a_perfect_judge_is_fit_and_a_rerun_makes_no_call(champ: dict[str, Path]
     records = [s.judge for it in log.items for s in it.samples or [] if s.judge]
     assert len(records) == 79 and all(r.audit for r in records) and all(r.reply for r in records)
     assert log.scorer is not None and log.scorer.settings["judge"]["template_sha256"] == jp.TEMPLATE_SHA256
-    report = run_report(champ, tmp_path / "judged", tmp_path / "report")
+    report = run_report(champ, tmp_path / "judged", tmp_path / "judge")
     assert all(not a["reasons"] for a in report["arms"].values())
     assert report["contrasts"][0]["headline"] == "with_judge"
+    # The index page's line on this report (where the judge report stage writes it, under the page's folder).
+    summary = judge_summary(tmp_path)
+    assert summary is not None and summary["line"].startswith("scripted: fit on every arm's audit")
     # The hand labels differ from the rules on 2 + 3 responses the rules call right: the audit sees it.
     assert report["arms"]["gpt-4"]["audit"]["sensitivity"]["k"] == 34
 
@@ -100,12 +104,16 @@ def test_a_perfect_judge_is_fit_and_a_rerun_makes_no_call(champ: dict[str, Path]
 def test_a_judge_that_always_says_equivalent_is_flagged(champ: dict[str, Path], tmp_path: Path) -> None:
     with ScriptedJudge(policy("equivalent")) as judge:
         stage.run(champ["gpt-4"].parent, tmp_path / "judged", ARMS, settings(judge.url, tmp_path / "c.jsonl"))
-    report = run_report(champ, tmp_path / "judged", tmp_path / "report")
+    report = run_report(champ, tmp_path / "judged", tmp_path / "judge")
     c = report["contrasts"][0]
     assert c["headline"] == "rule_decided"
     assert any("under the floor" in r for r in c["reasons"])
     assert report["arms"]["gpt-4"]["audit"]["specificity"]["value"] == 0.0
-    assert "kept out of this headline" in (tmp_path / "report" / "judge_report.md").read_text()
+    assert "kept out of this headline" in (tmp_path / "judge" / "judge_report.md").read_text()
+    summary = judge_summary(tmp_path)
+    assert summary is not None
+    flagged = "scripted: flagged, its verdicts kept out of the headline: gpt-4-turbo vs gpt-4: "
+    assert summary["line"] == flagged + c["reasons"][0]
 
 
 HOSTILE = [

@@ -44,6 +44,90 @@ def scored(w: World, generations: Path) -> EvalLog:
     )
 
 
+# First in the module: the session's engine (tests/conftest.py) is left on the demo base checkpoint by
+# tests/test_demo_world.py, so these start one engine (the chat copy's) before the tiny checkpoint's
+# tests below, which tests/test_ray_run.py and tests/test_served_engine.py then share.
+def _parity_requests(demo_base: Path | None, tiny_checkpoint: Path) -> tuple[Path, list[GenRequest]]:
+    """50 greedy requests: the demo suite on demo/models/base once it exists, else arithmetic (tiny model)."""
+    if demo_base is not None:
+        questions = [it.question for it in load_suite(DEMO_SUITE)[:50]]
+        model, max_tokens = demo_base, 128
+    else:
+        questions = [it["question"] for it in arithmetic_items(50)]
+        model, max_tokens = tiny_checkpoint, 16
+    reqs = [
+        GenRequest(key=(f"q{i}", 0), prompt=build_prompt(q), seed=i, max_tokens=max_tokens, stop=PLAIN_STOP)
+        for i, q in enumerate(questions)
+    ]
+    return model, reqs
+
+
+def test_vllm_and_hf_give_the_same_greedy_text_on_50_items(demo_base, tiny_checkpoint, vllm_for):
+    model, reqs = _parity_requests(demo_base, tiny_checkpoint)
+    greedy = Decoding(temperature=0.0, top_p=1.0)
+    hf = make_engine(engine_config("hf"), str(model))
+    by_hf = hf.generate(reqs, greedy)
+    by_vllm = vllm_for(model).generate(reqs, greedy)
+    fields = ("text", "finish_reason", "prompt_tokens", "gen_tokens")
+    differ = [
+        (r.key, [getattr(a, f) for f in fields], [getattr(b, f) for f in fields])
+        for r, a, b in zip(reqs, by_vllm, by_hf, strict=True)
+        if any(getattr(a, f) != getattr(b, f) for f in fields)
+    ]
+    assert differ == []
+    # Not one answer for every question: the greedy path goes through question-dependent logits.
+    assert len({r.text for r in by_vllm}) > 2, "the model's answers should depend on the question"
+
+
+def test_token_logprobs_change_no_text_and_vllm_and_hf_agree_on_them(demo_base, tiny_checkpoint, vllm_for):
+    import torch
+
+    model, reqs = _parity_requests(demo_base, tiny_checkpoint)
+    reqs = reqs[:12]
+    sampled, recorded = (
+        Decoding(temperature=1.0, top_p=1.0),
+        Decoding(temperature=1.0, top_p=1.0, logprobs=True),
+    )
+    engine = vllm_for(model)
+    plain, with_lp = engine.generate(reqs, sampled), engine.generate(reqs, recorded)
+    assert [r.text for r in with_lp] == [r.text for r in plain] and all(r.mean_logprob is None for r in plain)
+    assert all(r.mean_logprob is not None and r.mean_logprob <= 0 for r in with_lp)
+    # The same tokens scored by transformers' forward pass (the model's raw distribution): the same means.
+    hf = make_engine(engine_config("hf"), str(model))
+    for r, out in zip(reqs, with_lp, strict=True):
+        ids = hf.tokenizer(r.prompt, add_special_tokens=True, return_tensors="pt")["input_ids"][0]
+        sequence = torch.cat([ids, torch.tensor(out.token_ids)])
+        assert hf._mean_logprob(sequence, ids.shape[0]) == pytest.approx(out.mean_logprob, abs=1e-3)
+
+
+def test_the_hf_engine_runs_an_arm_with_the_same_seeds(tmp_path: Path, tiny_checkpoint):
+    w = make_world(tmp_path / "w", {"base": tiny_checkpoint}, arithmetic_items(3), k=2, max_tokens=16)
+    log = scored(w, run(w.settings("base", engine=engine_config("hf"))))
+    assert log.engine.name == "hf" and log.engine.version.startswith("transformers ")
+    assert [s.seed for it in log.items for s in it.samples] == [
+        sample_seed(1234, it.item_id, j) for it in log.items for j in range(2)
+    ]
+    again = scored(w, run(w.settings("base", engine=engine_config("hf"), out_dir=tmp_path / "again")))
+    assert _comparable(again) == _comparable(log)
+
+
+def test_a_chat_model_is_prompted_through_its_template_with_one_bos_in_both_engines(
+    tmp_path: Path, tiny_checkpoint, vllm_for
+):
+    chat = with_chat_template(tiny_checkpoint, tmp_path / "chat")
+    w = make_world(tmp_path / "w", {"base": chat}, arithmetic_items(3), k=1, max_tokens=8, temperature=0.0)
+    by_vllm = scored(w, run(w.settings("base", out_dir=tmp_path / "v"), engine=vllm_for(chat)))
+    hf = make_engine(engine_config("hf"), str(chat))
+    by_hf = scored(w, run(w.settings("base", out_dir=tmp_path / "h", engine=engine_config("hf")), engine=hf))
+    question = arithmetic_items(3)[0]["question"]
+    # "<s>" is in the template's text: counted once, never added a second time by the engine.
+    want = hf.count_tokens(f"<s><|user|>{question}\n{CHAT_INSTRUCTION}\n<|assistant|>")
+    assert by_vllm.items[0].samples[0].prompt_tokens == want
+    assert [s.model_dump() for it in by_vllm.items for s in it.samples] == [
+        s.model_dump() for it in by_hf.items for s in it.samples
+    ]
+
+
 def test_the_same_arm_run_twice_gives_identical_texts_and_scores(
     tmp_path: Path, tiny_checkpoint, vllm_engine
 ):
@@ -200,84 +284,3 @@ def test_every_arm_runs_and_gives_each_item_and_sample_the_same_seed(
         if retrieval:
             first = log.items[0].retrieved
             assert first and first[0].rank == 1
-
-
-def _parity_requests(demo_base: Path | None, tiny_checkpoint: Path) -> tuple[Path, list[GenRequest]]:
-    """50 greedy requests: the demo suite on demo/models/base once it exists, else arithmetic (tiny model)."""
-    if demo_base is not None:
-        questions = [it.question for it in load_suite(DEMO_SUITE)[:50]]
-        model, max_tokens = demo_base, 128
-    else:
-        questions = [it["question"] for it in arithmetic_items(50)]
-        model, max_tokens = tiny_checkpoint, 16
-    reqs = [
-        GenRequest(key=(f"q{i}", 0), prompt=build_prompt(q), seed=i, max_tokens=max_tokens, stop=PLAIN_STOP)
-        for i, q in enumerate(questions)
-    ]
-    return model, reqs
-
-
-def test_vllm_and_hf_give_the_same_greedy_text_on_50_items(demo_base, tiny_checkpoint, vllm_for):
-    model, reqs = _parity_requests(demo_base, tiny_checkpoint)
-    greedy = Decoding(temperature=0.0, top_p=1.0)
-    hf = make_engine(engine_config("hf"), str(model))
-    by_hf = hf.generate(reqs, greedy)
-    by_vllm = vllm_for(model).generate(reqs, greedy)
-    fields = ("text", "finish_reason", "prompt_tokens", "gen_tokens")
-    differ = [
-        (r.key, [getattr(a, f) for f in fields], [getattr(b, f) for f in fields])
-        for r, a, b in zip(reqs, by_vllm, by_hf, strict=True)
-        if any(getattr(a, f) != getattr(b, f) for f in fields)
-    ]
-    assert differ == []
-    # Not one answer for every question: the greedy path goes through question-dependent logits.
-    assert len({r.text for r in by_vllm}) > 2, "the model's answers should depend on the question"
-
-
-def test_token_logprobs_change_no_text_and_vllm_and_hf_agree_on_them(demo_base, tiny_checkpoint, vllm_for):
-    import torch
-
-    model, reqs = _parity_requests(demo_base, tiny_checkpoint)
-    reqs = reqs[:12]
-    sampled, recorded = (
-        Decoding(temperature=1.0, top_p=1.0),
-        Decoding(temperature=1.0, top_p=1.0, logprobs=True),
-    )
-    engine = vllm_for(model)
-    plain, with_lp = engine.generate(reqs, sampled), engine.generate(reqs, recorded)
-    assert [r.text for r in with_lp] == [r.text for r in plain] and all(r.mean_logprob is None for r in plain)
-    assert all(r.mean_logprob is not None and r.mean_logprob <= 0 for r in with_lp)
-    # The same tokens scored by transformers' forward pass (the model's raw distribution): the same means.
-    hf = make_engine(engine_config("hf"), str(model))
-    for r, out in zip(reqs, with_lp, strict=True):
-        ids = hf.tokenizer(r.prompt, add_special_tokens=True, return_tensors="pt")["input_ids"][0]
-        sequence = torch.cat([ids, torch.tensor(out.token_ids)])
-        assert hf._mean_logprob(sequence, ids.shape[0]) == pytest.approx(out.mean_logprob, abs=1e-3)
-
-
-def test_the_hf_engine_runs_an_arm_with_the_same_seeds(tmp_path: Path, tiny_checkpoint):
-    w = make_world(tmp_path / "w", {"base": tiny_checkpoint}, arithmetic_items(3), k=2, max_tokens=16)
-    log = scored(w, run(w.settings("base", engine=engine_config("hf"))))
-    assert log.engine.name == "hf" and log.engine.version.startswith("transformers ")
-    assert [s.seed for it in log.items for s in it.samples] == [
-        sample_seed(1234, it.item_id, j) for it in log.items for j in range(2)
-    ]
-    again = scored(w, run(w.settings("base", engine=engine_config("hf"), out_dir=tmp_path / "again")))
-    assert _comparable(again) == _comparable(log)
-
-
-def test_a_chat_model_is_prompted_through_its_template_with_one_bos_in_both_engines(
-    tmp_path: Path, tiny_checkpoint, vllm_for
-):
-    chat = with_chat_template(tiny_checkpoint, tmp_path / "chat")
-    w = make_world(tmp_path / "w", {"base": chat}, arithmetic_items(3), k=1, max_tokens=8, temperature=0.0)
-    by_vllm = scored(w, run(w.settings("base", out_dir=tmp_path / "v"), engine=vllm_for(chat)))
-    hf = make_engine(engine_config("hf"), str(chat))
-    by_hf = scored(w, run(w.settings("base", out_dir=tmp_path / "h", engine=engine_config("hf")), engine=hf))
-    question = arithmetic_items(3)[0]["question"]
-    # "<s>" is in the template's text: counted once, never added a second time by the engine.
-    want = hf.count_tokens(f"<s><|user|>{question}\n{CHAT_INSTRUCTION}\n<|assistant|>")
-    assert by_vllm.items[0].samples[0].prompt_tokens == want
-    assert [s.model_dump() for it in by_vllm.items for s in it.samples] == [
-        s.model_dump() for it in by_hf.items for s in it.samples
-    ]

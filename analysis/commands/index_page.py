@@ -8,8 +8,10 @@ reads delta_report.json and arm_comparison_report.json and writes reports/index.
 only) and the DVC plot data reports/plots/passk.csv and reports/plots/arm_deltas.csv; beside each report's
 markdown its HTML rendering (delta_report.html, arm_comparison_report.html, through markdown-it-py), which
 the HTML page links to; and, from the EvalLogs of the arms the arm comparison found, the item browser
-reports/items.html (analysis.rendering.item_browser). A pure rendering of the reports and the logs: no
-statistic is computed here (analysis.rendering.index_page).
+reports/items.html (analysis.rendering.item_browser). Where the judge report stage wrote OUT/judge/
+judge_report.md, its HTML rendering too, and where a judge ran the page links it and says in one line
+whether the judge was fit or flagged, and why (analysis.rendering.index_parts). A pure rendering of the
+reports and the logs: no statistic is computed here (analysis.rendering.index_page).
 """
 
 from __future__ import annotations

@@ -2,7 +2,9 @@
 
 What python -m analysis.commands.index_page writes: reports/index.md and index.html (from the templates in
 analysis/templates/), reports/metrics.json, reports/plots/*.csv, each report's HTML rendering and the item
-browser. A pure rendering of the reports and the logs: no statistic is computed here.
+browser. Beside the headline: each arm's undecided share and each contrast's change in it and delta on
+decided samples, and the judge's line where a judge ran (analysis.rendering.index_parts).
+A pure rendering of the reports and the logs: no statistic is computed here.
 """
 
 from __future__ import annotations
@@ -19,6 +21,13 @@ from pydantic import ValidationError
 from analysis.rendering import contamination_text
 from analysis.rendering.headline import plain_sentence
 from analysis.rendering.html_page import markdown_page
+from analysis.rendering.index_parts import (
+    JUDGE_MD,
+    judge_summary,
+    undecided_metrics,
+    undecided_note,
+    undecided_section,
+)
 from analysis.rendering.item_browser import items_page
 from analysis.rendering.markdown_text import (
     ITEMS_PAGE,
@@ -156,6 +165,11 @@ def context(
             ("Item browser", ITEMS_PAGE, "the items that flipped between any two arms, with transcripts"),
         ],
         "table": table_rows(table),
+        # Each arm's undecided share and each contrast's change and decided delta (None: not recorded, the
+        # reports' note then shown instead), and the judge's link and line (None: no judge ran).
+        "undecided": undecided_section(delta, arms),
+        "undecided_note": undecided_note(delta, arms),
+        "judge": judge_summary(out),
         "table_k": table["k"] if table else None,
         "table_families": [f for f in table["families"] if f != "all"] if table else [],
     }
@@ -166,8 +180,10 @@ def metrics(delta: DeltaReport, arms: ArmComparison, table: dict[str, Any] | Non
 
     trained minus base (mean, interval, p, verdict), the claim, every arm's naive delta over base and its
     verdict (the same rule and, for trained, the same verdict as the delta report), each delta report arm's
-    answered share and trained minus base under the lenient reader, where recorded; everything else (pass@k,
-    adjusted deltas, q-values, per-family rows) is in the reports. Short keys keep `dvc exp show` narrow.
+    answered share and trained minus base under the lenient reader, where recorded; each arm's undecided
+    share and each contrast's change in it and delta on decided samples, where recorded; everything else
+    (pass@k, adjusted deltas, q-values, per-family rows) is in the reports. Short keys keep `dvc exp show`
+    narrow.
     """
     out: dict[str, Any] = {
         "delta": {
@@ -191,6 +207,10 @@ def metrics(delta: DeltaReport, arms: ArmComparison, table: dict[str, Any] | Non
         lenient = fmt.contrast.lenient
         out["lenient"] = {"mean": lenient.delta, "lo": lenient.ci95[0], "hi": lenient.ci95[1],
                           "p": lenient.p_value, "significant": lenient.significant}  # fmt: skip
+    part = undecided_section(delta, arms)
+    if part is not None:
+        # Beside each delta, how much of each arm the reader could not settle and the delta without them.
+        out["undecided"] = undecided_metrics(part)
     rows = table_rows(table)
     if rows:
         # The paper metrics over all items, metric by metric and arm by arm (the benchmark table's `all`).
@@ -266,6 +286,11 @@ def write(
         # The benchmark table's HTML rendering, which the page links (a browser shows markdown as text).
         text = (table_dir / "benchmark_table.md").read_text()
         files[table_dir / "benchmark_table.html"] = markdown_page(text, f"Benchmark table: {delta.suite}")
+    if (out / JUDGE_MD).is_file():
+        # The judge's report rendered beside its markdown, which the page links where a judge ran.
+        files[(out / JUDGE_MD).with_suffix(".html")] = markdown_page(
+            (out / JUDGE_MD).read_text(), f"Model judge: {delta.suite}"
+        )
     if logs is not None:
         pair = (delta.pre_arm, delta.post_arm)
         files[out / ITEMS_PAGE] = items_page(logs, list(arms.arms_found), pair, evidence)

@@ -84,9 +84,11 @@ def not_recorded(arms: list[str], n_logs: int) -> str:
     )
 
 
-def _contrast(
+def contrast_fields(
     ref: str, arm: str, scores: dict[str, np.ndarray], flags: dict[str, np.ndarray], settings: Settings
 ) -> dict[str, Any]:
+    """One contrast's undecided fields (UndecidedContrast's): the change in undecided share, its note, and
+    the delta on the samples both arms decided; scores and flags (n_items, k) by arm."""
     # One key whatever the arms are named: a contrast's interval is the same in every report.
     key = "/undecided"
     change = fe.answered_change(flags[ref], flags[arm], settings, key=key)
@@ -130,7 +132,8 @@ def section(
         )
         for arm, f in known.items()
     ]
-    rows = [UndecidedContrast.model_validate(_contrast(r, a, scores, known, settings)) for r, a in pairs]
+    rows = [UndecidedContrast.model_validate(contrast_fields(r, a, scores, known, settings))
+            for r, a in pairs]  # fmt: skip
     return UndecidedSection(arms=arms, contrasts=rows), None
 
 
