@@ -42,7 +42,7 @@ from scoring.timelimit import DEFAULT_TIMEOUT_S, AnswerTimeout, time_limit, time
 # Bump whenever a built-in verifier or the answer reading can give another verdict; the EvalLog records it
 # beside each verifier the suite uses.
 BUILTIN_NAME = "reasoning-delta"
-BUILTIN_VERSION = "4.0"
+BUILTIN_VERSION = "4.1"
 # The longest text the readers read (characters; about 125,000 tokens of prose): math-verify and sympy
 # hold several hundred bytes per character they parse (a 1,000,000-digit text peaked at 609 MB, 5 MB at
 # 2.8 GB), and a time limit does not bound memory.

@@ -39,7 +39,19 @@ from analysis.reports.writing import dump_json, write_outputs
 from contract.evallog import EvalLog, collector_paused
 from contract.files import PathCheckError, input_dir, output_dir
 
-CACHE = Path(".dvc/cache/files/md5")
+
+
+def dvc_cache() -> Path:
+    """Where DVC keeps file contents by md5 in this project: its configured cache (a shared `cache.dir`
+    included), read through DVC's own config rather than assumed to be `.dvc/cache`."""
+    from dvc.exceptions import NotDvcRepoError
+    from dvc.repo import Repo
+
+    try:
+        with Repo(".") as repo:
+            return Path(repo.cache.local.path)
+    except NotDvcRepoError:
+        return Path(".dvc/cache/files/md5")
 
 
 def md5_of(path: Path) -> str:
@@ -67,9 +79,10 @@ def check_recorded(
         files["drift_report.md"] = f"# Verifier drift\n\n{status['detail'].capitalize()}.\n".encode()
         return files
     before: dict[str, tuple[Path, EvalLog]] = {}
+    cache = dvc_cache()
     for arm in moved:
         md5 = recorded[arm]["md5"]
-        cached = CACHE / md5[:2] / md5[2:]
+        cached = cache / md5[:2] / md5[2:]
         if cached.is_file():
             before[arm] = (cached, load_logs([cached], samples=False)[0])
         else:
@@ -77,7 +90,7 @@ def check_recorded(
     if not before:
         status["detail"] = (
             f"the scorer of {', '.join(moved)} changed, but the recorded logs are not in the DVC cache "
-            f"({CACHE}); check out the logs of the previous revision into a folder and run python -m "
+            f"({cache}); check out the logs of the previous revision into a folder and run python -m "
             "analysis.commands.drift --before THAT_FOLDER --after evallogs --out reports/drift"
         )
         files["drift_report.json"] = dump_json(status)
