@@ -74,13 +74,18 @@ def read_response(text: str, anchored_only: bool = False) -> tuple[tuple[Any, ..
     return tuple(parsed), (written if written is not None else str(parsed[0])).strip()
 
 
+_FULL_STOP = re.compile(r"(?<![.\\])\.\s*$")
+
+
 def math_input(answer: str) -> str:
     """The answer as math-verify should read it: LaTeX math in `$...$`, prose ('36 pencils') as text."""
     if _UNESCAPED_DOLLAR.search(answer) or "\\(" in answer or "\\[" in answer:
         return answer
     if re.search(r"[A-Za-z]{2,}", _LATEX_WORDS.sub(" ", answer)):
         return answer
-    return f"${answer}$"
+    # A sentence's full stop is not math: inside `$...$` math-verify reads '1 + 1.' as 1 (the '1.' it
+    # ends on), not as 1 + 1.
+    return f"${_FULL_STOP.sub('', answer)}$"
 
 
 def parse_answer(answer: str) -> tuple[Any, ...]:

@@ -84,6 +84,8 @@ def test_a_person_reads_these_as_right_and_so_does_the_scorer(reference: str, te
         ("376 and 625", "The number is \\boxed{625}."),  # half of the set
         ("a=3, b=-4", "The values are a = -4 and b = 3."),
         ("5/14, or approximately 35.7%", "\\boxed{35.7\\%}"),  # an approximation is not a form
+        # A sum ending its sentence is the sum, not its last term (math-verify alone reads '1 + 1.' as 1).
+        ("1", "\\begin{align*}\n\\frac{1 + 1}{2} &= \\frac{1 + 1}{2} \\\\\n&= 1 + 1.\n\\end{align*}"),
     ],
 )
 def test_other_values_stay_wrong(reference: str, text: str) -> None:
