@@ -40,18 +40,15 @@ from contract.evallog import EvalLog, collector_paused
 from contract.files import PathCheckError, input_dir, output_dir
 
 
-
 def dvc_cache() -> Path:
     """Where DVC keeps file contents by md5 in this project: its configured cache (a shared `cache.dir`
     included), read through DVC's own config rather than assumed to be `.dvc/cache`."""
-    from dvc.exceptions import NotDvcRepoError
     from dvc.repo import Repo
 
-    try:
-        with Repo(".") as repo:
-            return Path(repo.cache.local.path)
-    except NotDvcRepoError:
-        return Path(".dvc/cache/files/md5")
+    # uninitialized: a DVC project outside git (or no project at all) still has a cache to look in.
+    with Repo(".", uninitialized=True) as repo:
+        local = repo.cache.local
+    return Path(local.path) if local is not None else Path(".dvc/cache/files/md5")
 
 
 def md5_of(path: Path) -> str:
