@@ -158,8 +158,10 @@ def test_on_answers_in_words_the_people_not_the_rules_decide_a_judges_fitness(tm
     base = ["--logs", str(world[TEXT_ARM].parent), "--judged", str(tmp_path / "judged"), "--arms", TEXT_ARM]
     assert judge_report.main([*base, "--out", str(tmp_path / "r1"), "--params", "none"]) == 0
     by_rules = json.loads((tmp_path / "r1" / "judge_report.json").read_text())["arms"][TEXT_ARM]
-    # The rules misread answers in words: a judge that answers as the people do disagrees with them.
-    assert by_rules["reference"] == "rules" and by_rules["reasons"]
+    # The rules misread some answers in words: a judge that answers as the people do disagrees with them
+    # on part of the audit, where against the people it agrees on every one.
+    assert by_rules["reference"] == "rules"
+    assert by_rules["audit"]["agreement"]["value"] < 1.0
     labels = ["--labels", str(world["labels"])]
     assert judge_report.main([*base, "--out", str(tmp_path / "r2"), "--params", "none", *labels]) == 0
     by_people = json.loads((tmp_path / "r2" / "judge_report.json").read_text())["arms"][TEXT_ARM]

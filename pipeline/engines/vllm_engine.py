@@ -20,6 +20,7 @@ from __future__ import annotations
 import gc
 import logging
 import os
+import sys
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -57,6 +58,25 @@ SETTINGS = "conf/engine/vllm.yaml"
 # On a CPU, unless llm_kwargs sets them: KV cache block (tokens) and sequences per engine step.
 CPU_BLOCK_SIZE = 32
 CPU_MAX_NUM_SEQS = 512
+
+
+# llvmlite's C-library handle (numba's, which ppi-python and many other libraries import) answers any
+# attribute, `__dict__` included, with a function wrapper; vLLM's CPU kernel overrides
+# (vllm.triton_utils.dispatcher._rebind_kernels) read vars() of every attribute of every loaded module and
+# fail on it ("'_lib_fn_wrapper' object has no attribute 'get'"), so an engine could not start in a process
+# that had imported numba. The one module that holds the handle is hidden from that scan while vLLM starts.
+_VARS_TRAP = "llvmlite.binding.ffi"
+
+
+@contextmanager
+def _hidden_from_kernel_scan() -> Iterator[None]:
+    """Keep llvmlite's handle out of vLLM's scan of loaded modules while an engine starts."""
+    module = sys.modules.pop(_VARS_TRAP, None)
+    try:
+        yield
+    finally:
+        if module is not None:
+            sys.modules[_VARS_TRAP] = module
 
 
 def context_length(hf_config: Any, model: str) -> int:
@@ -239,7 +259,7 @@ class VllmEngine:
         os.environ.setdefault("VLLM_LOGGING_LEVEL", level)
         quiet = logging.getLevelName(level) > logging.INFO
         logging.getLogger("vllm").setLevel(level)  # before the import: some modules log while importing
-        with _quiet_warnings(quiet), collector_paused():
+        with _quiet_warnings(quiet), collector_paused(), _hidden_from_kernel_scan():
             from vllm import LLM, envs
 
         settings = llm_settings(
@@ -262,7 +282,7 @@ class VllmEngine:
         # and vLLM created on import (~750k: 0.5 s each on a 2-core CPU, seconds under load); frozen, they
         # are skipped. vLLM freezes the heap itself once started and unfreezes it when the engine shuts down.
         gc.freeze()
-        with _quiet_warnings(quiet):
+        with _quiet_warnings(quiet), _hidden_from_kernel_scan():
             self.llm = LLM(**settings, use_tqdm_on_load=not quiet)
         # vLLM reads its environment once per process (the first engine caches it), so a later engine
         # cannot switch the kernels: say so rather than record a mode the engine does not run.
