@@ -29,7 +29,7 @@ def verdict_line(s: ContaminationSplit | None) -> list[str]:
     """The one line under the claim: what the split says of the gain."""
     if s is None:
         return []
-    return [f"**Seen or clean: {md(s.call)}.** {md(s.call_detail)}.", ""]
+    return [f"**Seen or clean: {md(s.call)}.** {md(_sentence(s.call_detail))}.", ""]
 
 
 def _evidence(s: ContaminationSplit) -> str:
@@ -104,4 +104,9 @@ def index_line(s: ContaminationSplit | None) -> str | None:
     if s.call == NOTHING:
         return f"Seen or clean: {s.call_detail}."
     seen = f"{s.n_seen} of {s.n_seen + s.n_clean} items possibly seen"
-    return f"Seen or clean ({seen}): {s.call}. {s.call_detail}."
+    return f"Seen or clean ({seen}): {s.call}. {_sentence(s.call_detail)}."
+
+
+def _sentence(text: str) -> str:
+    """A clause that starts a sentence of its own, capitalised."""
+    return text[:1].upper() + text[1:]
