@@ -33,7 +33,6 @@ every disagreement (id, reference, text, expected, what the scorer read and why)
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -41,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import champ_text
+from contract.jsonl import read_jsonl
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data" / "answer_reading"
@@ -70,7 +70,7 @@ class CaseResult:
 
 def read_cases(path: Path) -> list[dict[str, Any]]:
     """The JSON lines of a data file."""
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [row for _, row in read_jsonl(path)]
 
 
 def score_text(case_id: str, reference: str | float | int, text: str, verifier: dict[str, Any]) -> tuple:

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from contract.jsonl import read_jsonl
+
 ROOT = Path(__file__).resolve().parents[1]
 CHAMP_TEXT_LABELS = ROOT / "tests" / "data" / "answer_reading" / "champ_text_labels.jsonl"
 KINDS = ("expression", "several", "yesno", "none", "text")
@@ -85,9 +87,7 @@ def _scored(case_id: str, kind: str, label: int, item: Any, text: str) -> TextCa
 
 def score_champ_text(path: Path = CHAMP_TEXT_LABELS) -> tuple[list[TextCase], list[TextCase]]:
     """(each response against its own problem's item, each against another problem's item)."""
-    import json
-
-    cases = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    cases = [row for _, row in read_jsonl(path)]
     problems = sorted({(c["problem_id"], c["reference"], c["problem"]) for c in cases})
     items = {pid: frozen_item(pid, ref, question) for pid, ref, question in problems}
     own, other = [], []

@@ -14,6 +14,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from contract.jsonl import read_jsonl
+
 ROOT = Path(__file__).resolve().parents[1]
 CHAMP_LABELS = ROOT / "tests" / "data" / "answer_reading" / "champ_labels.jsonl"
 CHAMP_TEXT_LABELS = ROOT / "tests" / "data" / "answer_reading" / "champ_text_labels.jsonl"
@@ -23,7 +25,7 @@ TEXT_ARM = "champ-text"
 
 def champ_rows(path: Path = CHAMP_LABELS) -> list[dict[str, Any]]:
     """The labelled responses, one dict a line."""
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [row for _, row in read_jsonl(path)]
 
 
 def champ_questions() -> dict[str, str]:

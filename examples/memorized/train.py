@@ -23,6 +23,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from contract.jsonl import read_jsonl
+
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 SUITE = ROOT / "demo" / "suite" / "sda-mini-v1.jsonl"
@@ -40,15 +42,10 @@ def memorized_items(items: list[dict[str, Any]], fraction: float) -> list[str]:
 
 def write_training_questions(path: Path, chosen: list[dict[str, Any]]) -> Path:
     """The questions the memorizing run drew from (training problems, then the memorized suite items)."""
-    rows = [{"id": p["problem_id"], "question": p["question"]} for p in read_jsonl(PROBLEMS)]
+    rows = [{"id": p["problem_id"], "question": p["question"]} for _, p in read_jsonl(PROBLEMS)]
     rows += [{"id": it["item_id"], "question": it["question"]} for it in chosen]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return path
-
-
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """The records of a JSONL file."""
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
 def transcript(question: str, answer: Any) -> str:
@@ -69,7 +66,7 @@ def train(out: Path, suite_share: float, memorized: list[dict[str, Any]], steps:
     torch.manual_seed(RECIPE["seed"])
     rng = random.Random(RECIPE["seed"])
     vocab, tok = vocabulary(), build_tokenizer()
-    problems = read_jsonl(PROBLEMS)
+    problems = [row for _, row in read_jsonl(PROBLEMS)]
     model = LlamaForCausalLM.from_pretrained(START, torch_dtype=torch.float32)
     opt = torch.optim.AdamW(model.parameters(), lr=RECIPE["lr"], weight_decay=0.0)
     batch, seq = RECIPE["batch"], RECIPE["seq_len"]
@@ -118,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", choices=("base", "trained"), help="train this checkpoint only")
     args = ap.parse_args(argv)
     out = Path(args.out)
-    items = read_jsonl(SUITE)
+    items = [row for _, row in read_jsonl(SUITE)]
     ids = memorized_items(items, RECIPE["memorized_fraction"])
     chosen = [it for it in items if it["item_id"] in set(ids)]
     out.mkdir(parents=True, exist_ok=True)
