@@ -63,9 +63,9 @@ import numpy as np
 from scipy.special import expit, logit
 
 from analysis.estimators.budget import budget_curve, budget_grid
+from analysis.estimators.estimate import Interval
 from analysis.estimators.noise_floor import aa_noise_floor
 from analysis.estimators.passk import k_grid
-from analysis.estimators.resampling import Interval
 from analysis.reports import answering, contrasts
 from analysis.reports.format_effect import FORMAT, FORMAT_DECLINE, ReaderArrays
 from analysis.reports.settings import Settings

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from analysis.estimators.estimate import Interval
 from analysis.estimators.factorial import (
     COMPLEMENTS,
     NO_INTERACTION,
@@ -12,7 +13,6 @@ from analysis.estimators.factorial import (
     factorial_readout,
     interaction_reading,
 )
-from analysis.estimators.resampling import Interval
 
 
 def test_factorial_effects_equal_hand_worked_values():

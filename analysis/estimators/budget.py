@@ -9,7 +9,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from analysis.estimators.bootstrap_ci import bootstrap_mean_ci
-from analysis.estimators.resampling import Interval, Statistic, bootstrap_distribution, percentile_interval
+from analysis.estimators.estimate import Interval
+from analysis.estimators.resampling import Statistic, bootstrap_distribution, percentile_interval
 from analysis.estimators.signflip import small_suite_interval
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from analysis.estimators.resampling import Interval, bootstrap_distribution, percentile_interval
+from analysis.estimators.estimate import Interval
+from analysis.estimators.resampling import bootstrap_distribution, percentile_interval
 
 
 def _ece_rows(confidence: np.ndarray, correct: np.ndarray, n_bins: int) -> np.ndarray:

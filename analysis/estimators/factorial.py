@@ -8,7 +8,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from analysis.estimators.bootstrap_ci import cluster_bootstrap
-from analysis.estimators.resampling import Interval, percentile_interval
+from analysis.estimators.estimate import Interval
+from analysis.estimators.resampling import percentile_interval
 
 # A cell is (training, retrieval, tools), each 0 (off) or 1 (on); (0, 0, 0) is the reference.
 Cell = tuple[int, int, int]

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from analysis.estimators.bootstrap_ci import bootstrap_mean_ci
-from analysis.estimators.resampling import Interval
+from analysis.estimators.estimate import Interval
 from analysis.estimators.signflip import BYTE_BITS, sign_flip_interval, sign_flip_test
 
 

@@ -21,7 +21,6 @@ import zlib
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -38,23 +37,6 @@ def rng_for(seed: int, purpose: str) -> np.random.Generator:
     return np.random.default_rng(
         np.random.SeedSequence([int(seed) & 0xFFFFFFFF, zlib.crc32(purpose.encode())])
     )
-
-
-@dataclass(frozen=True)
-class Interval:
-    """A confidence interval and the method that made it."""
-
-    lo: float
-    hi: float
-    method: str
-
-    def as_list(self) -> list[float]:
-        """[lo, hi] for a JSON report."""
-        return [self.lo, self.hi]
-
-    def excludes_zero(self) -> bool:
-        """True when the whole interval lies on one side of zero."""
-        return self.lo > 0 or self.hi < 0
 
 
 def weighted_means(w: np.ndarray, rows: np.ndarray) -> np.ndarray:

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from analysis.estimators import proportions
-from analysis.estimators.resampling import BATCH_ELEMENTS, Interval, as_rows, distinct_rows
+from analysis.estimators.estimate import Interval
+from analysis.estimators.resampling import BATCH_ELEMENTS, as_rows, distinct_rows
 
 
 @dataclass(frozen=True)

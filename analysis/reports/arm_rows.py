@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from analysis.estimators.effect_size import cohens_dz
+from analysis.estimators.estimate import Interval
 from analysis.estimators.factorial import (
     COMPLEMENTS,
     FACTORS,
@@ -18,7 +19,7 @@ from analysis.estimators.factorial import (
 )
 from analysis.estimators.mcnemar import majority_verdicts, mcnemar_from_verdicts
 from analysis.estimators.power_planning import mde_paired
-from analysis.estimators.resampling import Interval, rng_for
+from analysis.estimators.resampling import rng_for
 from analysis.reports import contrasts as ct
 from analysis.reports.align import ArmData
 from analysis.reports.contrasts import mean_contrast, too_few_items

@@ -13,7 +13,8 @@ from typing import Any
 import numpy as np
 
 from analysis.estimators import paper_metrics as pm
-from analysis.estimators.resampling import Interval, rng_for
+from analysis.estimators.estimate import Interval
+from analysis.estimators.resampling import rng_for
 from analysis.estimators.signflip import small_suite_interval
 from analysis.reports.align import arm_arrays, check_matched, item_order, load_logs
 from analysis.reports.contrasts import BCA_MIN_ITEMS, NO_FAMILY, delta_interval, mean_contrast

@@ -15,10 +15,11 @@ import numpy as np
 
 from analysis.estimators.budget import budget_curve, budget_grid
 from analysis.estimators.effect_size import cohens_dz
+from analysis.estimators.estimate import Interval
 from analysis.estimators.mcnemar import majority_verdicts, mcnemar_from_verdicts
 from analysis.estimators.noise_floor import aa_noise_floor
 from analysis.estimators.power_planning import MDE, mde_paired
-from analysis.estimators.resampling import Interval, rng_for
+from analysis.estimators.resampling import rng_for
 from analysis.reports import (
     answering,
     calibration,

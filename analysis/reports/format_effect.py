@@ -53,10 +53,11 @@ from typing import Any
 import numpy as np
 
 from analysis.estimators.bootstrap_ci import bootstrap_mean_ci
+from analysis.estimators.estimate import Interval
 from analysis.estimators.proportions import wilson_interval
 from analysis.estimators.ratio import RATIO_METHOD as POOLED_RATIO_METHOD
 from analysis.estimators.ratio import pooled_ratio
-from analysis.estimators.resampling import Interval, rng_for
+from analysis.estimators.resampling import rng_for
 from analysis.estimators.signflip import sign_flip_test, small_suite_interval
 from analysis.reports.contrasts import (
     BCA_MIN_ITEMS,

@@ -1,0 +1,39 @@
+"""The one type of a statistic: an estimate, its interval and the method that made the interval.
+
+Every estimator and every contrast returns these frozen values; the report models are built from them, and a
+report's JSON writes an interval as `[lo, hi]` beside its method (`ci95`, `ci95_method`), the keys the reports
+have always had.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A confidence interval and the method that made it."""
+
+    lo: float
+    hi: float
+    method: str
+
+    def as_list(self) -> list[float]:
+        """[lo, hi] for a JSON report."""
+        return [self.lo, self.hi]
+
+    def excludes(self, value: float = 0.0) -> bool:
+        """True when the whole interval lies on one side of value (the one 'excludes zero' rule)."""
+        return self.lo > value or self.hi < value
+
+    def excludes_zero(self) -> bool:
+        """True when the whole interval lies on one side of zero."""
+        return self.excludes(0.0)
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A point estimate and its interval (None where the report gives no interval)."""
+
+    value: float
+    interval: Interval | None = None
