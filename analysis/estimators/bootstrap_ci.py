@@ -9,8 +9,8 @@ from collections.abc import Callable
 import numpy as np
 from scipy.special import ndtr, ndtri
 
+from analysis.estimators.estimate import Interval
 from analysis.estimators.resampling import (
-    Interval,
     as_rows,
     bootstrap_distribution,
     distinct_rows,

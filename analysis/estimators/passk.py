@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from analysis.estimators.estimate import Interval
 from analysis.estimators.resampling import (
-    Interval,
     bootstrap_distribution,
     percentile_interval,
     row_groups,

@@ -26,10 +26,10 @@ from typing import Any
 import numpy as np
 
 from analysis.estimators.bootstrap_ci import bca_interval_means, bootstrap_mean_ci
+from analysis.estimators.estimate import Interval
 from analysis.estimators.multiplicity import bh_qvalues, holm_adjusted
 from analysis.estimators.passk import PassAtK, k_grid, pass_at_k_bootstrap, pass_at_k_items, subset_pass_at_k
 from analysis.estimators.resampling import (
-    Interval,
     bootstrap_distribution,
     percentile_interval,
     rng_for,
