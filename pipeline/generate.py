@@ -44,13 +44,14 @@ from pipeline.engines import (
     is_running,
     server_of,
 )
+from pipeline.engines.settings import KnownEngineSettings
 from pipeline.parts import part_of
 from pipeline.pins import PinError
 from pipeline.plan import Plan, chunks, plan_run
 from pipeline.recorder import GenerationRecorder
 from pipeline.resolve import ResolvedRun, resolve, tool_session
 from pipeline.samples import Outcome
-from pipeline.settings import RunnerError, RunSettings, part_path
+from pipeline.settings import RunnerError, RunSettings
 from pipeline.shards import RunLock, ShardError
 from pipeline.staleness import reuse, up_to_date, why_stale
 
@@ -138,15 +139,15 @@ def _progress(total: int, done: int, arm: str, enabled: bool) -> Any:
 
 
 def start_engine(
-    cfg: dict[str, Any], arm: str, model: str, revision: str | None
+    cfg: KnownEngineSettings, arm: str, model: str, revision: str | None
 ) -> tuple[Engine, float | None]:
     """The engine for model (the running one if it fits) and its start time (None: reused); says which."""
     if is_running(cfg, model, revision):
-        print(f"run_arm: {arm}: reusing the {cfg['name']} engine on {model}", flush=True)
+        print(f"run_arm: {arm}: reusing the {cfg.name} engine on {model}", flush=True)
         return get_engine(cfg, model, revision), None
-    length = cfg.get("max_model_len")
+    length = getattr(cfg, "max_model_len", None)
     context = f" (max_model_len {length})" if isinstance(length, int) else ""
-    print(f"run_arm: {arm}: starting the {cfg['name']} engine on {model}{context}", flush=True)
+    print(f"run_arm: {arm}: starting the {cfg.name} engine on {model}{context}", flush=True)
     t0 = time.perf_counter()
     engine = get_engine(cfg, model, revision)
     return engine, time.perf_counter() - t0
@@ -169,11 +170,12 @@ def generate(run: ResolvedRun, engine: Engine | None) -> Path:
     if stale is None:
         return reuse(run)
     part = run.part
-    with RunLock(run.lock, f"arm {run.arm.name!r}{'' if part is None else f' part {part[0]}/{part[1]}'}"):
+    paths = run.paths
+    with RunLock(paths.lock, f"arm {run.arm.name!r}{'' if part is None else f' part {part[0]}/{part[1]}'}"):
         # A run of the same arm may have finished it between the check above and the lock.
-        if not run.settings.force and part is None and up_to_date(run.dest, run.inputs) is None:
-            print(f"run_arm: {run.arm.name}: up to date (another run just wrote {run.dest})")
-            return run.dest
+        if not run.settings.force and part is None and up_to_date(paths.dest, run.inputs) is None:
+            print(f"run_arm: {run.arm.name}: up to date (another run just wrote {paths.dest})")
+            return paths.dest
         print(f"run_arm: {run.arm.name}: generating ({stale})", flush=True)
         return _generate(run, engine)
 
@@ -185,10 +187,10 @@ def _generate(run: ResolvedRun, engine: Engine | None) -> Path:
         plan = plan_run(run.prompting, specs)
         if run.part is not None:
             plan = part_of(plan, *run.part)
-        todo = chunks(plan.requests, int(run.settings.engine["chunk_size"]))
-        if run.part is not None and part_path(run.settings.out_dir, run.arm.name, run.part).is_file():
+        todo = chunks(plan.requests, run.settings.engine.chunk_size)
+        if run.part is not None and run.paths.part_file.is_file():
             print(f"run_arm: {run.arm.name}: part {run.part[0]}/{run.part[1]} already generated")
-            return part_path(run.settings.out_dir, run.arm.name, run.part)
+            return run.paths.part_file
         recorder = GenerationRecorder(run, plan)
         recorder.tool_specs(specs)
         pending = recorder.pending(todo)

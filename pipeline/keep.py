@@ -4,7 +4,7 @@ DVC tracks the generations folder as one output. When its cache cannot restore t
 one arm's file gone), `dvc checkout --force` deletes the whole folder, the intact arms included. So every
 arm file the generate commands finish, and its provenance record, is also hard-linked (no second copy on
 disk; a copy where the file system has no hard links) into <out_dir>.work/kept/, beside the partial shards
-and finished parts, which live there too (pipeline.settings.work_dir). Before an arm is checked, a missing
+and finished parts, which live there too (pipeline.run_paths). Before an arm is checked, a missing
 file is put back from its kept link; its seal and inputs (pipeline.staleness) still decide whether it is
 reused, so a kept file never stands in for a stale one.
 """
@@ -16,14 +16,8 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from contract.provenance import provenance_path
 from pipeline.resolve import ResolvedRun
-from pipeline.settings import work_dir
-
-
-def kept_path(path: Path) -> Path:
-    """Where the kept link of a file of the generations folder lives."""
-    return work_dir(path.parent) / "kept" / path.name
+from pipeline.run_paths import RunPaths
 
 
 def _link(src: Path, dest: Path) -> None:
@@ -42,39 +36,39 @@ def _link(src: Path, dest: Path) -> None:
         raise
 
 
-def keep(path: Path) -> None:
+def keep(paths: RunPaths, path: Path) -> None:
     """Link a finished file of the generations folder into kept/ (replacing an older link of it)."""
     if path.is_file():
-        _link(path, kept_path(path))
+        _link(path, paths.kept(path))
 
 
-def restore(path: Path) -> bool:
+def restore(paths: RunPaths, path: Path) -> bool:
     """Put a missing file of the generations folder back from its kept link; True when it did."""
-    src = kept_path(path)
+    src = paths.kept(path)
     if path.exists() or not src.is_file():
         return False
     _link(src, path)
     return True
 
 
-def restore_arm(out_dir: Path, arm: str, say: Callable[[str], None] = print) -> None:
+def restore_arm(paths: RunPaths, say: Callable[[str], None] = print) -> None:
     """Put an arm's generations file and provenance record back from kept/ where they are missing."""
-    dest = out_dir / f"{arm}.json"
-    for path in (dest, provenance_path(dest)):
-        if restore(path):
-            say(f"run_arm: {arm}: put {path} back from {kept_path(path)} (it was removed from the folder)")
+    for path in (paths.dest, paths.provenance):
+        if restore(paths, path):
+            kept = paths.kept(path)
+            say(f"run_arm: {paths.arm}: put {path} back from {kept} (it was removed from the folder)")
 
 
-def keep_arm(dest: Path) -> None:
+def keep_arm(paths: RunPaths) -> None:
     """Keep an arm's finished generations file and its provenance record."""
-    keep(dest)
-    keep(provenance_path(dest))
+    keep(paths, paths.dest)
+    keep(paths, paths.provenance)
 
 
 def run_kept(make: Callable[[ResolvedRun], Path], run: ResolvedRun) -> Path:
     """make(run) with the arm's kept files put back first and its finished files kept after."""
-    restore_arm(run.settings.out_dir, run.arm.name)
+    restore_arm(run.paths)
     dest = make(run)
     if run.part is None:
-        keep_arm(dest)
+        keep_arm(run.paths)
     return dest

@@ -17,8 +17,9 @@ from pipeline.engine_record import merged
 from pipeline.plan import Plan, plan_run
 from pipeline.recorder import write_arm
 from pipeline.resolve import ResolvedRun, resolve, tool_session
+from pipeline.run_paths import RunPaths
 from pipeline.samples import RESTARTS_META, TOOL_SPECS_META, run_fingerprint, tool_counts
-from pipeline.settings import RunnerError, RunSettings, part_path
+from pipeline.settings import RunnerError, RunSettings
 from pipeline.shards import RunLock, Shard, recorded_meta
 from pipeline.staleness import reuse, why_stale
 
@@ -50,7 +51,7 @@ def merge(run: ResolvedRun, n: int) -> Path:
     """
     if why_stale(run) is None:
         return reuse(run)
-    with RunLock(run.lock, f"arm {run.arm.name!r}"):
+    with RunLock(run.paths.lock, f"arm {run.arm.name!r}"):
         return _merge(run, n)
 
 
@@ -71,7 +72,7 @@ def recorded_tool_specs(run: ResolvedRun, paths: list[Path]) -> list[dict[str, A
 
 def _merge(run: ResolvedRun, n: int) -> Path:
     arm, params, pins, settings = run.arm, run.params, run.pins, run.settings
-    paths = [part_path(settings.out_dir, arm.name, (s, n)) for s in range(n)]
+    paths = [RunPaths(settings.out_dir, arm.name, (s, n)).part_file for s in range(n)]
     plan = plan_run(run.prompting, recorded_tool_specs(run, paths) if arm.tools else [])
     records: dict[tuple[str, int], dict[str, Any]] = {}
     infos: dict[str, Path] = {}
@@ -116,5 +117,6 @@ def _merge(run: ResolvedRun, n: int) -> Path:
     )  # fmt: skip
     for shard in parts:
         shard.path.unlink()
-    print(f"run_arm: {arm.name}: merged {n} parts, {len(records)} samples; wrote {run.dest}", flush=True)
-    return run.dest
+    dest = run.paths.dest
+    print(f"run_arm: {arm.name}: merged {n} parts, {len(records)} samples; wrote {dest}", flush=True)
+    return dest

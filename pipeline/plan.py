@@ -28,7 +28,6 @@ from pipeline.prompts import (
     RESERVED_TEMPLATE_KWARGS,
     check_uses_question,
     compile_template,
-    is_chat_model,
     make_prompt,
     stops_for,
     tools_not_rendered,
@@ -199,8 +198,9 @@ def check_tools_rendered(
 @dataclass(frozen=True)
 class Prompting:
     """What an arm's prompts are made of, read once (pipeline.resolve): params.yaml (suite, protocol, rag),
-    the arm, its model's folder, the compiled prompt template, the few-shot examples and, for a retrieval
-    arm, the index (pipeline.pins.pinned_index)."""
+    the arm, its model's folder, the compiled prompt template, the few-shot examples, for a retrieval arm
+    the index (pipeline.pins.pinned_index), whether the model is prompted through a chat template and the
+    text of protocol.chat_template (None: the tokenizer's own)."""
 
     params: Params
     arm: ArmSpec
@@ -209,12 +209,20 @@ class Prompting:
     examples: list[Example]
     index: Any
     items: Sequence[SuiteItem]
+    chat: bool
+    chat_template: str | None
 
 
 def read_prompting(params: Params, arm: ArmSpec, index: Any, items: Sequence[SuiteItem]) -> Prompting:
-    """The Prompting of arm: its model folder, protocol.prompt's template, protocol.fewshot's examples."""
+    """The Prompting of arm: its model folder, protocol.prompt's template, protocol.fewshot's examples, its
+    prompt protocol (chat or plain, from the model folder's files) and protocol.chat_template's text."""
     where = model_dir(params.models[arm.model], arm.model, params.file)
-    return Prompting(params, arm, where, prompt_template(params), fewshot_examples(params), index, items)
+    display = params.models[arm.model].display_name
+    chat = use_chat(ships_chat_template(where), params.protocol, display, params.file)
+    template = prompt_template(params)
+    examples = fewshot_examples(params)
+    chat_template = chat_template_text(params, chat, display)
+    return Prompting(params, arm, where, template, examples, index, items, chat, chat_template)
 
 
 def plan_run(prompting: Prompting, tools: Sequence[dict[str, Any]]) -> Plan:
@@ -222,9 +230,7 @@ def plan_run(prompting: Prompting, tools: Sequence[dict[str, Any]]) -> Plan:
     params, arm, user, examples = prompting.params, prompting.arm, prompting.template, prompting.examples
     items = prompting.items
     tokenizer = load_tokenizer(prompting.model_dir)
-    display = params.models[arm.model].display_name
-    chat = use_chat(is_chat_model(tokenizer), params.protocol, display, params.file)
-    template = chat_template_text(params, chat, display)
+    chat, template = prompting.chat, prompting.chat_template
     if params.protocol.fewshot is not None:
         check_disjoint(examples, items, params.protocol.fewshot)
     if user is not None:

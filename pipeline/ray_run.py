@@ -46,9 +46,8 @@ Overrides (key=value) are those of python -m pipeline.run_arm, applied to every 
 def _part_task(root: str, arm: str, overrides: list[str], part: str) -> str:
     """One worker: generate one part (in the repository root, as the driver would), return its file."""
     os.chdir(root)
-    settings = compose_settings(arm, overrides, part)
-    settings.progress = False
-    return str(run(settings))
+    # Workers print no progress bar (a Ray log would hold one line per update).
+    return str(run(compose_settings(arm, [*overrides, "progress=false"], part)))
 
 
 def run_sharded(

@@ -22,7 +22,7 @@ from typing import Any
 from contract.atomic import atomic_write
 from contract.engine import EngineInfo, GenRequest
 from contract.generations import ToolCallCounts, dump_generations
-from contract.provenance import Provenance, provenance_path
+from contract.provenance import Provenance
 from pipeline.engine_record import merged, new_record
 from pipeline.plan import Plan
 from pipeline.provenance import record
@@ -37,7 +37,7 @@ from pipeline.samples import (
     sample_validator,
     tool_counts,
 )
-from pipeline.settings import RunnerError, part_path
+from pipeline.settings import RunnerError
 from pipeline.shards import Shard, now_iso
 
 
@@ -58,7 +58,8 @@ class GenerationRecorder:
         self.run = run
         self.plan = plan
         fingerprint = run_fingerprint(run.arm, run.params, run.pins, run.settings.engine, plan, run.part)
-        self.shard = Shard(run.shard, fingerprint, fresh=run.settings.fresh, validate=sample_validator(plan))
+        check = sample_validator(plan)
+        self.shard = Shard(run.paths.shard, fingerprint, fresh=run.settings.fresh, validate=check)
         self.resumed = len(self.shard.records)
         self.restarts_before = int(self.shard.meta.get(RESTARTS_META, 0))
         self.tally = Tally()
@@ -159,8 +160,8 @@ class GenerationRecorder:
             latencies=self.tally.latencies,
         )  # fmt: skip
         self.shard.remove()
-        print(summary_line(prov, self.run.dest), flush=True)
-        return self.run.dest
+        print(summary_line(prov, self.run.paths.dest), flush=True)
+        return self.run.paths.dest
 
     def _finish_part(self, engine_start_s: float | None, generate_s: float) -> Path:
         """Record where and how fast a finished part ran, then move its shard to where the merge reads it."""
@@ -179,7 +180,7 @@ class GenerationRecorder:
                 },
             )
         shard.close()
-        dest = part_path(run.settings.out_dir, run.arm.name, run.part)
+        dest = run.paths.part_file
         dest.parent.mkdir(parents=True, exist_ok=True)
         shard.path.replace(dest)
         s, n = run.part
@@ -200,9 +201,9 @@ def write_arm(
     """Write the arm's generations file from its samples (atomically), then its provenance record."""
     gens = build_generations(plan, records, run.params, run.arm, run.pins, info, run.inputs, counts)
     text = dump_generations(gens)
-    atomic_write(run.dest, text)
+    atomic_write(run.paths.dest, text)
     prov = record(run.arm.name, text, info, finished_at=now_iso(), samples=len(plan.requests), **provenance)
-    atomic_write(provenance_path(run.dest), prov.model_dump_json(indent=1) + "\n")
+    atomic_write(run.paths.provenance, prov.model_dump_json(indent=1) + "\n")
     return prov
 
 

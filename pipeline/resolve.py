@@ -3,8 +3,9 @@ object, the arm, params.yaml, the checked pins and the run's inputs hash, what i
 (model folder, prompt template, few-shot examples, retrieval index), the tool server's budget and the part.
 
 Staleness, planning, generation, merging and provenance take this object and read no file of configuration
-again: the arm file, params.yaml and the arm's pin file are each read once per run. The run's own files are
-named here too (its shard, lock and resume command), so every message names the files the run writes.
+again: the arm file, params.yaml, the arm's pin file and the chat template are each read once per run. The
+run's files (pipeline.run_paths) and its resume command come with it, so every message names the files the
+run writes.
 """
 
 from __future__ import annotations
@@ -12,24 +13,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from contract.arm import ArmSpec
 from contract.files import output_dir
 from pipeline.config import Params, arms_of, load_arm, load_params
+from pipeline.inputs import inputs_sha256
 from pipeline.pins import check_pins, pinned_index, suite_items
 from pipeline.plan import Prompting, check_matched_prompting, read_prompting
-from pipeline.settings import (
-    RunnerError,
-    RunSettings,
-    ToolServerSettings,
-    parse_part,
-    part_suffix,
-    partial_dir,
-    tool_server_settings,
-)
-from pipeline.staleness import inputs_sha256
+from pipeline.run_paths import RunPaths
+from pipeline.settings import RunnerError, RunSettings, ToolServerSettings, parse_part, tool_server_settings
 
 
 @dataclass(frozen=True)
@@ -47,19 +40,9 @@ class ResolvedRun:
     part: tuple[int, int] | None
 
     @property
-    def dest(self) -> Path:
-        """The arm's generations file: <out_dir>/<arm>.json."""
-        return self.settings.out_dir / f"{self.arm.name}.json"
-
-    @property
-    def shard(self) -> Path:
-        """Where the run appends its finished samples: <out_dir>.work/partial/<arm>[.part-s-of-N].jsonl."""
-        return partial_dir(self.settings.out_dir) / f"{self.arm.name}{part_suffix(self.part)}.jsonl"
-
-    @property
-    def lock(self) -> Path:
-        """The lock that keeps a second run of the same arm (and part) out of the same folder."""
-        return partial_dir(self.settings.out_dir) / f"{self.arm.name}{part_suffix(self.part)}.lock"
+    def paths(self) -> RunPaths:
+        """The run's files (pipeline.run_paths): generations file, shard, lock, part file, kept links."""
+        return RunPaths(self.settings.out_dir, self.arm.name, self.part)
 
     @property
     def command(self) -> str:
@@ -118,5 +101,5 @@ def tool_session(run: ResolvedRun) -> Iterator[Any]:
             raise RunnerError(str(e)) from None
         raise RunnerError(
             f"tool server died {e.deaths} times; rerun `{run.command}` to resume ({e}; the finished "
-            f"samples are kept in {run.shard}; conf/config.yaml tool_server sets the budget)"
+            f"samples are kept in {run.paths.shard}; conf/config.yaml tool_server sets the budget)"
         ) from None

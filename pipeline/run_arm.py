@@ -39,7 +39,7 @@ def _task(cfg: Any) -> None:
     except KeyboardInterrupt:
         # Ctrl-C is how a user stops a run: every finished sample is already in the shard, so one line on
         # how to go on, not a traceback; 130 is a shell's code for a command ended by SIGINT.
-        kept = "" if run is None else f"; its finished samples are kept in {run.shard}"
+        kept = "" if run is None else f"; its finished samples are kept in {run.paths.shard}"
         again = "the same command" if run is None else f"`{run.command}`"
         print(f"run_arm: {settings.arm}: interrupted{kept}; rerun {again} to resume", file=sys.stderr)
         sys.exit(130)

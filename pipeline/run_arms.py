@@ -28,7 +28,7 @@ from pipeline.config import (
 )
 from pipeline.engines import engines_started, quiet_torch_warnings, release_engine
 from pipeline.generate import KNOWN_ERRORS, generate
-from pipeline.keep import kept_path, run_kept
+from pipeline.keep import run_kept
 from pipeline.plan import check_matched_prompting
 from pipeline.resolve import ResolvedRun, resolve
 from pipeline.settings import compose_settings, os_error_line
@@ -140,8 +140,8 @@ def main(argv: Sequence[str] | None = None) -> None:
 def _status(run: ResolvedRun) -> str:
     """Up to date, or why the arm would be generated; a file the run would put back counts as present."""
     stale = why_stale(run)
-    kept = kept_path(run.dest)
-    restorable = stale is not None and not run.settings.force and not run.dest.exists()
+    kept = run.paths.kept(run.paths.dest)
+    restorable = stale is not None and not run.settings.force and not run.paths.dest.exists()
     if restorable and kept.is_file() and up_to_date(kept, run.inputs) is None:
         return f"up to date (put back from {kept} when run)"
     return "up to date" if stale is None else f"to generate: {stale}"

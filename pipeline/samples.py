@@ -26,7 +26,7 @@ from contract.generations import (
     prompt_sha256,
 )
 from pipeline.config import Params
-from pipeline.engines import settings_record
+from pipeline.engines.settings import EngineSettings
 from pipeline.plan import Plan, requests_sha256
 
 # The shard's meta key of a tool arm's server restarts, summed over every run that wrote to the shard.
@@ -51,7 +51,7 @@ def run_fingerprint(
     arm: ArmSpec,
     params: Params,
     pins: dict[str, str],
-    engine: Mapping[str, Any],
+    engine: EngineSettings,
     plan: Plan,
     part: tuple[int, int] | None,
 ) -> dict[str, Any]:
@@ -61,7 +61,7 @@ def run_fingerprint(
         "protocol": params.protocol.model_dump(),
         "pins": pins,
         # The log level changes what is printed, not what is generated: a resume may change it.
-        "engine": settings_record(engine),
+        "engine": engine.record(),
         "requests_sha256": requests_sha256(plan.requests),
         "tools": plan.tool_names,
     }

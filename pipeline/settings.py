@@ -2,37 +2,24 @@
 hydra.compose) or by a caller (tests, benchmarks), then handed unchanged to the run (pipeline.generate).
 
 The run_arm, run_arms and ray_run commands all make their settings here, and word a file that could not be
-written or read the same way (os_error_line). A part's settings name its shard, lock and finished file
-(part_suffix, part_path). pipeline.resolve turns these settings into the run's resolved configuration.
+written or read the same way (os_error_line). The engine's settings are typed here, by the engine's model
+(pipeline.engines.settings). pipeline.resolve turns these settings into the run's resolved configuration;
+the run's files are named in pipeline.run_paths.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from pipeline.config import CONF_DIR, ConfigError, engine_config, register_swept_arms
+from pipeline.engines.settings import KnownEngineSettings, engine_settings
+from pipeline.run_paths import RunPaths
 from pipeline.swept import params_arg
-
-
-def work_dir(out_dir: Path) -> Path:
-    """The run's own files beside out_dir, never inside it: <out_dir>.work/ (partial shards, finished
-    parts, kept links of the finished files).
-
-    DVC owns out_dir as one output: a `dvc checkout --force` that cannot restore it from the cache deletes the
-    whole folder, so what a resume needs must live where DVC never deletes (pipeline.keep).
-    """
-    return out_dir.parent / f"{out_dir.name}.work"
-
-
-def partial_dir(out_dir: Path) -> Path:
-    """Where a run appends its finished samples (<out_dir>.work/partial/<arm>.jsonl) and keeps its lock."""
-    return work_dir(out_dir) / "partial"
 
 
 class RunnerError(RuntimeError):
@@ -52,22 +39,14 @@ def parse_part(text: str | None) -> tuple[int, int] | None:
     return s, n
 
 
-def part_suffix(part: tuple[int, int] | None) -> str:
-    """'.part-0-of-2' for a part, '' for a whole arm: in the names of a part's shard, lock and file."""
-    return "" if part is None else f".part-{part[0]}-of-{part[1]}"
+class RunSettings(BaseModel):
+    """Everything one run needs besides params.yaml (what Hydra composes from conf/), made once: frozen."""
 
-
-def part_path(out_dir: Path, arm: str, part: tuple[int, int]) -> Path:
-    """Where a finished part waits for the merge: <out_dir>.work/parts/<arm>.part-s-of-N.jsonl."""
-    return work_dir(out_dir) / "parts" / f"{arm}{part_suffix(part)}.jsonl"
-
-
-@dataclass
-class RunSettings:
-    """Everything one run needs besides params.yaml (what Hydra composes from conf/)."""
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     arm: str
-    engine: dict[str, Any] = field(default_factory=engine_config)
+    # The engine: section (conf/engine/<name>.yaml), typed by its engine's model; a dict is checked here.
+    engine: KnownEngineSettings = Field(default_factory=lambda: engine_settings(engine_config()))
     params: Path = Path("params.yaml")
     pins: Path = Path("pins")
     out_dir: Path = Path("generations")
@@ -82,27 +61,29 @@ class RunSettings:
     conf_dir: Path = CONF_DIR
     tool_server: dict[str, Any] | None = None  # None: conf/config.yaml tool_server
 
-    @property
-    def dest(self) -> Path:
-        """The arm's generations file: <out_dir>/<arm>.json."""
-        return self.out_dir / f"{self.arm}.json"
+    @field_validator("engine", mode="before")
+    @classmethod
+    def _typed_engine(cls, value: Any) -> Any:
+        # A ConfigError (one line: the conf file, the field, the fix) passes through pydantic as it is.
+        return engine_settings(value) if isinstance(value, Mapping) else value
 
 
-def settings_from(cfg: Any, arm_name: str) -> RunSettings:
-    """RunSettings from a composed conf/config.yaml (the Hydra command line or hydra.compose)."""
+def settings_from(cfg: Any, arm_name: str, part: str | None = None) -> RunSettings:
+    """RunSettings from a composed conf/config.yaml (the Hydra command line or hydra.compose); part, when
+    given, wins over the composed one."""
     from omegaconf import OmegaConf
 
     node = OmegaConf.to_container(cfg, resolve=True)
     assert isinstance(node, dict)
     return RunSettings(
         arm=arm_name,
-        engine=dict(node["engine"]),
+        engine=engine_settings(node["engine"]),
         params=Path(node["params"]),
         pins=Path(node["pins"]),
         out_dir=Path(node["out_dir"]),
         fresh=bool(node["fresh"]),
         force=bool(node["force"]),
-        part=None if node.get("part") is None else str(node["part"]),
+        part=part if part is not None else None if node.get("part") is None else str(node["part"]),
         merge=None if node.get("merge") is None else int(node["merge"]),
         progress=bool(node["progress"]),
         arm_node=dict(node["arm"]),
@@ -117,16 +98,13 @@ def compose_settings(arm: str, overrides: Sequence[str] = (), part: str | None =
     # A swept checkpoint's arm has no conf/arm file: Hydra finds it in its store.
     register_swept_arms(params_arg(overrides))
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        settings = settings_from(compose("config", overrides=[f"arm={arm}", *overrides]), arm)
-    if part is not None:
-        settings.part = part
-    return settings
+        return settings_from(compose("config", overrides=[f"arm={arm}", *overrides]), arm, part)
 
 
 def os_error_line(e: OSError, out_dir: Path) -> str:
     """One line for a file that could not be written or read: which, why, and how to go on."""
     where = e.filename or out_dir
-    partial = partial_dir(out_dir)
+    partial = RunPaths(out_dir, arm="").partial
     kept = (
         f"; the samples already saved in {partial} are kept"
         if partial.is_dir() and any(partial.glob("*.jsonl"))

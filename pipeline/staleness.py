@@ -1,38 +1,17 @@
 """Whether an arm needs generating: its file's inputs compared with the run's.
 
-Every generations file records `inputs_sha256`, the sha256 of what its generation read (the arm's pin file,
-the arm, the protocol and the engine settings). A file that loads and has the inputs of this run is up to
-date; anything else (missing, stale, unreadable, other inputs) is generated, and the reason is said. The
-config and pins are checked before, once, when the run is resolved (pipeline.resolve).
+Every generations file records `inputs_sha256`, the sha256 of what its generation read (pipeline.inputs: the
+arm's pin file, the arm, the protocol and the engine settings). A file that loads and has the inputs of this
+run is up to date; anything else (missing, stale, unreadable, other inputs) is generated, and the reason is
+said. The config and pins are checked before, once, when the run is resolved (pipeline.resolve).
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
-from contract.arm import ArmSpec
-from contract.digest import text_sha256
 from contract.generations import GenerationsError, StaleGenerations, load_generations
-from pipeline.config import Params
-from pipeline.engines import settings_record
-
-if TYPE_CHECKING:
-    from pipeline.resolve import ResolvedRun
-
-
-def inputs_sha256(arm: ArmSpec, params: Params, pin_sha256: str, engine: dict[str, Any]) -> str:
-    """sha256 of what an arm's generation reads: its pin file (suite questions, model, index, code; given as
-    the sha256 of its bytes), the arm, the protocol and the engine settings (all but the log level, which
-    changes only what is printed)."""
-    record = {
-        "arm": arm.model_dump(),
-        "protocol": params.protocol.model_dump(),
-        "pin_sha256": pin_sha256,
-        "engine": settings_record(engine),
-    }
-    return text_sha256(json.dumps(record, sort_keys=True))
+from pipeline.resolve import ResolvedRun
 
 
 def up_to_date(dest: Path, inputs: str) -> str | None:
@@ -52,10 +31,11 @@ def up_to_date(dest: Path, inputs: str) -> str | None:
 
 def why_stale(run: ResolvedRun) -> str | None:
     """Why the run's arm is to be generated (force=true, or why its file cannot be reused); None: current."""
-    return "force=true" if run.settings.force else up_to_date(run.dest, run.inputs)
+    return "force=true" if run.settings.force else up_to_date(run.paths.dest, run.inputs)
 
 
 def reuse(run: ResolvedRun) -> Path:
     """Say that an arm's generations file is up to date, and hand it back."""
-    print(f"run_arm: {run.arm.name}: up to date ({run.dest} has these inputs; force=true regenerates it)")
-    return run.dest
+    dest = run.paths.dest
+    print(f"run_arm: {run.arm.name}: up to date ({dest} has these inputs; force=true regenerates it)")
+    return dest

@@ -21,17 +21,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from contract.atomic import atomic_write
 from contract.files import PathCheckError, input_file, output_file
-from contract.suite import SuiteError, load_suite
 from interop.imports import inspect_logs, jsonl, lighteval_details, lmeval
 from interop.imports.judging import VERIFIER_TYPES
 from interop.imports.log_builder import build_log
-from interop.imports.tool_file import ImportRefusal, SuiteFile, ToolFile
-
-EXIT_REFUSED = 2
+from interop.imports.tool_file import EXIT_REFUSED, ImportRefusal, ToolFile, read_suite
 
 
 def read_files(args: argparse.Namespace) -> list[ToolFile]:
@@ -52,17 +48,6 @@ def read_files(args: argparse.Namespace) -> list[ToolFile]:
     return [
         lighteval_details.read(p, metric=args.metric, verifier=args.verifier, results=results) for p in paths
     ]
-
-
-def read_suite(path: str | None) -> SuiteFile | None:
-    """The --suite file's items, or None when no suite is given."""
-    if path is None:
-        return None
-    try:
-        items = load_suite(input_file(path, "--suite"))
-    except SuiteError as e:
-        raise ImportRefusal(str(e)) from None
-    return SuiteFile(Path(path), items)
 
 
 def parser() -> argparse.ArgumentParser:

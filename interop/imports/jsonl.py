@@ -47,7 +47,15 @@ from contract.jsonl import JsonlError, read_jsonl
 from contract.suite import SuiteItem
 from contract.textformat import ANSWER_TAG
 from interop.imports.log_builder import build_log
-from interop.imports.tool_file import ImportRefusal, ItemDraft, SuiteFile, ToolFile, plain_text
+from interop.imports.tool_file import (
+    EXIT_REFUSED,
+    ImportRefusal,
+    ItemDraft,
+    SuiteFile,
+    ToolFile,
+    plain_text,
+    read_suite,
+)
 from pipeline.field_map import parse_field_map
 from scoring import verifiers
 from scoring.reading import LENIENT_TEXT, RULE_TEXT
@@ -299,9 +307,9 @@ def imported_log(
     names: dict[str, str | None] | None = None,
 ) -> EvalLog:
     """The EvalLog of the files' samples, each judged by its suite item as the pipeline's scorer judges."""
-    read_files = [read(p, fields, suite, reading, model, generator) for p in paths]
-    check_repeats(paths, [j for _, j in read_files], float(overrides["temperature"]))
-    files = [file for file, _ in read_files]
+    reads = [read(p, fields, suite, reading, model, generator) for p in paths]
+    check_repeats(paths, [j for _, j in reads], float(overrides["temperature"]))
+    files = [file for file, _ in reads]
     for file in files:
         file.seed = seed
     check_k(files)
@@ -328,15 +336,15 @@ def imported_log(
             "source": f"{TOOL} ({generator})",
         },
         verifiers=verifier_infos(suite.items),
-        timeouts=sum(j.timeouts for _, j in read_files),
-        read_by=dict(sorted(sum((j.read_by for _, j in read_files), Counter()).items())),
+        timeouts=sum(j.timeouts for _, j in reads),
+        read_by=dict(sorted(sum((j.read_by for _, j in reads), Counter()).items())),
     )
     # build_log appends each item's samples file by file, in the order given: so do its lenient scores.
     items = [
         it.model_copy(
             update={
                 "samples": [s.model_copy(update={"scored_by": by}) for s in it.samples or []],
-                "lenient_scores": [x for _, j in read_files for x in j.lenient[it.item_id]],
+                "lenient_scores": [x for _, j in reads for x in j.lenient[it.item_id]],
             }
         )
         for it in log.items
@@ -400,8 +408,6 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Command line (python -m interop.imports jsonl): read the files, judge every text, write the log."""
-    from interop.imports.__main__ import EXIT_REFUSED, read_suite
-
     args = parser().parse_args(argv)
     try:
         out = output_file(args.out, "--out")

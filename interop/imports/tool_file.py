@@ -13,8 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from contract.suite import SuiteItem
+from contract.files import input_file
+from contract.suite import SuiteError, SuiteItem, load_suite
 
+# What an import command exits with when it refuses its input (nothing written).
+EXIT_REFUSED = 2
 # The decoding settings two runs of one log must share (EvalLog field names).
 DECODING = ("temperature", "top_p", "max_tokens")
 
@@ -48,6 +51,17 @@ class SuiteFile:
 
     path: Path
     items: list[SuiteItem]
+
+
+def read_suite(path: str | None) -> SuiteFile | None:
+    """The --suite file's items, or None when no suite is given."""
+    if path is None:
+        return None
+    try:
+        items = load_suite(input_file(path, "--suite"))
+    except SuiteError as e:
+        raise ImportRefusal(str(e)) from None
+    return SuiteFile(Path(path), items)
 
 
 @dataclass

@@ -1,6 +1,7 @@
 """Engines behind one interface (contract.engine): `make_engine(cfg, model)` starts the one ENGINES names
-cfg["name"] (vllm: offline vllm.LLM; hf: transformers; openai: an OpenAI-compatible server, its own or
-attached); each entry also says whether max_model_len auto is fitted for its settings (fit_context).
+cfg.name (vllm: offline vllm.LLM; hf: transformers; openai: an OpenAI-compatible server, its own or
+attached), handing it its typed settings (pipeline.engines.settings), which also say whether max_model_len
+auto is fitted for them (fit_context).
 
 `get_engine` keeps one started engine per process and reuses it while the model and settings stay the
 same (the arms of one model in a Hydra multirun, or a test session).
@@ -11,20 +12,13 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from contract.engine import Engine
 from pipeline.config import ConfigError
+from pipeline.engines.settings import EngineSettings, KnownEngineSettings, OpenAISettings, engine_settings
 
-# Keys of conf/engine/*.yaml that the runner uses itself (they shape batches, not the engine).
-RUNNER_KEYS = frozenset({"name", "chunk_size"})
-# Keys of conf/engine/openai.yaml that say how to reach a server, not what it generates: out of a run's
-# fingerprint, so a run started on one server resumes on another of the same model.
-SERVING_KEYS = frozenset(
-    {"base_url", "served_model", "api_key_env", "concurrency", "timeout_s", "retries", "start_timeout_s"}
-)
 # max_model_len: auto never goes below this (nor above the model's context), and rounds up to a power of
 # two: the arms of one model (plain, with passages, with tools) then fit one engine, and the demo models'
 # 1024-token context is what they got before auto existed.
@@ -45,76 +39,57 @@ def quiet_torch_warnings() -> None:
     os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
 
 
-def settings_record(cfg: Mapping[str, Any]) -> dict[str, Any]:
-    """The engine settings a run's fingerprint holds: all but the log level (it changes what is printed)
-    and how a server is reached (SERVING_KEYS), max_model_len auto recorded as null, the earlier default
-    it replaces: neither changes a text, since auto always holds the run's longest prompt and budget."""
-    record = {k: v for k, v in cfg.items() if k != "log_level" and k not in SERVING_KEYS}
-    if record.get("max_model_len") == "auto":
-        record["max_model_len"] = None
-    return record
+def settings_record(cfg: Mapping[str, Any] | EngineSettings) -> dict[str, Any]:
+    """The engine settings a run's fingerprint holds (EngineSettings.record), of a conf node or its model."""
+    return engine_settings(cfg).record()
 
 
-def server_of(cfg: Mapping[str, Any], model_key: str) -> dict[str, Any]:
+def server_of(cfg: Mapping[str, Any] | EngineSettings, model_key: str) -> KnownEngineSettings:
     """cfg with a base_url given per model ({base: URL, trained: [URL, URL]}) made the one of model_key (a
     key of params.yaml models), so one command runs every arm on the servers of its own model; null there:
     the runner's own server. A model the mapping leaves out is refused in one line."""
-    out = dict(cfg)
-    urls = out.get("base_url")
-    if out.get("name") != "openai" or not isinstance(urls, Mapping):
-        return out
+    cfg = engine_settings(cfg)
+    if not isinstance(cfg, OpenAISettings) or not isinstance(cfg.base_url, Mapping):
+        return cfg
+    urls = cfg.base_url
     if model_key not in urls:
         raise ConfigError(
             f"conf/engine/openai.yaml: base_url names servers for {', '.join(map(str, urls)) or 'no model'}, "
             f"not for model {model_key!r}; add {model_key}: <URL> (or null: the runner starts one)"
         )
-    out["base_url"] = urls[model_key]
-    return out
+    return cfg.model_copy(update={"base_url": urls[model_key]})
 
 
-@dataclass(frozen=True)
-class EngineKind:
-    """One engine of ENGINES: how to start it, and whether max_model_len auto is fitted for its settings
-    (an engine that sizes a vLLM context itself, not an attached server that has its own)."""
-
-    start: Callable[..., Engine]
-    fits_context: Callable[[Mapping[str, Any]], bool]
-
-
-def _vllm(model: str, revision: str | None, **kwargs: Any) -> Engine:
+def _vllm(model: str, settings: Any, revision: str | None) -> Engine:
     from pipeline.engines.vllm_engine import VllmEngine
 
-    return VllmEngine(model, revision=revision, **kwargs)
+    return VllmEngine(model, settings, revision=revision)
 
 
-def _openai(model: str, revision: str | None, **kwargs: Any) -> Engine:
+def _openai(model: str, settings: Any, revision: str | None) -> Engine:
     from pipeline.engines.openai_engine import OpenAIEngine
 
-    return OpenAIEngine(model, revision=revision, **kwargs)
+    return OpenAIEngine(model, settings, revision=revision)
 
 
-def _hf(model: str, revision: str | None, **kwargs: Any) -> Engine:
+def _hf(model: str, settings: Any, revision: str | None) -> Engine:
     from pipeline.engines.hf_engine import HfEngine
 
-    return HfEngine(model, revision=revision, **kwargs)
+    return HfEngine(model, settings, revision=revision)
 
 
-# conf/engine/<name>.yaml names one of these. The openai engine's own server (no base_url) runs the vllm
-# engine's settings, so its context is fitted the same way; an attached server has its own.
-ENGINES: dict[str, EngineKind] = {
-    "vllm": EngineKind(_vllm, lambda cfg: True),
-    "hf": EngineKind(_hf, lambda cfg: False),
-    "openai": EngineKind(_openai, lambda cfg: cfg.get("base_url") is None),
-}
+# conf/engine/<name>.yaml names one of these (pipeline.engines.settings types each one's settings).
+ENGINES: dict[str, Callable[[str, Any, str | None], Engine]] = {"vllm": _vllm, "hf": _hf, "openai": _openai}
 
 
-def fit_context(cfg: Mapping[str, Any], model: str | Path, needed: int) -> dict[str, Any]:
+def fit_context(
+    cfg: Mapping[str, Any] | EngineSettings, model: str | Path, needed: int
+) -> KnownEngineSettings:
     """cfg with max_model_len auto made a number: needed tokens (the longest prompt plus the budget), rounded
     up to a power of two, at least AUTO_MIN_LEN, never above the model's own context."""
-    out = dict(cfg)
-    kind = ENGINES.get(str(out.get("name")))
-    if kind is None or not kind.fits_context(out) or out.get("max_model_len") != "auto":
-        return out
+    cfg = engine_settings(cfg)
+    if not cfg.fits_context() or getattr(cfg, "max_model_len", None) != "auto":
+        return cfg
     from transformers import AutoConfig
 
     from pipeline.engines.vllm_engine import context_length
@@ -124,8 +99,7 @@ def fit_context(cfg: Mapping[str, Any], model: str | Path, needed: int) -> dict[
     except (OSError, ValueError) as e:
         raise EngineStartError(f"{model}: cannot read config.json ({str(e).splitlines()[0]})") from None
     length = max(AUTO_MIN_LEN, 1 << max(needed - 1, 0).bit_length())
-    out["max_model_len"] = min(context_length(hf_config, str(model)), length)
-    return out
+    return cfg.model_copy(update={"max_model_len": min(context_length(hf_config, str(model)), length)})
 
 
 def start_failure(name: str, model: str, error: BaseException) -> str:
@@ -154,37 +128,26 @@ def _first_line(error: BaseException) -> str:
     return next((line.strip() for line in str(error).splitlines() if line.strip()), "")
 
 
-def make_engine(cfg: Mapping[str, Any], model: str | None = None, revision: str | None = None) -> Engine:
-    """Start the engine cfg names (conf/engine/<name>.yaml) on model (or cfg['model']) at revision."""
-    name = cfg.get("name")
-    kwargs = {k: v for k, v in cfg.items() if k not in RUNNER_KEYS and k != "model"}
-    model = model or cfg.get("model")
-    if not model:
-        raise ValueError("make_engine: no model given (pass model= or set cfg['model'])")
-    kind = ENGINES.get(str(name))
-    if kind is None:
-        raise ValueError(
-            f"engine {name!r} is unknown; known engines: {', '.join(ENGINES)} (conf/engine/<name>.yaml)"
-        )
-    return kind.start(str(model), revision, **kwargs)
+def make_engine(cfg: Mapping[str, Any] | EngineSettings, model: str, revision: str | None = None) -> Engine:
+    """Start the engine cfg names (conf/engine/<name>.yaml, or its typed settings) on model at revision."""
+    settings = engine_settings(cfg)
+    return ENGINES[settings.name](str(model), settings, revision)
 
 
 _ENGINE: dict[str, Any] = {}
 _STARTS = [0]
 
 
-def _key(cfg: Mapping[str, Any], model: str, revision: str | None) -> str:
-    # Runner-only keys (chunk_size) do not change the engine, so a new chunk size reuses it.
-    engine_only = {k: v for k, v in cfg.items() if k not in RUNNER_KEYS or k == "name"}
-    return json.dumps([engine_only, model, revision], sort_keys=True)
+def _key(cfg: Mapping[str, Any] | EngineSettings, model: str, revision: str | None) -> str:
+    return json.dumps([engine_settings(cfg).engine_only(), model, revision], sort_keys=True)
 
 
-def is_running(cfg: Mapping[str, Any], model: str, revision: str | None = None) -> bool:
+def is_running(cfg: Mapping[str, Any] | EngineSettings, model: str, revision: str | None = None) -> bool:
     """Whether get_engine would reuse the engine this process already started."""
     return _ENGINE.get("key") == _key(cfg, model, revision)
 
 
-def get_engine(cfg: Mapping[str, Any], model: str, revision: str | None = None) -> Engine:
+def get_engine(cfg: Mapping[str, Any] | EngineSettings, model: str, revision: str | None = None) -> Engine:
     """Start the engine for model, or reuse the running one if it has the same model and settings."""
     key = _key(cfg, model, revision)
     if _ENGINE.get("key") == key:
@@ -197,7 +160,7 @@ def get_engine(cfg: Mapping[str, Any], model: str, revision: str | None = None) 
     except (ConfigError, EngineStartError):
         raise
     except Exception as e:
-        raise EngineStartError(start_failure(str(cfg.get("name")), model, e)) from e
+        raise EngineStartError(start_failure(engine_settings(cfg).name, model, e)) from e
     _STARTS[0] += 1
     _ENGINE.update(key=key, engine=engine)
     return engine

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from contract.engine import Decoding, EngineInfo, GenRequest, GenResult
+from pipeline.engines.settings import HfSettings
 from pipeline.heavy_imports import collector_paused
 from pipeline.prompts import is_chat_model
 
@@ -25,8 +26,10 @@ class HfEngine:
     resumes_per_sample = False
 
     def __init__(
-        self, model: str, *, revision: str | None = None, dtype: str = "auto", device: str = "auto"
+        self, model: str, settings: HfSettings | None = None, *, revision: str | None = None
     ) -> None:
+        settings = settings or HfSettings()
+        dtype, device = settings.dtype, settings.device
         with collector_paused():
             import torch
             from transformers import AutoModelForCausalLM, AutoTokenizer

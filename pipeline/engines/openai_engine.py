@@ -47,7 +47,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from contract.engine import Decoding, EngineInfo, GenRequest, GenResult
-from pipeline.config import ConfigError
 from pipeline.engines import EngineStartError
 from pipeline.engines.served_reply import (
     NotJSONError,
@@ -59,6 +58,7 @@ from pipeline.engines.served_reply import (
     retry_after_s,
 )
 from pipeline.engines.served_urls import api_key, checkpoint_names, host_of, parse_urls
+from pipeline.engines.settings import OpenAISettings
 from pipeline.heavy_imports import collector_paused
 from pipeline.prompts import is_chat_model
 from pipeline.settings import RunnerError
@@ -181,26 +181,12 @@ class OpenAIEngine:
     resumes_per_sample = True
 
     def __init__(
-        self,
-        model: str,
-        *,
-        revision: str | None = None,
-        base_url: str | list[str] | None = None,
-        served_model: str | None = None,
-        api_key_env: str | None = None,
-        concurrency: int = 256,
-        timeout_s: float = 3600,
-        retries: int = 3,
-        start_timeout_s: float = 600,
-        log_level: str = "error",
-        **server_settings: Any,
+        self, model: str, settings: OpenAISettings | None = None, *, revision: str | None = None
     ) -> None:
-        for name, value, least in (("concurrency", concurrency, 1), ("retries", retries, 0)):
-            if not isinstance(value, int) or isinstance(value, bool) or value < least:
-                raise ConfigError(f"{SETTINGS}: {name} = {value!r}: must be a whole number >= {least}")
-        self.concurrency = concurrency
-        self.timeout_s = float(timeout_s)
-        self.retries = retries
+        settings = settings or OpenAISettings()
+        self.concurrency = settings.concurrency
+        self.timeout_s = float(settings.timeout_s)
+        self.retries = settings.retries
         self.server: Any = None
         with collector_paused():
             from transformers import AutoTokenizer
@@ -209,22 +195,24 @@ class OpenAIEngine:
         self.chat = is_chat_model(self.tokenizer)
         device = driver = dtype = None
         batch_invariant = None
-        if base_url is None:
+        if settings.base_url is None:
             from pipeline.engines.hardware import distribution, platform_info
             from pipeline.engines.vllm_server import VllmServer, launch_settings
 
-            llm_args, env = launch_settings(model, revision, server_settings, log_level)
-            batch_invariant = bool(server_settings.get("batch_invariant", False))
-            self.server = VllmServer(model, llm_args, env, start_timeout_s)
+            llm_args, env = launch_settings(model, revision, settings)
+            batch_invariant = settings.batch_invariant
+            self.server = VllmServer(model, llm_args, env, float(settings.start_timeout_s))
             urls, key = [self.server.url], self.server.api_key
             device, driver = platform_info()
             dtype = llm_args["dtype"]
             local_version: str | None = distribution("vllm")
         else:
-            urls, key, local_version = parse_urls(base_url), api_key(api_key_env), None
+            urls, key, local_version = parse_urls(settings.base_url), api_key(settings.api_key_env), None
         self._headers = {"Authorization": f"Bearer {key}"} if key else {}
         try:
-            self.endpoints = [attach(u, model, served_model, self._headers, self.tokenizer) for u in urls]
+            self.endpoints = [
+                attach(u, model, settings.served_model, self._headers, self.tokenizer) for u in urls
+            ]
         except BaseException:
             self.close()
             raise

@@ -21,23 +21,19 @@ from pathlib import Path
 
 from pipeline.config import ConfigError, engine_config
 from pipeline.engines import EngineStartError
+from pipeline.engines.settings import VllmArgs, engine_settings
 from pipeline.engines.vllm_server import SERVER_MODULE, launch_settings, server_flags
 
 DESCRIPTION = "vLLM's server for a checkpoint, with the settings the runner gives its own server"
-# The engine settings that are the runner's, not the server's.
-RUNNER_KEYS = frozenset({
-    "name", "base_url", "served_model", "api_key_env", "concurrency", "timeout_s", "retries",
-    "start_timeout_s", "log_level", "chunk_size",
-})  # fmt: skip
 
 
 def command(
     model: str, host: str, port: int, revision: str | None = None
 ) -> tuple[list[str], dict[str, str]]:
     """The command line and environment of a server for model as the runner would start it."""
-    cfg = engine_config("openai")
-    settings = {k: v for k, v in cfg.items() if k not in RUNNER_KEYS}
-    llm_args, env = launch_settings(model, revision, settings, str(cfg["log_level"]))
+    settings = engine_settings(engine_config("openai"))
+    assert isinstance(settings, VllmArgs)
+    llm_args, env = launch_settings(model, revision, settings)
     argv = [sys.executable, "-m", SERVER_MODULE, "--model", model, "--host", host, "--port", str(port)]
     return argv + server_flags(llm_args), env
 

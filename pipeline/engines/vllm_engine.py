@@ -29,6 +29,7 @@ from typing import Any
 from contract.engine import Decoding, EngineInfo, GenRequest, GenResult
 from pipeline.config import ConfigError
 from pipeline.engines.hardware import distribution, platform_info
+from pipeline.engines.settings import VllmArgs, VllmSettings
 from pipeline.heavy_imports import collector_paused
 from pipeline.prompts import is_chat_model
 
@@ -142,25 +143,12 @@ def batch_invariance_unsupported(envs: Any, platform: Any) -> str | None:
     return None
 
 
-def llm_settings(
-    model: str,
-    *,
-    revision: str | None,
-    dtype: str,
-    seed: int,
-    max_model_len: int | str | None,
-    enable_prefix_caching: bool,
-    enable_chunked_prefill: bool | str,
-    gpu_memory_utilization: float,
-    tensor_parallel_size: int,
-    cpu_kvcache_space_gib: float,
-    batch_invariant: bool,
-    enforce_eager: bool | str,
-    llm_kwargs: dict[str, Any] | None,
-) -> dict[str, Any]:
+def llm_settings(model: str, settings: VllmArgs, revision: str | None) -> dict[str, Any]:
     """The vllm.LLM arguments (model included) that conf/engine/vllm.yaml's settings resolve to on this
     machine; the offline engine and the server the openai engine starts (pipeline.engines.vllm_server)
     both run with them, so both run the same engine."""
+    dtype, max_model_len, batch_invariant = settings.dtype, settings.max_model_len, settings.batch_invariant
+    enable_chunked_prefill, enforce_eager = settings.enable_chunked_prefill, settings.enforce_eager
     from transformers import AutoConfig
     from vllm import envs
     from vllm.platforms import current_platform
@@ -168,7 +156,7 @@ def llm_settings(
     if batch_invariant and (why := batch_invariance_unsupported(envs, current_platform)):
         raise ConfigError(f"{SETTINGS}: batch_invariant = true: {why}; set batch_invariant: false")
     on_cpu = current_platform.is_cpu()
-    extra = dict(llm_kwargs or {})
+    extra = dict(settings.llm_kwargs)
     hf_config = AutoConfig.from_pretrained(
         model, revision=revision, trust_remote_code=bool(extra.get("trust_remote_code", False))
     )
@@ -184,7 +172,7 @@ def llm_settings(
     if not isinstance(max_model_len, int) or isinstance(max_model_len, bool) or max_model_len < 1:
         raise ConfigError(f"{SETTINGS}: max_model_len = {max_model_len!r}: give auto, null or a whole number")
     if on_cpu:
-        space = float(os.environ.get("VLLM_CPU_KVCACHE_SPACE") or cpu_kvcache_space_gib)
+        space = float(os.environ.get("VLLM_CPU_KVCACHE_SPACE") or settings.cpu_kvcache_space_gib)
         check_cpu_kv_cache(hf_config, dtype, max_model_len, space, model)
     if enable_chunked_prefill == "auto":
         # A prompt split over two steps makes vLLM rewind the request's seeded generator with
@@ -210,12 +198,12 @@ def llm_settings(
         "revision": revision,
         "tokenizer_revision": revision,
         "dtype": dtype,
-        "seed": seed,
+        "seed": settings.seed,
         "max_model_len": max_model_len,
-        "enable_prefix_caching": enable_prefix_caching,
+        "enable_prefix_caching": settings.enable_prefix_caching,
         "enable_chunked_prefill": enable_chunked_prefill,
-        "gpu_memory_utilization": gpu_memory_utilization,
-        "tensor_parallel_size": tensor_parallel_size,
+        "gpu_memory_utilization": settings.gpu_memory_utilization,
+        "tensor_parallel_size": settings.tensor_parallel_size,
         **extra,
     }
 
@@ -227,63 +215,33 @@ class VllmEngine:
     resumes_per_sample = False
 
     def __init__(
-        self,
-        model: str,
-        *,
-        revision: str | None = None,
-        dtype: str = "auto",
-        seed: int = 0,
-        max_model_len: int | str | None = "auto",
-        enable_prefix_caching: bool = True,
-        enable_chunked_prefill: bool | str = "auto",
-        gpu_memory_utilization: float = 0.9,
-        tensor_parallel_size: int = 1,
-        cpu_kvcache_space_gib: float = 1,
-        save_every: int = 4096,
-        batch_invariant: bool = False,
-        enforce_eager: bool | str = "auto",
-        llm_kwargs: dict[str, Any] | None = None,
-        log_level: str = "error",
+        self, model: str, settings: VllmSettings | None = None, *, revision: str | None = None
     ) -> None:
-        if not isinstance(save_every, int) or isinstance(save_every, bool) or save_every < 1:
-            raise ConfigError(f"{SETTINGS}: save_every = {save_every!r}: must be a whole number >= 1")
+        settings = settings or VllmSettings()
+        save_every, batch_invariant = settings.save_every, settings.batch_invariant
         self.save_every = save_every
         # Both variables are read when vllm starts an engine; the runner drives it in this process.
         os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
-        os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(cpu_kvcache_space_gib))
+        os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(settings.cpu_kvcache_space_gib))
         # The setting, not the caller's environment, decides: it is part of the run's fingerprint.
         os.environ["VLLM_BATCH_INVARIANT"] = "1" if batch_invariant else "0"
         # vLLM logs ~45 lines an engine start, warnings included that are expected on a CPU ("may cause the
         # engine to crash"): quiet by default; the runner checks what matters itself (prompt vs context).
-        level = log_level.upper()
+        level = settings.log_level.upper()
         os.environ.setdefault("VLLM_LOGGING_LEVEL", level)
         quiet = logging.getLevelName(level) > logging.INFO
         logging.getLogger("vllm").setLevel(level)  # before the import: some modules log while importing
         with _quiet_warnings(quiet), collector_paused(), _hidden_from_kernel_scan():
             from vllm import LLM, envs
 
-        settings = llm_settings(
-            model,
-            revision=revision,
-            dtype=dtype,
-            seed=seed,
-            max_model_len=max_model_len,
-            enable_prefix_caching=enable_prefix_caching,
-            enable_chunked_prefill=enable_chunked_prefill,
-            gpu_memory_utilization=gpu_memory_utilization,
-            tensor_parallel_size=tensor_parallel_size,
-            cpu_kvcache_space_gib=cpu_kvcache_space_gib,
-            batch_invariant=batch_invariant,
-            enforce_eager=enforce_eager,
-            llm_kwargs=llm_kwargs,
-        )
-        dtype, max_model_len = settings["dtype"], settings["max_model_len"]
+        args = llm_settings(model, settings, revision)
+        dtype, max_model_len = args["dtype"], args["max_model_len"]
         # vLLM runs about six full collections while it starts, each over every object torch, transformers
         # and vLLM created on import (~750k: 0.5 s each on a 2-core CPU, seconds under load); frozen, they
         # are skipped. vLLM freezes the heap itself once started and unfreezes it when the engine shuts down.
         gc.freeze()
         with _quiet_warnings(quiet), _hidden_from_kernel_scan():
-            self.llm = LLM(**settings, use_tqdm_on_load=not quiet)
+            self.llm = LLM(**args, use_tqdm_on_load=not quiet)
         # vLLM reads its environment once per process (the first engine caches it), so a later engine
         # cannot switch the kernels: say so rather than record a mode the engine does not run.
         if bool(envs.VLLM_BATCH_INVARIANT) != batch_invariant:

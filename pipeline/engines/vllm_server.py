@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.engines import EngineStartError
+from pipeline.engines.settings import VllmArgs
 
 SETTINGS = "conf/engine/openai.yaml"
 SERVER_MODULE = "vllm.entrypoints.openai.api_server"
@@ -73,19 +74,19 @@ def server_flags(settings: Mapping[str, Any]) -> list[str]:
 
 
 def launch_settings(
-    model: str, revision: str | None, settings: Mapping[str, Any], log_level: str = "error"
+    model: str, revision: str | None, settings: VllmArgs
 ) -> tuple[dict[str, Any], dict[str, str]]:
     """The vllm.LLM arguments and environment of a server for model with the engine settings given, as the
     offline engine runs (pipeline.engines.vllm_engine.llm_settings; on a CPU, chunked prefill off)."""
     from pipeline.engines.vllm_engine import llm_settings
 
-    llm_args = llm_settings(model, revision=revision, **settings)
+    llm_args = llm_settings(model, settings, revision)
     # As the offline engine sets them in its own process (a VLLM_CPU_KVCACHE_SPACE set here wins).
-    kv_space = os.environ.get("VLLM_CPU_KVCACHE_SPACE") or settings["cpu_kvcache_space_gib"]
+    kv_space = os.environ.get("VLLM_CPU_KVCACHE_SPACE") or settings.cpu_kvcache_space_gib
     env = {
         "VLLM_CPU_KVCACHE_SPACE": str(kv_space),
-        "VLLM_BATCH_INVARIANT": "1" if settings.get("batch_invariant", False) else "0",
-        "VLLM_LOGGING_LEVEL": log_level.upper(),
+        "VLLM_BATCH_INVARIANT": "1" if settings.batch_invariant else "0",
+        "VLLM_LOGGING_LEVEL": settings.log_level.upper(),
     }
     return llm_args, env
 
