@@ -68,20 +68,17 @@ def timed(args: list[str]) -> float:
 
 def start_server(model: str) -> tuple[subprocess.Popen[bytes], str]:
     """vLLM's server on model, started as a user would (the offline engine's flags), and its URL."""
+    from pipeline.config import engine_config
+    from pipeline.engines.settings import engine_settings
     from pipeline.engines.vllm_engine import llm_settings
     from pipeline.engines.vllm_server import free_port, server_flags
 
-    settings = {
-        k: v
-        for k, v in __import__("pipeline.config", fromlist=["x"]).engine_config("vllm").items()
-        if k not in ("name", "chunk_size", "save_every", "log_level")
-    }
-    settings["max_model_len"] = 1024
+    settings = engine_settings(engine_config("vllm", max_model_len=1024))
     port = free_port()
     cmd = [
         sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", model,
         "--host", "127.0.0.1", "--port", str(port),
-        *server_flags(llm_settings(model, revision=None, **settings)),
+        *server_flags(llm_settings(model, settings, None)),
     ]  # fmt: skip
     print(f"  server: {' '.join(cmd[1:])}", flush=True)
     log = open(tempfile.mktemp(prefix="bench-server-", suffix=".log"), "wb")  # noqa: SIM115
@@ -228,10 +225,10 @@ def two(out: Path, url: str, reference: Path) -> None:
 
 def kill(out: Path, url: str, reference: Path) -> None:
     """The runner SIGKILLed mid-arm, then resumed: saved samples kept, regenerated, differing."""
-    from pipeline.settings import partial_dir
+    from pipeline.run_paths import RunPaths
 
     d = out / "kill"
-    shard = partial_dir(d) / "base.jsonl"
+    shard = RunPaths(d, "base").shard
     cmd = served_cmd(url, d)
     done = kill_at(cmd, shard, 800)
     kept = saved_texts(shard)
@@ -251,11 +248,11 @@ def kill(out: Path, url: str, reference: Path) -> None:
 
 def server_killed(out: Path, reference: Path) -> None:
     """The server SIGKILLed mid-run: the runner's one line and exit code, then a resume on a new server."""
-    from pipeline.settings import partial_dir
+    from pipeline.run_paths import RunPaths
 
     proc, url = start_server(BASE_MODEL)
     d = out / "server"
-    shard = partial_dir(d) / "base.jsonl"
+    shard = RunPaths(d, "base").shard
     try:
         done = kill_at(served_cmd(url, d), shard, 800, victim=proc)
     finally:

@@ -12,6 +12,7 @@ Do not write `+arm=rag`: a leading '+' on the key is Hydra's "append a new key".
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Any
 
 from pipeline.engines import quiet_torch_warnings
@@ -26,10 +27,11 @@ from pipeline.settings import os_error_line, settings_from
 def _task(cfg: Any) -> None:
     from hydra.core.hydra_config import HydraConfig
 
-    settings = settings_from(cfg, str(HydraConfig.get().runtime.choices["arm"]))
+    arm = str(HydraConfig.get().runtime.choices["arm"])
     run = None
     try:
-        # The configuration read once, into one object every step takes.
+        # The configuration read once, into one object every step takes (the engine's settings typed first).
+        settings = settings_from(cfg, arm)
         run = resolve(settings, matched_prompting=True)
         n = settings.merge
         if n is not None:
@@ -41,13 +43,13 @@ def _task(cfg: Any) -> None:
         # how to go on, not a traceback; 130 is a shell's code for a command ended by SIGINT.
         kept = "" if run is None else f"; its finished samples are kept in {run.paths.shard}"
         again = "the same command" if run is None else f"`{run.command}`"
-        print(f"run_arm: {settings.arm}: interrupted{kept}; rerun {again} to resume", file=sys.stderr)
+        print(f"run_arm: {arm}: interrupted{kept}; rerun {again} to resume", file=sys.stderr)
         sys.exit(130)
     except KNOWN_ERRORS as e:
         print(f"run_arm: {e}", file=sys.stderr)
         sys.exit(2)
     except OSError as e:
-        print(f"run_arm: {settings.arm}: {os_error_line(e, settings.out_dir)}", file=sys.stderr)
+        print(f"run_arm: {arm}: {os_error_line(e, Path(str(cfg.out_dir)))}", file=sys.stderr)
         sys.exit(2)
 
 

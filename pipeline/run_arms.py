@@ -140,7 +140,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 def _status(run: ResolvedRun) -> str:
     """Up to date, or why the arm would be generated; a file the run would put back counts as present."""
     stale = why_stale(run)
-    kept = run.paths.kept(run.paths.dest)
+    kept = run.paths.kept_dest
     restorable = stale is not None and not run.settings.force and not run.paths.dest.exists()
     if restorable and kept.is_file() and up_to_date(kept, run.inputs) is None:
         return f"up to date (put back from {kept} when run)"

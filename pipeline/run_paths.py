@@ -64,6 +64,11 @@ class RunPaths:
             raise ValueError(f"arm {self.arm!r}: a whole-arm run has no part file")
         return self.work / "parts" / f"{self.arm}{self.suffix}.jsonl"
 
+    @property
+    def kept_dest(self) -> Path:
+        """The kept link of the arm's generations file."""
+        return self.kept(self.dest)
+
     def kept(self, path: Path) -> Path:
         """Where the kept link of a file of the generations folder lives: <out_dir>.work/kept/<name>."""
         return self.work / "kept" / path.name

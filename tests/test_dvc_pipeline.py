@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from contract.jsonl import read_jsonl
-from pipeline.keep import kept_path
+from pipeline.run_paths import RunPaths
 
 ROOT = Path(__file__).resolve().parents[1]
 ARMS = ["base", "trained", "+rag", "+tools", "trained+rag", "trained+tools", "trained+rag+tools"]
@@ -253,7 +253,7 @@ def test_a_forced_rerun_reproduces_every_tracked_artifact_byte_for_byte(repo: Pa
     again = {"base", "+rag", "+tools"}
     for arm in again:
         (repo / "generations" / f"{arm}.json").unlink()
-        kept_path(repo / "generations" / f"{arm}.json").unlink()
+        RunPaths(repo / "generations", arm).kept_dest.unlink()
     out = dvc(repo, "repro", "-f").stdout
     assert regenerated(out) == again and engine_starts(out) == 1, out
     # reports/drift is the one record of history by design (persist: the scorers the last run saw, and

@@ -19,8 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pipeline.keep import kept_path
-from pipeline.settings import partial_dir
+from pipeline.run_paths import RunPaths
 from tests.conftest import ROOT, arithmetic_items, make_world
 
 pytestmark = pytest.mark.slow
@@ -66,17 +65,17 @@ def test_a_forced_checkout_without_cache_loses_no_arm_and_no_resume_shard(
     gens = repo / "generations"
     trained = (gens / "trained.json").read_bytes()
     # A run of a third arm that was interrupted: its resume shard.
-    shard = partial_dir(gens) / "other.jsonl"
+    shard = RunPaths(gens, "other").shard
     shard.write_text('{"fingerprint": {}}\n')
 
     shutil.move(repo / ".dvc" / "cache", tmp_path / "cache")
     shutil.move(gens / "base.json", tmp_path / "base.json")
-    kept_path(gens / "base.json").unlink()  # gone for good: only this arm must be generated again
+    RunPaths(gens, "base").kept_dest.unlink()  # gone for good: only this arm must be generated again
     assert _dvc(repo, "checkout").returncode != 0
     forced = _dvc(repo, "checkout", "--force")
     assert forced.returncode != 0  # the cache cannot restore base.json
     assert shard.is_file(), "a resume shard was deleted"
-    assert kept_path(gens / "trained.json").read_bytes() == trained
+    assert RunPaths(gens, "trained").kept_dest.read_bytes() == trained
 
     status = _run(repo, sys.executable, *cmd.split()[1:], "--status")
     assert status.returncode == 0, status.stderr

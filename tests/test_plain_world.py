@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from contract.jsonl import read_jsonl
-from pipeline.settings import partial_dir
+from pipeline.run_paths import RunPaths
 from tests.conftest import link_or_copy, world_env
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -132,7 +132,7 @@ def test_a_32k_context_checkpoint_runs_on_this_cpu_with_default_engine_settings(
     lines = [line for line in failed.stderr.splitlines() if line.startswith("run_arm:")]
     assert len(lines) == 1 and "Traceback" not in failed.stderr, failed.stderr[-3000:]
     assert "the vllm engine did not start on" in lines[0] and "greater than or equal to 1 (got 0)" in lines[0]
-    assert (partial_dir(w.out_dir) / "base.jsonl").is_file()  # a partial file of other settings, no sample
+    assert (RunPaths(w.out_dir, "base").shard).is_file()  # a partial file of other settings, no sample
 
     ran = run_arm()
     assert ran.returncode == 0, ran.stderr[-3000:]
@@ -141,4 +141,4 @@ def test_a_32k_context_checkpoint_runs_on_this_cpu_with_default_engine_settings(
     )
     gens = json.loads((w.out_dir / "base.json").read_text())
     assert gens["chat"] is False and gens["items"][0]["samples"][0]["gen_tokens"] >= 1
-    assert not os.path.exists(partial_dir(w.out_dir) / "base.jsonl")
+    assert not os.path.exists(RunPaths(w.out_dir, "base").shard)

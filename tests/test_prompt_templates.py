@@ -17,7 +17,7 @@ from pipeline.config import CONF_DIR, ConfigError, known_presets, load_arm, load
 from pipeline.pins import PinError, check_pins, pinned_index, suite_items
 from pipeline.plan import check_matched_prompting, plan_arm, ships_chat_template
 from pipeline.prompts import PLAIN_STOP, build_prompt, compile_template, render_template
-from pipeline.settings import partial_dir
+from pipeline.run_paths import RunPaths
 from scoring.reading import read_answer
 from scoring.verifiers import score
 from tests.conftest import arithmetic_items, make_world, with_chat_template
@@ -205,7 +205,7 @@ def test_mixed_plain_and_chat_arms_are_refused_and_chat_false_prompts_both_plain
 def test_a_partial_file_without_samples_never_blocks_a_run_with_other_settings(tmp_path, capsys) -> None:
     from pipeline.shards import Shard, ShardError
 
-    path = partial_dir(tmp_path) / "base.jsonl"
+    path = RunPaths(tmp_path, "base").shard
     old = Shard(path, {"engine": {"max_model_len": None}})
     old.set_meta("engine", {"name": "vllm"})  # an engine record, but no sample: the engine never generated
     old.close()
@@ -229,10 +229,10 @@ def test_max_model_len_auto_fits_the_run_and_keeps_the_earlier_fingerprints(untr
     # Files made when the default was null keep their inputs and shards: auto is recorded as null.
     assert settings_record(cfg) == settings_record(engine_config("vllm", max_model_len=None))
     context = context_length(AutoConfig.from_pretrained(untrained_checkpoint), "m")
-    assert fit_context(cfg, untrained_checkpoint, 200)["max_model_len"] == min(context, 1024)
-    assert fit_context(cfg, untrained_checkpoint, 10**6)["max_model_len"] == context
+    assert fit_context(cfg, untrained_checkpoint, 200).max_model_len == min(context, 1024)
+    assert fit_context(cfg, untrained_checkpoint, 10**6).max_model_len == context
     assert (
-        fit_context(engine_config("vllm", max_model_len=300), untrained_checkpoint, 10**6)["max_model_len"]
+        fit_context(engine_config("vllm", max_model_len=300), untrained_checkpoint, 10**6).max_model_len
         == 300
     )
     hf = AutoConfig.from_pretrained(untrained_checkpoint)

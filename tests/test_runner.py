@@ -18,7 +18,8 @@ from pipeline.generate import run
 from pipeline.pins import PinError
 from pipeline.plan import plan_arm
 from pipeline.prompts import CHAT_INSTRUCTION, PLAIN_STOP
-from pipeline.settings import RunSettings, partial_dir
+from pipeline.run_paths import RunPaths
+from pipeline.settings import RunSettings
 from pipeline.shards import Shard, ShardError
 from tests.conftest import ROOT, arithmetic_items, make_world, with_chat_template
 
@@ -146,7 +147,7 @@ def test_a_checkpoint_changed_after_pinning_is_refused_and_nothing_is_overwritte
     with pytest.raises(PinError, match=r"checkpoint 'base': .*ckpt/model.safetensors changed since pinning"):
         run(w.settings("base"))
     assert earlier.read_text() == '{"an": "earlier log"}\n'
-    assert not partial_dir(w.out_dir).exists()
+    assert not RunPaths(w.out_dir, "base").partial.exists()
     res = _cli(["arm=base", f"params={w.params}", f"pins={w.pins}", f"out_dir={w.out_dir}"], ROOT)
     assert res.returncode == 2
     assert "model.safetensors changed since pinning" in res.stderr.strip().splitlines()[-1]
@@ -275,7 +276,7 @@ FP = {"arm": {"name": "base"}, "protocol": {"k": 2, "temperature": 1.0}, "engine
 
 
 def test_a_shard_resumes_and_drops_a_torn_last_line(tmp_path: Path) -> None:
-    path = partial_dir(tmp_path) / "base.jsonl"
+    path = RunPaths(tmp_path, "base").shard
     shard = Shard(path, FP)
     shard.set_meta("engine", {"name": "vllm"})
     shard.append([{"item_id": "a", "index": 0, "score": 1.0}, {"item_id": "a", "index": 1, "score": 0.0}])

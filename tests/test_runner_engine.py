@@ -22,8 +22,8 @@ from pipeline.config import engine_config
 from pipeline.engines import make_engine
 from pipeline.generate import run
 from pipeline.prompts import CHAT_INSTRUCTION, PLAIN_STOP, build_prompt
+from pipeline.run_paths import RunPaths
 from pipeline.score import score_file
-from pipeline.settings import partial_dir
 from tests.conftest import DEMO_SUITE, ROOT, World, arithmetic_items, make_world, with_chat_template
 from tests.test_runner import ARMS, CORPUS
 
@@ -138,7 +138,7 @@ def test_the_same_arm_run_twice_gives_identical_texts_and_scores(
     texts = [s.text for it in first.items for s in it.samples]
     assert len(texts) == 64 and len(set(texts)) > 4, "sampling at temperature 1 should vary across samples"
     assert 0 < sum(sum(it.scores) for it in first.items) < 64
-    assert not (partial_dir(tmp_path / "one") / "base.jsonl").exists()
+    assert not (RunPaths(tmp_path / "one", "base").shard).exists()
     s = first.items[0].samples[0]
     assert s.prompt_tokens and s.gen_tokens and s.finish_reason in ("stop", "length") and s.answer is not None
     assert first.engine.name == "vllm" and first.engine.dtype == "float32" and first.driver == "cpu"
@@ -202,7 +202,7 @@ def test_a_run_killed_mid_generation_resumes_to_the_uninterrupted_log(
 ):
     w = make_world(tmp_path / "w", {"base": tiny_checkpoint}, arithmetic_items(60), k=4, max_tokens=16)
     out = tmp_path / "killed"
-    shard = partial_dir(out) / "base.jsonl"
+    shard = RunPaths(out, "base").shard
     cmd = [
         sys.executable,
         "-m",

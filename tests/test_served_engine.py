@@ -26,7 +26,7 @@ from contract.generations import load_generations
 from pipeline.config import engine_config
 from pipeline.engines import make_engine
 from pipeline.generate import run
-from pipeline.settings import partial_dir
+from pipeline.run_paths import RunPaths
 from tests.conftest import ROOT, World, arithmetic_items, make_world
 from tests.test_runner import CORPUS
 
@@ -142,7 +142,7 @@ def test_a_sigkilled_runner_leaves_no_server_and_its_run_resumes_with_every_save
 ):
     w = make_world(tmp_path / "w", {"base": tiny_checkpoint}, arithmetic_items(60), k=4, max_tokens=16)
     out = tmp_path / "out"
-    shard = partial_dir(out) / "base.jsonl"
+    shard = RunPaths(out, "base").shard
     # Two requests in flight: the kill lands mid-run.
     proc = _start_cli(w, out, "engine.concurrency=2")
     _wait_for(shard, 12, proc)

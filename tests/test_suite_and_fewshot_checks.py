@@ -19,7 +19,8 @@ from pipeline.generate import run
 from pipeline.plan import plan_run
 from pipeline.recorder import GenerationRecorder
 from pipeline.resolve import resolve, tool_session
-from pipeline.settings import RunnerError, partial_dir
+from pipeline.run_paths import RunPaths
+from pipeline.settings import RunnerError
 from tests.conftest import arithmetic_items, make_world
 
 
@@ -92,7 +93,7 @@ def test_a_part_runs_resume_message_names_its_shard_and_part(
         raise ToolServerError("the server died beyond its budget")
     message = str(e.value)
     assert "`python -m pipeline.run_arm arm=+tools part=1/2`" in message, message
-    shard = partial_dir(w.out_dir) / "+tools.part-1-of-2.jsonl"
+    shard = RunPaths(w.out_dir, "+tools", (1, 2)).shard
     assert f"the finished samples are kept in {shard};" in message, message
     # The shard named is the one the part's run writes its samples to.
     recorder = GenerationRecorder(run, plan_run(run.prompting, []))

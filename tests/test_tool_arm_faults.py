@@ -26,7 +26,8 @@ from contract.textformat import TOOL_RESPONSE_CLOSE, TOOL_RESPONSE_OPEN, format_
 from demo.charmodel import build_tokenizer
 from pipeline.config import engine_config
 from pipeline.generate import run
-from pipeline.settings import RunnerError, partial_dir
+from pipeline.run_paths import RunPaths
+from pipeline.settings import RunnerError
 from tests.conftest import World, arithmetic_items, make_world
 
 N_ITEMS, K, CHUNK = 6, 2, 4  # 12 samples, one call each, in 3 chunks
@@ -192,7 +193,7 @@ def test_a_server_dying_beyond_the_budget_stops_the_run_and_the_resume_finishes_
         "died 4 times in 5 calls, more than the restart budget of 3 restarts per 100 calls"
     ), message
     assert not (world.root / "broken" / "+tools.json").exists()
-    shard = partial_dir(world.root / "broken") / "+tools.jsonl"
+    shard = RunPaths(world.root / "broken", "+tools").shard
     lines = [json.loads(line) for line in shard.read_text().splitlines()[1:]]
     # Each server answers one call and dies on the next, which a new one answers: the first chunk's four
     # calls cost three restarts, the second chunk's first call a fourth, beyond the budget. The first

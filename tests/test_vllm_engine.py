@@ -79,12 +79,13 @@ def test_auto_dtype_is_float32_on_a_cpu_and_the_checkpoint_half_type_on_a_gpu() 
 def test_batch_invariance_is_refused_in_one_line_where_vllm_cannot_run_it(tiny_checkpoint: Path) -> None:
     from vllm.platforms import current_platform
 
+    from pipeline.engines.settings import VllmSettings
     from pipeline.engines.vllm_engine import VllmEngine
 
     if not current_platform.is_cpu():
         pytest.skip("vLLM runs batch-invariant kernels on this GPU")
     with pytest.raises(ConfigError, match=r"^conf/engine/vllm\.yaml: batch_invariant = true: .*CPU.*false$"):
-        VllmEngine(str(tiny_checkpoint), batch_invariant=True)
+        VllmEngine(str(tiny_checkpoint), VllmSettings(batch_invariant=True))
 
 
 @pytest.mark.slow

@@ -151,8 +151,10 @@ def engine_settings(node: Mapping[str, Any] | EngineSettings) -> KnownEngineSett
 def _refusal(name: str, e: ValidationError) -> str:
     """One line for the first bad field of conf/engine/<name>.yaml."""
     err = e.errors()[0]
-    # The field alone: the rest of the location names pydantic's union members, not settings.
-    field = str(err["loc"][0]) if err["loc"] else "engine"
+    # The field alone: the location starts with the engine's name (the union's tag) and may go on with
+    # pydantic's names of a field's union members, which are no settings.
+    loc = list(err["loc"][1:] if err["loc"][:1] == (name,) else err["loc"])
+    field = str(loc[0]) if loc else "engine"
     msg = str(err["msg"]).removeprefix("Value error, ")
     if err["type"] == "extra_forbidden":
         return (
