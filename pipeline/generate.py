@@ -158,7 +158,7 @@ def run(settings: RunSettings, engine: Engine | None = None) -> Path:
     return generate(resolve(settings, matched_prompting=False), engine)
 
 
-def generate(run: ResolvedRun, engine: Engine | None) -> Path:
+def generate(run: ResolvedRun, engine: Engine | None = None) -> Path:
     """Generate (or finish) one arm's generations file and return its path; raise on bad input.
 
     engine: an engine already started with the run's engine settings (tests, benchmarks); None: the runner

@@ -43,12 +43,16 @@ def merge_parts(settings: RunSettings, n: int) -> Path:
     return merge(resolve(settings, matched_prompting=False), n)
 
 
-def merge(run: ResolvedRun, n: int) -> Path:
-    """Write the arm's generations file from its n finished parts; refuse a missing or foreign part.
+def merge(run: ResolvedRun, n: int | None = None) -> Path:
+    """Write the arm's generations file from its n finished parts (None: the run's merge=N); refuse a missing
+    or foreign part.
 
     Every (item, sample) carries its own seed, so the merged file equals a one-worker run wherever the
     engine's outputs do not depend on the batch (vLLM's batch-invariant mode on a GPU; float32 on a CPU).
     """
+    n = run.settings.merge if n is None else n
+    if n is None:
+        raise RunnerError(f"arm {run.arm.name!r}: merge of how many parts? pass merge=N")
     if why_stale(run) is None:
         return reuse(run)
     with RunLock(run.paths.lock, f"arm {run.arm.name!r}"):

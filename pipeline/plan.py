@@ -84,11 +84,11 @@ def ships_chat_template(where: str | Path) -> bool:
         ) from None
 
 
-def chat_template_text(params: Params, chat: bool, model: str) -> str | None:
+def chat_template_text(params: Params, chat: bool, model: str, template: Path | None) -> str | None:
     """The text of protocol.chat_template (None: the tokenizer's own); refuse chat settings on a plain model
-    and template options make_prompt sets itself."""
+    and template options make_prompt sets itself (template: the prompt template's file, template_file)."""
     proto = params.protocol
-    if proto.instruction is not None and template_file(proto) is not None:
+    if proto.instruction is not None and template is not None:
         raise ConfigError(
             f"{params.file}: protocol.instruction: the prompt template writes the whole user message; put "
             "the instruction in the template and remove the key"
@@ -118,21 +118,22 @@ def chat_template_text(params: Params, chat: bool, model: str) -> str | None:
         ) from None
 
 
-def prompt_template(params: Params) -> tuple[Any, str] | None:
-    """protocol.prompt's or protocol.prompt_template's Jinja file, compiled, with its path (None: unset)."""
-    path = template_file(params.protocol)
+def prompt_template(params: Params, path: Path | None) -> tuple[Any, str] | None:
+    """protocol.prompt's or protocol.prompt_template's Jinja file (path, config.template_file), compiled, with
+    its path (None: unset)."""
     if path is None:
         return None
     key = "prompt" if params.protocol.prompt is not None else "prompt_template"
     return compile_template(read_template(path, key, params.file), str(path)), str(path)
 
 
-def fewshot_examples(params: Params) -> list[Example]:
-    """protocol.fewshot's examples ([] when unset); plan_run refuses one that is a suite item."""
+def fewshot_examples(params: Params, template: Path | None) -> list[Example]:
+    """protocol.fewshot's examples ([] when unset); plan_run refuses one that is a suite item (template: the
+    prompt template's file, which must render them)."""
     spec = params.protocol.fewshot
     if spec is None:
         return []
-    if template_file(params.protocol) is None:
+    if template is None:
         raise ConfigError(
             f"{params.file}: protocol.fewshot: the built-in prompt shows no examples; set protocol.prompt "
             "to a few-shot preset of conf/prompt/ or protocol.prompt_template to a template that renders them"
@@ -152,14 +153,14 @@ def prompt_formats(params: Params, arms: Sequence[ArmSpec]) -> dict[str, bool]:
     return formats
 
 
-def check_matched_prompting(params: Params, arms: Sequence[ArmSpec]) -> None:
+def check_matched_prompting(params: Params, arms: Sequence[ArmSpec]) -> dict[str, bool]:
     """Refuse arms whose models would be prompted in different formats (one plain, one through a chat
-    template): their scores would differ by the prompt as much as by the model."""
+    template): their scores would differ by the prompt as much as by the model. The formats by model key."""
     formats = prompt_formats(params, arms)
     plain = [k for k, chat in formats.items() if not chat]
     chat = [k for k, c in formats.items() if c]
     if not plain or not chat:
-        return
+        return formats
     p, c = plain[0], chat[0]
     raise ConfigError(
         f"{params.file}: models {p} ({params.models[p].display_name}) and {c} "
@@ -213,15 +214,16 @@ class Prompting:
     chat_template: str | None
 
 
-def read_prompting(params: Params, arm: ArmSpec, index: Any, items: Sequence[SuiteItem]) -> Prompting:
-    """The Prompting of arm: its model folder, protocol.prompt's template, protocol.fewshot's examples, its
-    prompt protocol (chat or plain, from the model folder's files) and protocol.chat_template's text."""
+def read_prompting(
+    params: Params, arm: ArmSpec, index: Any, items: Sequence[SuiteItem], chat: bool
+) -> Prompting:
+    """The Prompting of arm: its model folder, protocol.prompt's template, protocol.fewshot's examples and
+    protocol.chat_template's text; chat: whether its model is prompted through a chat template
+    (prompt_formats)."""
     where = model_dir(params.models[arm.model], arm.model, params.file)
-    display = params.models[arm.model].display_name
-    chat = use_chat(ships_chat_template(where), params.protocol, display, params.file)
-    template = prompt_template(params)
-    examples = fewshot_examples(params)
-    chat_template = chat_template_text(params, chat, display)
+    path = template_file(params.protocol)
+    template, examples = prompt_template(params, path), fewshot_examples(params, path)
+    chat_template = chat_template_text(params, chat, params.models[arm.model].display_name, path)
     return Prompting(params, arm, where, template, examples, index, items, chat, chat_template)
 
 
@@ -297,4 +299,5 @@ def plan_arm(params: Params, arm: ArmSpec, tools: Sequence[dict[str, Any]]) -> P
     except SuiteError as e:
         raise ConfigError(str(e)) from None
     index = pinned_index(params) if arm.retrieval else None
-    return plan_run(read_prompting(params, arm, index, items), tools)
+    chat = prompt_formats(params, [arm])[arm.model]
+    return plan_run(read_prompting(params, arm, index, items, chat), tools)

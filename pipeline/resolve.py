@@ -10,19 +10,47 @@ run writes.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from contract.arm import ArmSpec
 from contract.files import output_dir
-from pipeline.config import Params, arms_of, load_arm, load_params
+from pipeline.config import CONF_DIR, ConfigError, Params, arms_of, load_arm, load_params
 from pipeline.inputs import inputs_sha256
 from pipeline.pins import check_pins, pinned_index, suite_items
-from pipeline.plan import Prompting, check_matched_prompting, read_prompting
+from pipeline.plan import Prompting, check_matched_prompting, prompt_formats, read_prompting
 from pipeline.run_paths import RunPaths
-from pipeline.settings import RunnerError, RunSettings, ToolServerSettings, parse_part, tool_server_settings
+from pipeline.settings import RunnerError, RunSettings
+
+
+class ToolServerSettings(BaseModel):
+    """conf/config.yaml tool_server: the restart budget and the tool timeout of the tool arms' MCP server."""
+
+    model_config = ConfigDict(extra="forbid")
+    max_restarts: int = Field(ge=0)
+    restart_window: int = Field(ge=1)
+    tool_timeout_s: float = Field(gt=0)
+
+
+def tool_server_settings(
+    node: Mapping[str, Any] | None = None, conf_dir: Path = CONF_DIR
+) -> ToolServerSettings:
+    """The tool_server settings: the composed Hydra node, else conf/config.yaml's; refusals name the field."""
+    path = conf_dir / "config.yaml"
+    if node is None:
+        node = (yaml.safe_load(path.read_text()) or {}).get("tool_server") or {}
+    try:
+        return ToolServerSettings.model_validate(dict(node))
+    except ValidationError as e:
+        err = e.errors()[0]
+        field_name = ".".join(str(x) for x in err["loc"])
+        raise ConfigError(f"{path}: tool_server.{field_name}: {err['msg']}") from None
 
 
 @dataclass(frozen=True)
@@ -37,7 +65,11 @@ class ResolvedRun:
     prompting: Prompting
     # conf/config.yaml tool_server of a tool arm (None for the others, which start no server).
     tool_server: ToolServerSettings | None
-    part: tuple[int, int] | None
+
+    @property
+    def part(self) -> tuple[int, int] | None:
+        """Part s of N of the arm (RunSettings.part), None for the whole arm."""
+        return self.settings.part
 
     @property
     def paths(self) -> RunPaths:
@@ -67,16 +99,17 @@ def resolve(settings: RunSettings, *, matched_prompting: bool) -> ResolvedRun:
             for a in arms_of(params, settings.conf_dir)
             if a != arm.name
         ]
-        check_matched_prompting(params, [arm, *others])
-    part = parse_part(settings.part)
+        formats = check_matched_prompting(params, [arm, *others])
+    else:
+        formats = prompt_formats(params, [arm])
     output_dir(settings.out_dir, "out_dir")
     index = pinned_index(params) if arm.retrieval else None
     items = suite_items(params)
     pins = check_pins(params, settings.pins, arm, index, items, settings.conf_dir)
     inputs = inputs_sha256(arm, params, pins.file_sha256, settings.engine)
-    prompting = read_prompting(params, arm, index, items)
+    prompting = read_prompting(params, arm, index, items, formats[arm.model])
     tools = tool_server_settings(settings.tool_server, settings.conf_dir) if arm.tools else None
-    return ResolvedRun(settings, arm, params, pins.flat, inputs, prompting, tools, part)
+    return ResolvedRun(settings, arm, params, pins.flat, inputs, prompting, tools)
 
 
 @contextmanager

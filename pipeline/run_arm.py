@@ -33,11 +33,7 @@ def _task(cfg: Any) -> None:
         # The configuration read once, into one object every step takes (the engine's settings typed first).
         settings = settings_from(cfg, arm)
         run = resolve(settings, matched_prompting=True)
-        n = settings.merge
-        if n is not None:
-            run_kept(lambda r: merge(r, n), run)
-        else:
-            run_kept(lambda r: generate(r, None), run)
+        run_kept(generate if settings.merge is None else merge, run)
     except KeyboardInterrupt:
         # Ctrl-C is how a user stops a run: every finished sample is already in the shard, so one line on
         # how to go on, not a traceback; 130 is a shell's code for a command ended by SIGINT.

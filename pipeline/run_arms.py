@@ -110,7 +110,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                 if args.status:
                     print(f"  {arm:<20} {_status(run)}")
                 else:
-                    run_kept(lambda r: generate(r, None), run)
+                    run_kept(generate, run)
             # The next model needs the memory; an engine is never shared across models.
             release_engine()
     except KeyboardInterrupt:

@@ -13,10 +13,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from pipeline.config import CONF_DIR, ConfigError, engine_config, register_swept_arms
+from pipeline.config import CONF_DIR, engine_config, register_swept_arms
 from pipeline.engines.settings import KnownEngineSettings, engine_settings
 from pipeline.run_paths import RunPaths
 from pipeline.swept import params_arg
@@ -52,20 +51,26 @@ class RunSettings(BaseModel):
     out_dir: Path = Path("generations")
     fresh: bool = False
     force: bool = False
-    # "s/N": generate only part s of N (items at suite positions i with i % N == s), for a worker of a
-    # sharded run (pipeline.ray_run, a SLURM array); `merge` N then writes the arm's file from N parts.
-    part: str | None = None
+    # Part s of N (given as "s/N"): generate only the items at suite positions i with i % N == s, for a
+    # worker of a sharded run (pipeline.ray_run, a SLURM array); `merge` N then writes the arm's file from
+    # N parts. None: the whole arm.
+    part: tuple[int, int] | None = None
     merge: int | None = None
     progress: bool = True
     arm_node: dict[str, Any] | None = None
     conf_dir: Path = CONF_DIR
     tool_server: dict[str, Any] | None = None  # None: conf/config.yaml tool_server
 
+    # A ConfigError or RunnerError (one line: the file, the field, the fix) passes through pydantic as it is.
     @field_validator("engine", mode="before")
     @classmethod
     def _typed_engine(cls, value: Any) -> Any:
-        # A ConfigError (one line: the conf file, the field, the fix) passes through pydantic as it is.
         return engine_settings(value) if isinstance(value, Mapping) else value
+
+    @field_validator("part", mode="before")
+    @classmethod
+    def _parsed_part(cls, value: Any) -> Any:
+        return parse_part(value) if isinstance(value, str) else value
 
 
 def settings_from(cfg: Any, arm_name: str, part: str | None = None) -> RunSettings:
@@ -114,27 +119,3 @@ def os_error_line(e: OSError, out_dir: Path) -> str:
         f"cannot use {where}: {e.strerror or e}; free space or fix the folder (or pass out_dir=), then "
         f"rerun the same command{kept}"
     )
-
-
-class ToolServerSettings(BaseModel):
-    """conf/config.yaml tool_server: the restart budget and the tool timeout of the tool arms' MCP server."""
-
-    model_config = ConfigDict(extra="forbid")
-    max_restarts: int = Field(ge=0)
-    restart_window: int = Field(ge=1)
-    tool_timeout_s: float = Field(gt=0)
-
-
-def tool_server_settings(
-    node: Mapping[str, Any] | None = None, conf_dir: Path = CONF_DIR
-) -> ToolServerSettings:
-    """The tool_server settings: the composed Hydra node, else conf/config.yaml's; refusals name the field."""
-    path = conf_dir / "config.yaml"
-    if node is None:
-        node = (yaml.safe_load(path.read_text()) or {}).get("tool_server") or {}
-    try:
-        return ToolServerSettings.model_validate(dict(node))
-    except ValidationError as e:
-        err = e.errors()[0]
-        field_name = ".".join(str(x) for x in err["loc"])
-        raise ConfigError(f"{path}: tool_server.{field_name}: {err['msg']}") from None

@@ -78,7 +78,7 @@ def test_run_settings_are_made_once_and_type_their_engine() -> None:
     assert isinstance(settings.engine, HfSettings) and settings.engine.chunk_size == 8
     with pytest.raises(ValidationError):
         settings.part = "0/2"  # type: ignore[misc]
-    assert compose_settings("base", part="1/2").part == "1/2"
+    assert compose_settings("base", part="1/2").part == (1, 2)
 
 
 def test_a_per_model_server_and_a_fitted_context_are_new_settings() -> None:
