@@ -2,7 +2,7 @@
 and EvalLogs into Inspect AI's logs (`python -m interop.inspect_export`).
 
 Nothing of the project imports this package: it turns files into files the pipeline and the analyses read
-(EvalLogs), or reads theirs. Words used throughout: a "source" is the file another tool wrote that a command
-is given (SRC), read into a `ToolFile`; a source field is a field of its lines (`--field TARGET=SOURCE`),
-and `source_score` the tool's own score of a sample, kept beside this project's verdict.
+(EvalLogs), or reads theirs. Words used throughout: an "import file" is the file another tool wrote that a
+command is given (SRC), read into a `ToolFile`; a field of its lines is named by `--field TARGET=SOURCE`,
+and `source_score` (a log field) is the tool's own score of a sample, kept beside this project's verdict.
 """

@@ -30,9 +30,9 @@ from contract.contamination import (
 )
 from contract.digest import text_sha256
 from contract.suite import questions_sha256
+from pipeline.code_files import ROOT, file_hashes, scoring_code
 from pipeline.config import ConfigError, Params, engine_config, load_params
 from pipeline.pins import PinError, model_pin, suite_items
-from pipeline.sources import ROOT, file_hashes, scoring_sources
 
 EXIT_REFUSED = 2
 PROBE_CODE = [
@@ -52,7 +52,7 @@ def probe_inputs(
         "questions": questions_sha256(items),
         "probe": {"prefix": cfg.prefix, "extra_tokens": cfg.extra_tokens, "answer_tokens": cfg.answer_tokens},
         "engine": engine,
-        "code": file_hashes(sorted({*PROBE_CODE, *scoring_sources()}), ROOT),
+        "code": file_hashes(sorted({*PROBE_CODE, *scoring_code()}), ROOT),
     }
     return text_sha256(json.dumps(body, sort_keys=True))
 

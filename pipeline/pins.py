@@ -7,7 +7,7 @@ writes
                             model's pin, the index revision
     pins/arms/<arm>.json    what one arm's generation depends on, and nothing else: its spec, the questions'
                             sha256 (not the answers'), its model's pin, the index revision and rag settings
-                            for a retrieval arm, and the sha256 of every source file its generation runs
+                            for a retrieval arm, and the sha256 of every code file its generation runs
 
 A local checkpoint is pinned by a content hash (sha256 over its sorted (relative path, file sha256) pairs)
 with the per-file hashes, so that drift names the file that changed; a hub model by its repository and a
@@ -40,6 +40,7 @@ from contract.digest import file_sha256
 from contract.files import PathCheckError, input_dir, input_file, output_dir
 from contract.suite import SuiteError, SuiteItem, load_suite, questions_sha256
 from pipeline.checkpoint_hash import DEFAULT_HASH_CACHE, HashCache, PinError, dir_files, dir_hash
+from pipeline.code_files import file_hashes, generation_code
 from pipeline.config import (
     CONF_DIR,
     ConfigError,
@@ -52,7 +53,6 @@ from pipeline.config import (
 )
 from pipeline.fewshot import fewshot_pin
 from pipeline.hub import snapshot_dir
-from pipeline.sources import file_hashes, generation_sources
 
 
 def model_pin(
@@ -202,7 +202,7 @@ def arm_pin(
     if template is not None:
         pin["chat_template"] = template
     pin.update(_prompt_pins(params))
-    pin["code"] = file_hashes(generation_sources(arm.retrieval, arm.tools))
+    pin["code"] = file_hashes(generation_code(arm.retrieval, arm.tools))
     return pin
 
 

@@ -4,8 +4,8 @@ part the merge reads).
 
 The storage is the run's shard in <out_dir>.work/partial/ (pipeline.shards): each sample is appended and
 flushed as it finishes, so a killed run loses nothing it finished. The samples a previous run with the same
-fingerprint left there are the source the run loop reads (`previous`): finished chunks are skipped, and a
-chunk cut short is regenerated (whole, or only its missing samples on an engine whose batches are not
+fingerprint left there are the kept samples the run loop reads (`previous`): finished chunks are skipped,
+and a chunk cut short is regenerated (whole, or only its missing samples on an engine whose batches are not
 reproducible), keeping the samples already on disk.
 """
 

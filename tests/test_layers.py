@@ -15,15 +15,15 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pipeline.sources import (
+from pipeline.code_files import (
     PACKAGES,
     ROOT,
     closure,
-    generation_sources,
+    generation_code,
     imports_of,
     module_file,
-    scoring_sources,
-    source_files,
+    module_files,
+    scoring_code,
 )
 
 # What each folder may import besides itself.
@@ -181,20 +181,20 @@ def test_no_two_folders_import_each_other() -> None:
 
 
 def test_generation_code_of_an_arm_follows_its_augmentations() -> None:
-    plain = set(generation_sources(False, False))
+    plain = set(generation_code(False, False))
     assert {"pipeline/run_arm.py", "pipeline/generate.py", "pipeline/plan.py", "pipeline/prompts.py"} <= plain
     assert "pipeline/engines/vllm_engine.py" in plain
     assert not {f for f in plain if f.startswith(("arms/", "scoring/", "analysis/", "demo/"))}
     assert "pipeline/score.py" not in plain
-    rag = set(generation_sources(True, False)) - plain
+    rag = set(generation_code(True, False)) - plain
     assert rag == {"arms/__init__.py", "arms/retrieval.py"}
-    tools = set(generation_sources(False, True)) - plain
+    tools = set(generation_code(False, True)) - plain
     assert {"arms/loop.py", "arms/tools/client.py", "arms/tools/server.py", "arms/tools/orbital.py"} <= tools
     assert not {f for f in tools if not f.startswith("arms/")} and "arms/retrieval.py" not in tools
 
 
 def test_scoring_code_has_no_engine_and_no_generation() -> None:
-    files = scoring_sources()
+    files = scoring_code()
     assert {"pipeline/score.py", "scoring/scorer.py", "scoring/verifiers.py", "scoring/paths.py"} <= set(
         files
     )
@@ -237,7 +237,7 @@ def test_dvc_stages_depend_on_all_the_code_they_run(stage: str) -> None:
     module = body["cmd"].split("python -m ", 1)[1].split()[0]
     assert module_file(module) is not None, module
     deps = [str(d) for d in body["deps"]]
-    missing = [f for f in source_files(closure([module])) if not _covered(f, deps)]
+    missing = [f for f in module_files(closure([module])) if not _covered(f, deps)]
     assert missing == [], f"dvc.yaml stage {stage}: runs {missing} but does not depend on them"
 
 
@@ -272,7 +272,7 @@ def test_an_analysis_stage_depends_on_floors_and_its_command_file(stage: str) ->
     # Folders, not files: the code a stage runs is its command and the floors below it.
     assert set(code) - floors == {"analysis/__init__.py", "analysis/commands/__init__.py", command}, code
     # Each floor it names is one its command reaches (a folder it never runs would rerun it for nothing).
-    ran = {"/".join(f.split("/")[:2]) for f in source_files(closure([module]))}
+    ran = {"/".join(f.split("/")[:2]) for f in module_files(closure([module]))}
     assert set(code) & floors <= ran, (code, ran)
     # A dependency named like a params key shares its `dvc exp show` column, and --keep/--drop then fail.
     params = yaml.safe_load((ROOT / "params.yaml").read_text())

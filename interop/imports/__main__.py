@@ -9,12 +9,12 @@
 Several SRC files make one log of one model on one suite: the same documents in each, aligned by their own
 id or content hash (never by position), their samples appended in the order given (k runs of one sample
 each, or Inspect logs of some epochs each). With --suite every document is matched to its suite item (by
-id, its question checked, or by question). The log records the source tool and its version (`driver`),
+id, its question checked, or by question). The log records the tool and its version (`driver`),
 who scored it (`scorer`: the tool's metric, or this project's verifier with --verifier), per sample how it
 was scored (`scored_by`, the tool's own score kept as `source_score`), and every text, answer, token count,
-prompt and transcript the source holds. Refused in one line (exit 2, nothing written): a file it cannot
+prompt and transcript the import file holds. Refused in one line (exit 2, nothing written): a file it cannot
 read, a file given twice, files of another model, task, k, scoring or decoding, unequal samples per item,
-different documents, a setting the source does not record and no flag gives.
+different documents, a setting the import file does not record and no flag gives.
 """
 
 from __future__ import annotations

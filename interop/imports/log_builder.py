@@ -209,7 +209,7 @@ def build_log(
         "scorer": _scorer(first, settings, verifier, matched),
         "items": items,
         # The counts the arm comparison reads of a tool arm, from the calls the log itself records (the
-        # source has no tool-server restarts to count).
+        # import file has no tool-server restarts to count).
         "tool_calls": count_tool_calls(records_calls, 0) if records_calls else None,
     }
     try:

@@ -1,9 +1,9 @@
 """One file of another tool, read (`ToolFile`): its settings and its documents as drafts, and the refusal.
 
-An importer reads one source (the file another tool wrote, given as SRC) into a `ToolFile`: its run settings
-and, per document, an `ItemDraft` with the samples in order, the document's name (its own id, else the tool's
-position) and a hash of its content. The checks here are those of one value of one row: a decoding setting,
-a text, a score; each refusal names the file, the row and the field.
+An importer reads one import file (the file another tool wrote, given as SRC) into a `ToolFile`: its run
+settings and, per document, an `ItemDraft` with the samples in order, the document's name (its own id, else
+the tool's position) and a hash of its content. The checks here are those of one value of one row: a
+decoding setting, a text, a score; each refusal names the file, the row and the field.
 """
 
 from __future__ import annotations
@@ -23,12 +23,12 @@ DECODING = ("temperature", "top_p", "max_tokens")
 
 
 class ImportRefusal(ValueError):
-    """A source file the importer will not turn into a log; str() is the one line the CLI prints."""
+    """An import file the importer will not turn into a log; str() is the one line the CLI prints."""
 
 
 @dataclass
 class ItemDraft:
-    """One document of one source file: prompt, family, reference, samples and what identifies it.
+    """One document of one import file: prompt, family, reference, samples and what identifies it.
 
     samples: SampleRecord fields without index and score, plus `tool_score` (the tool's own score of that
     sample, None where the tool scored the document once over all its samples).
@@ -66,7 +66,7 @@ def read_suite(path: str | None) -> SuiteFile | None:
 
 @dataclass
 class ToolFile:
-    """One source (a file of another tool), read: who made it, its settings, and its documents' samples."""
+    """One import file (another tool's), read: who made it, its settings, and its documents' samples."""
 
     path: Path
     tool: str

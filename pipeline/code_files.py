@@ -1,4 +1,4 @@
-"""Which source files a stage runs: the project modules an entry module imports, followed to the end.
+"""Which code files a stage runs: the project modules an entry module imports, followed to the end.
 
 The generate stages depend on exactly the code that builds their prompts and drives their engine, and the
 score stages on the code that judges answers. Reading the imports (every `import` statement, including
@@ -92,25 +92,25 @@ def closure(entries: Iterable[str], stop: Callable[[str], bool] | None = None, r
     return seen
 
 
-def source_files(modules: Iterable[str], root: Path = ROOT) -> list[str]:
+def module_files(modules: Iterable[str], root: Path = ROOT) -> list[str]:
     """The files of modules, relative to root, sorted."""
     files = {module_file(m, root) for m in modules}
     return sorted(p.relative_to(root).as_posix() for p in files if p is not None)
 
 
-def generation_sources(retrieval: bool, tools: bool, root: Path = ROOT) -> list[str]:
-    """The source files an arm's generation runs: the runner, plus retrieval and tool code if it uses them."""
+def generation_code(retrieval: bool, tools: bool, root: Path = ROOT) -> list[str]:
+    """The code files an arm's generation runs: the runner, plus retrieval and tool code if it uses them."""
     mods = closure([GENERATION_ENTRY], stop=lambda m: m.split(".")[0] == "arms", root=root)
     if retrieval:
         mods |= closure(RETRIEVAL_ENTRIES, root=root)
     if tools:
         mods |= closure(TOOL_ENTRIES, root=root)
-    return source_files(mods, root)
+    return module_files(mods, root)
 
 
-def scoring_sources(root: Path = ROOT) -> list[str]:
-    """The source files a score stage runs."""
-    return source_files(closure([SCORING_ENTRY], root=root), root)
+def scoring_code(root: Path = ROOT) -> list[str]:
+    """The code files a score stage runs."""
+    return module_files(closure([SCORING_ENTRY], root=root), root)
 
 
 def file_hashes(files: Iterable[str], root: Path = ROOT) -> dict[str, str]:
