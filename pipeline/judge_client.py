@@ -74,28 +74,18 @@ def endpoint(settings: JudgeSettings) -> Iterator[tuple[list[str], str, str]]:
         yield settings.urls(), api_key(settings), settings.model
         return
     from pipeline.config import engine_config
+    from pipeline.engines.settings import engine_settings
     from pipeline.engines.vllm_engine import llm_settings
     from pipeline.engines.vllm_server import VllmServer
 
-    cfg = engine_config("vllm")
-    server_keys = [
-        "dtype",
-        "seed",
-        "max_model_len",
-        "enable_prefix_caching",
-        "enable_chunked_prefill",
-        "gpu_memory_utilization",
-        "tensor_parallel_size",
-        "cpu_kvcache_space_gib",
-        "batch_invariant",
-        "enforce_eager",
-        "llm_kwargs",
-    ]
-    args = {k: cfg[k] for k in server_keys} | settings.vllm
-    if args.get("max_model_len") == "auto":
-        args["max_model_len"] = None
-    llm_args = llm_settings(settings.model, revision=None, **args)
-    env = {"VLLM_CPU_KVCACHE_SPACE": str(args["cpu_kvcache_space_gib"]), "VLLM_LOGGING_LEVEL": "ERROR"}
+    # conf/engine/vllm.yaml's settings with the judge's own (params.yaml judge.vllm), checked as one; auto
+    # (fitted to a run's prompts) has no run here: the model's own context.
+    node = engine_config("vllm") | settings.vllm
+    if node["max_model_len"] == "auto":
+        node["max_model_len"] = None
+    args = engine_settings(node, "conf/engine/vllm.yaml with params.yaml judge.vllm")
+    llm_args = llm_settings(settings.model, args, None)
+    env = {"VLLM_CPU_KVCACHE_SPACE": str(args.cpu_kvcache_space_gib), "VLLM_LOGGING_LEVEL": "ERROR"}
     server = VllmServer(settings.model, llm_args, env, settings.start_timeout_s)
     try:
         yield [server.url + "/v1"], server.api_key, settings.model

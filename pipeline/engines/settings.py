@@ -129,9 +129,11 @@ _ADAPTER: TypeAdapter[KnownEngineSettings] = TypeAdapter(
 ENGINE_NAMES = ("vllm", "hf", "openai")
 
 
-def engine_settings(node: Mapping[str, Any] | EngineSettings) -> KnownEngineSettings:
+def engine_settings(
+    node: Mapping[str, Any] | EngineSettings, where: str | None = None
+) -> KnownEngineSettings:
     """The typed settings of the engine node names (conf/engine/<name>.yaml); refused in one line naming
-    the file, the field and the fix."""
+    the file (where, when the node holds settings of another file too), the field and the fix."""
     if isinstance(node, KnownEngineSettings):
         return node
     if isinstance(node, EngineSettings):
@@ -145,11 +147,12 @@ def engine_settings(node: Mapping[str, Any] | EngineSettings) -> KnownEngineSett
     try:
         return _ADAPTER.validate_python(dict(node))
     except ValidationError as e:
-        raise ConfigError(_refusal(str(name), e)) from None
+        fix = "fix it there" if where else "fix it there or on the command line (engine.<field>=...)"
+        raise ConfigError(_refusal(str(name), e, where or f"conf/engine/{name}.yaml", fix)) from None
 
 
-def _refusal(name: str, e: ValidationError) -> str:
-    """One line for the first bad field of conf/engine/<name>.yaml."""
+def _refusal(name: str, e: ValidationError, where: str, fix: str) -> str:
+    """One line for the first bad field of the settings of engine name, read from where."""
     err = e.errors()[0]
     # The field alone: the location starts with the engine's name (the union's tag) and may go on with
     # pydantic's names of a field's union members, which are no settings.
@@ -157,11 +160,5 @@ def _refusal(name: str, e: ValidationError) -> str:
     field = str(loc[0]) if loc else "engine"
     msg = str(err["msg"]).removeprefix("Value error, ")
     if err["type"] == "extra_forbidden":
-        return (
-            f"conf/engine/{name}.yaml: {field}: not a setting of the {name} engine; remove it (or fix its "
-            "spelling)"
-        )
-    return (
-        f"conf/engine/{name}.yaml: {field} = {err.get('input')!r}: {msg}; fix it there or on the command "
-        f"line (engine.{field}=...)"
-    )
+        return f"{where}: {field}: not a setting of the {name} engine; remove it (or fix its spelling)"
+    return f"{where}: {field} = {err.get('input')!r}: {msg}; {fix.replace('<field>', field)}"
