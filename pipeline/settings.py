@@ -109,7 +109,7 @@ def compose_settings(arm: str, overrides: Sequence[str] = (), part: str | None =
 def os_error_line(e: OSError, out_dir: Path) -> str:
     """One line for a file that could not be written or read: which, why, and how to go on."""
     where = e.filename or out_dir
-    partial = RunPaths(out_dir, arm="").partial
+    partial = RunPaths(out_dir, arm="").partial  # the folder every arm's shard is in: no arm named
     kept = (
         f"; the samples already saved in {partial} are kept"
         if partial.is_dir() and any(partial.glob("*.jsonl"))

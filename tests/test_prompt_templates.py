@@ -249,3 +249,24 @@ def test_max_model_len_auto_fits_the_run_and_keeps_the_earlier_fingerprints(untr
         line = start_failure("vllm", "models/base", outer)
     assert line.startswith("the vllm engine did not start on models/base: ValueError: To serve at least one")
     assert "\n" not in line
+
+
+def test_the_chat_template_is_read_when_the_run_is_resolved_not_when_it_is_planned(
+    tmp_path, untrained_checkpoint
+) -> None:
+    from pipeline.plan import plan_run, read_prompting
+
+    chat = with_chat_template(untrained_checkpoint, tmp_path / "chat")
+    template = tmp_path / "chat.jinja"
+    template.write_text("{% for m in messages %}<|{{ m.role }}|>{{ m.content }}\n{% endfor %}<|assistant|>")
+    w = _world(tmp_path, {"base": chat}, chat_template=str(template))
+    params, arm = load_params(w.params), load_arm("base")
+    prompting = read_prompting(params, arm, None, suite_items(params), chat=True)
+    assert prompting.chat and prompting.chat_template == template.read_text()
+    # Gone after it was read: the plan renders the text read once, the file is not opened again.
+    template.unlink()
+    plan = plan_run(prompting, [])
+    assert all(p.startswith("<|user|>") and p.endswith("<|assistant|>") for p in plan.prompts.values())
+    with pytest.raises(ConfigError, match=r"protocol\.chat_template: cannot read .*chat\.jinja") as e:
+        read_prompting(params, arm, None, suite_items(params), chat=True)
+    assert "\n" not in str(e.value)
