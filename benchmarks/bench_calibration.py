@@ -118,7 +118,7 @@ def one_rep(design: Design, settings: Settings, rng: np.random.Generator, truth:
     primary = contrasts.primary_contrast(base, trained, settings)
     verdict, _ = contrasts.claim(primary, settings)
     row = contrasts.mean_contrast(base.mean(axis=1), other.mean(axis=1), settings, key="/secondary")
-    contrasts.decide_bh([row], settings)
+    (secondary,) = contrasts.bh_decisions([row], settings)
 
     def covers(ci: list[float] | Interval, value: float) -> bool:
         lo, hi = ci.as_list() if isinstance(ci, Interval) else ci
@@ -127,11 +127,11 @@ def one_rep(design: Design, settings: Settings, rng: np.random.Generator, truth:
     out = {
         "claim": verdict in CLAIMS,
         "claim_right": verdict in {"EXPANSION", "SHARPENING", "UNDETERMINED"},
-        "verdict": primary.mean["significant"],
-        "secondary": row["significant"],
-        "cov_bca": covers(primary.mean["ci95"], truth["delta"]),
+        "verdict": primary.decision.significant,
+        "secondary": secondary.significant,
+        "cov_bca": covers(primary.stats.ci, truth["delta"]),
         "cov_cluster": covers(primary.passk.mean_delta_ci, truth["delta"]),
-        "cov_secondary": covers(row["ci95"], 0.0),
+        "cov_secondary": covers(row.ci, 0.0),
     }
     if design.k > 1:
         out["cov_passk"] = covers(primary.passk.delta_ci[-1], truth["top"])

@@ -75,8 +75,11 @@ def test_a_lenient_reader_that_agrees_gives_the_headline_numbers_and_verdicts_ex
     base, trained = _answers(rng, n, 4, 0.4), _answers(rng, n, 4, 0.55)
     primary = contrasts.primary_contrast(base, trained, FAST)
     lenient, top = fe.lenient_primary(base, trained, FAST)
-    for key in ("delta", "ci95", "p_value", "q_value", "significant"):
-        assert lenient[key] == primary.mean[key], key
+    mean, verdict = primary.stats, primary.decision
+    headline = {"delta": mean.delta, "ci95": mean.ci.as_list(), "p_value": mean.p_value}
+    headline |= {"q_value": verdict.q_value, "significant": verdict.significant}
+    for key, value in headline.items():
+        assert lenient[key] == value, key
     assert (top["p_value"], top["p_holm"], top["significant"]) == (
         primary.top_p,
         primary.top_p_holm,
@@ -85,10 +88,10 @@ def test_a_lenient_reader_that_agrees_gives_the_headline_numbers_and_verdicts_ex
     assert top["ci95"] == primary.passk.delta_ci[-1].as_list()
     # The mean-contrast form every other row uses draws the same interval and p as well.
     row = fe.lenient_contrast(base, trained, FAST, FAST.fdr)
-    assert (row["ci95"], row["p_value"]) == (primary.mean["ci95"], primary.mean["p_value"])
+    assert (row["ci95"], row["p_value"]) == (mean.ci.as_list(), mean.p_value)
     # So the two readers reach the same verdicts: no FORMAT call from Monte Carlo luck.
     claim, _ = contrasts.claim(primary, FAST)
-    assert fe.primary_call(claim, primary.mean["delta"], lenient, top, None)[0] is None
+    assert fe.primary_call(claim, mean.delta, lenient, top, None)[0] is None
 
 
 def test_the_lenient_pass_at_k_is_the_per_item_pass_at_k_difference():

@@ -10,6 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
+def excludes(lo: float, hi: float, value: float = 0.0) -> bool:
+    """True when [lo, hi] lies wholly on one side of value: the one 'excludes zero' rule of every report."""
+    return bool(lo > value or hi < value)
+
+
 @dataclass(frozen=True)
 class Interval:
     """A confidence interval and the method that made it."""
@@ -24,7 +29,7 @@ class Interval:
 
     def excludes(self, value: float = 0.0) -> bool:
         """True when the whole interval lies on one side of value (the one 'excludes zero' rule)."""
-        return self.lo > value or self.hi < value
+        return excludes(self.lo, self.hi, value)
 
     def excludes_zero(self) -> bool:
         """True when the whole interval lies on one side of zero."""

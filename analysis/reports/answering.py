@@ -69,7 +69,7 @@ def primary_part(
         return None
     lenient, top = fe.lenient_primary(ref.lenient, arm.lenient, settings)
     change = _change(ref, arm, settings)
-    call, detail = fe.primary_call(claim, primary.mean["delta"], lenient, top, change)
+    call, detail = fe.primary_call(claim, primary.stats.delta, lenient, top, change)
     return {
         "lenient": lenient,
         "lenient_top_k": top,
@@ -80,14 +80,14 @@ def primary_part(
 
 
 def row_part(
-    row: dict[str, Any], delta_key: str, ref: fe.ReaderArrays, arm: fe.ReaderArrays, settings: Settings
+    significant: bool, delta: float, ref: fe.ReaderArrays, arm: fe.ReaderArrays, settings: Settings
 ) -> dict[str, Any] | None:
     """A Benjamini-Hochberg row under the lenient reader, at the unadjusted fdr; None when not recorded."""
     if ref.lenient is None or arm.lenient is None:
         return None
     lenient = fe.lenient_contrast(ref.lenient, arm.lenient, settings, settings.fdr)
     change = _change(ref, arm, settings)
-    call = fe.row_call(bool(row["significant"]), row[delta_key], lenient)
+    call = fe.row_call(bool(significant), delta, lenient)
     detail = (
         fe.row_claim(call, lenient, change)
         if call

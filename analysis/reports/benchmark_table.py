@@ -72,7 +72,7 @@ def metric_interval(ref: np.ndarray, arm: np.ndarray, settings: Settings, key: s
 
 def metric_contrast(ref: np.ndarray, arm: np.ndarray, settings: Settings, key: str) -> dict[str, Any]:
     """mean_contrast's row (delta, sign-flip p) with metric_interval's interval."""
-    row = mean_contrast(ref, arm, settings, key)
+    row = mean_contrast(ref, arm, settings, key).fields()
     ci = metric_interval(ref, arm, settings, key)
     return {**row, "ci95": ci.as_list(), "ci95_method": ci.method}
 

@@ -143,7 +143,7 @@ def section(
         est, dci, p = ece_difference_test(
             rc, rr, conf, right, settings.n_boot, rng, alpha=settings.alpha, n_bins=N_BINS
         )
-        sig = significant(p, dci.as_list(), settings.alpha)
+        sig = significant(p, dci, settings.alpha)
         deltas.append(
             {
                 "arm": arm,

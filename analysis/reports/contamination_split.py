@@ -240,7 +240,7 @@ def split(audit: Audit, order: list[str], ref: np.ndarray, arm: np.ndarray, name
         "sources": sorted(str(audit.folder / n) for n in _files(audit)),
     }
     if seen.all() or not seen.any():
-        every = {"items": "all", **ct.mean_contrast(ref, arm, settings)}
+        every = {"items": "all", **ct.mean_contrast(ref, arm, settings).fields()}
         ct.decide_bh([every], settings)
         which = "no item" if not seen.any() else "every item"
         return ContaminationSplit(
@@ -251,9 +251,12 @@ def split(audit: Audit, order: list[str], ref: np.ndarray, arm: np.ndarray, name
         )  # fmt: skip
     # All items: the same draws as the report's own row of this contrast (no key), so the numbers agree.
     rows = [
-        {"items": "all", **ct.mean_contrast(ref, arm, settings)},
-        {"items": "possibly seen", **ct.mean_contrast(ref[seen], arm[seen], settings, key=f"{key}/seen")},
-        {"items": "clean", **ct.mean_contrast(ref[~seen], arm[~seen], settings, key=f"{key}/clean")},
+        {"items": "all", **ct.mean_contrast(ref, arm, settings).fields()},
+        {
+            "items": "possibly seen",
+            **ct.mean_contrast(ref[seen], arm[seen], settings, key=f"{key}/seen").fields(),
+        },
+        {"items": "clean", **ct.mean_contrast(ref[~seen], arm[~seen], settings, key=f"{key}/clean").fields()},
     ]
     ct.decide_bh(rows, settings)
     diff = group_difference_test(

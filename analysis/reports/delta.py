@@ -15,7 +15,7 @@ import numpy as np
 
 from analysis.estimators.budget import budget_curve, budget_grid
 from analysis.estimators.effect_size import cohens_dz
-from analysis.estimators.estimate import Interval
+from analysis.estimators.estimate import Estimate, Interval
 from analysis.estimators.mcnemar import majority_verdicts, mcnemar_from_verdicts
 from analysis.estimators.noise_floor import aa_noise_floor
 from analysis.estimators.power_planning import MDE, mde_paired
@@ -31,9 +31,18 @@ from analysis.reports import (
 )
 from analysis.reports.align import ArmData, arm_arrays, check_matched, item_order, measured_line
 from analysis.reports.contamination_split import Audit
+from analysis.reports.contrast_values import Claim
 from analysis.reports.contrasts import Primary
 from analysis.reports.prompting import prompt_line
-from analysis.reports.report_models import BudgetPoint, DeltaReport, Mde, NoiseFloor, PassAtKRow, Verdict
+from analysis.reports.report_models import (
+    BudgetPoint,
+    DeltaFamily,
+    DeltaReport,
+    Mde,
+    NoiseFloor,
+    PassAtKRow,
+    Verdict,
+)
 from analysis.reports.report_parts import FormatSection
 from analysis.reports.settings import Settings, settings_dict
 from contract.evallog import EvalLog
@@ -71,7 +80,7 @@ def pass_at_k_rows(primary: Primary) -> list[PassAtKRow]:
     passk = primary.passk
     methods = ["percentile (cluster)"] * len(passk.ks)
     if passk.delta_ci[0].method != "percentile (cluster)":
-        methods[0] = f"{primary.mean['ci95_method']}, item-level (the headline interval)"
+        methods[0] = f"{primary.stats.ci.method}, item-level (the headline interval)"
     return [
         PassAtKRow(
             k=k,
@@ -88,8 +97,8 @@ def pass_at_k_rows(primary: Primary) -> list[PassAtKRow]:
 
 
 def format_section(
-    pair: Pair, primary: Primary, claim: tuple[str, str], settings: Settings
-) -> tuple[FormatSection, tuple[str, str]]:
+    pair: Pair, primary: Primary, claim: Claim, settings: Settings
+) -> tuple[FormatSection, Claim]:
     """The format part (the same generations under the lenient reader) and the claim it leaves.
 
     A shift the lenient reader does not find is the answer's format: the claim then says so.
@@ -111,7 +120,7 @@ def format_section(
         contrast=lenient,
         lenient_missing=answering.missing_lenient(readers),
     )
-    return section, (verdict, detail)
+    return section, Claim(verdict, detail)
 
 
 def mde_part(pair: Pair, alpha: float) -> Mde:
@@ -177,12 +186,12 @@ def verdict_part(primary: Primary) -> Verdict:
 
     The arm comparison's trained row and the trajectory's carry this same verdict.
     """
-    head = primary.mean
+    head = primary.decision
     return Verdict(
-        significant=head["significant"],
-        negligible=head["negligible"],
-        p_holm=head["q_value"],
-        decided_by=head["decided_by"],
+        significant=head.significant,
+        negligible=head.negligible,
+        p_holm=head.q_value,
+        decided_by=head.decided_by,
         top_k=primary.top_k,
         top_k_perm_p=primary.top_p,
         top_k_p_holm=primary.top_p_holm,
@@ -191,12 +200,14 @@ def verdict_part(primary: Primary) -> Verdict:
     )
 
 
-def families(pair: Pair, settings: Settings) -> list[dict[str, Any]]:
-    """Each item family's delta, its arms' means named mean_pre and mean_post."""
-    rows = contrasts.family_rows(pair.a, pair.b, settings, pair.a.families)
-    for row in rows:
-        row["mean_pre"], row["mean_post"] = row.pop("mean_ref"), row.pop("mean_arm")
-    return rows
+def families(pair: Pair, settings: Settings) -> list[DeltaFamily]:
+    """Each item family's delta, its arms' means named mean_pre and mean_post (after the verdict)."""
+    out = []
+    for f in contrasts.family_rows(pair.a, pair.b, settings, pair.a.families):
+        fields = {"family": f.family, **f.stats.fields(), **f.decision.fields()}
+        fields["mean_pre"], fields["mean_post"] = fields.pop("mean_ref"), fields.pop("mean_arm")
+        out.append(DeltaFamily.model_validate(fields))
+    return out
 
 
 def notes(pair: Pair, fmt: FormatSection) -> list[str]:
@@ -222,6 +233,34 @@ def cluster_method(ci: Interval) -> str:
     if ci.method.startswith("percentile"):
         return "percentile, cluster bootstrap (items resampled with their k samples; the headline's draw)"
     return ci.method
+
+
+@dataclass(frozen=True)
+class Headline:
+    """The mean delta with its headline interval, and the two other intervals the report prints beside it."""
+
+    estimate: Estimate
+    percentile: Interval  # the percentile interval of the headline's item bootstrap
+    cluster: Interval  # the cluster bootstrap (items resampled with their k samples)
+
+    @classmethod
+    def of(cls, pair: Pair, primary: Primary) -> Headline:
+        """The headline of the primary contrast of the pair."""
+        delta = float((pair.b.item_mean - pair.a.item_mean).mean())
+        return cls(Estimate(delta, primary.stats.ci), primary.percentile, primary.passk.mean_delta_ci)
+
+    def report_fields(self) -> dict[str, float | str | list[float]]:
+        """The report's flat keys of the headline, written here only: delta_mean, delta_ci95 and the rest."""
+        interval = self.estimate.interval
+        assert interval is not None, "the headline always has its interval"
+        return {
+            "delta_mean": self.estimate.value,
+            "delta_ci95": interval.as_list(),
+            "delta_ci95_method": interval.method,
+            "delta_ci95_percentile": self.percentile.as_list(),
+            "delta_ci95_cluster": self.cluster.as_list(),
+            "delta_ci95_cluster_method": cluster_method(self.cluster),
+        }
 
 
 def build(
@@ -273,7 +312,7 @@ def undecided_part(pair: Pair, settings: Settings, notes_out: list[str]) -> dict
     pre_arm, post_arm = pair.names()
     return undecided.report_fields(
         {pre_arm: pair.pre, post_arm: pair.post}, pair.order, {pre_arm: pair.a, post_arm: pair.b},
-        [{"reference": pre_arm, "arm": post_arm}], settings, notes_out,
+        [(pre_arm, post_arm)], settings, notes_out,
     )  # fmt: skip
 
 
@@ -282,13 +321,13 @@ def assemble(
     settings: Settings,
     matched: dict[str, Any],
     primary: Primary,
-    claim: tuple[str, str],
+    claim: Claim,
     fmt: FormatSection,
     passk_rows: list[PassAtKRow],
 ) -> DeltaReport:
     """The DeltaReport of the aligned pair, its fields in the order its JSON has always had them."""
     pre, post, a, b = pair.pre, pair.post, pair.a, pair.b
-    head, passk = primary.mean, primary.passk
+    head, passk = primary.stats, primary.passk
     d = b.item_mean - a.item_mean
     dz = cohens_dz(d, settings.alpha)
     flips = mcnemar_from_verdicts(majority_verdicts(a.item_mean), majority_verdicts(b.item_mean))
@@ -319,16 +358,11 @@ def assemble(
         prompting={"pre": prompt_line(pre), "post": prompt_line(post)},
         mean_pre=float(a.item_mean.mean()),
         mean_post=float(b.item_mean.mean()),
-        delta_mean=float(d.mean()),
-        delta_ci95=head["ci95"],
-        delta_ci95_method=head["ci95_method"],
-        delta_ci95_percentile=primary.percentile,
-        delta_ci95_cluster=passk.mean_delta_ci.as_list(),
-        delta_ci95_cluster_method=cluster_method(passk.mean_delta_ci),
+        **Headline.of(pair, primary).report_fields(),
         noise_floor=noise_floor_part(pair, settings),
-        perm_p=head["p_value"],
-        perm_exact=head["perm_exact"],
-        perm_n=head["perm_n"],
+        perm_p=head.p_value,
+        perm_exact=head.perm_exact,
+        perm_n=head.perm_n,
         verdict=verdict_part(primary),
         # Each arm's answered share and accuracy among answered; trained vs base under the lenient reader.
         format=fmt,
@@ -344,7 +378,7 @@ def assemble(
         pass_at_k_pre={str(k): float(v) for k, v in zip(passk.ks, passk.pre, strict=True)},
         pass_at_k_post={str(k): float(v) for k, v in zip(passk.ks, passk.post, strict=True)},
         pass_at_k=passk_rows,
-        budget_curve=budget_points(pair, settings, Interval(*head["ci95"], head["ci95_method"])),
+        budget_curve=budget_points(pair, settings, head.ci),
         crossover={
             k: v for k, v in crossover.crossover(primary.all_k, a.scores, b.scores).items() if k != "rows"
         },

@@ -55,7 +55,7 @@ def arm_changes(before: EvalLog, after: EvalLog, settings: Settings) -> dict[str
     """The paired change of one arm's score, and the items whose majority verdict changed."""
     order = item_order(before)
     b, a = arm_arrays(before, order), arm_arrays(after, order)
-    row = contrasts.mean_contrast(b.item_mean, a.item_mean, settings, key="/drift")
+    row = contrasts.mean_contrast(b.item_mean, a.item_mean, settings, key="/drift").fields()
     by_before = {it.item_id: it for it in before.items}
     by_after = {it.item_id: it for it in after.items}
     changed = []

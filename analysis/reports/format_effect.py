@@ -159,7 +159,7 @@ def answered_change(
         "p_value": p,
         "perm_exact": flip.exact,
         "perm_n": flip.n_perm,
-        "significant": significant(p, ci.as_list(), settings.alpha),
+        "significant": significant(p, ci, settings.alpha),
     }
 
 
@@ -170,8 +170,9 @@ def lenient_contrast(
     at the unadjusted level (p <= level and the interval excludes 0)."""
     ref = np.asarray(ref_lenient, np.float64).mean(axis=1)
     arm = np.asarray(arm_lenient, np.float64).mean(axis=1)
-    row = mean_contrast(ref, arm, settings, key=key)
-    row["significant"] = significant(row["p_value"], row["ci95"], level)
+    stats = mean_contrast(ref, arm, settings, key=key)
+    row = stats.fields()
+    row["significant"] = significant(stats.p_value, stats.ci, level)
     row["decided_by"] = f"sign-flip test at {level}, unadjusted"
     return row
 
@@ -187,10 +188,11 @@ def lenient_primary(
     q_value, significant, negligible, decided_by) and the pass@K part (None with one sample per item).
     """
     p = primary_contrast(ref_lenient, arm_lenient, settings)
+    mean = {**p.stats.fields(), **p.decision.fields()}
     if p.n_tests == 1:
-        return dict(p.mean), None
+        return mean, None
     top = p.passk.delta_ci[-1]
-    return dict(p.mean), {
+    return mean, {
         "k": p.top_k,
         "pre": float(p.passk.pre[-1]),
         "post": float(p.passk.post[-1]),

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis.estimators import paper_metrics as pm
+from analysis.estimators.estimate import excludes
 from analysis.reports import answering, contrasts, undecided
 from analysis.reports.align import ArmData, arm_arrays, check_matched, item_order, load_logs
 from analysis.reports.benchmark_table import answers_of
@@ -97,9 +98,9 @@ def _row(arm: str, ref: str, data: dict[str, Any], models: dict[str, str], setti
     whole = None
     if contrasts.is_primary(ref, arm):
         whole = contrasts.primary_contrast(data[ref].scores, data[arm].scores, settings)
-        row = whole.mean
+        row = {**whole.stats.fields(), **whole.decision.fields()}
     else:
-        row = mean_contrast(data[ref].item_mean, data[arm].item_mean, settings)
+        row = mean_contrast(data[ref].item_mean, data[arm].item_mean, settings).fields()
     # _primary: popped by build once the rows are decided, for trained vs base's FORMAT call.
     return {"arm": arm, "reference": ref, "model_name": models[arm], **row, "_primary": whole}
 
@@ -111,7 +112,7 @@ def _format(row: dict[str, Any], readers: dict[str, Any], settings: Settings) ->
     if whole is not None:
         part = answering.primary_part(whole, contrasts.claim(whole, settings)[0], ref, arm, settings)
     else:
-        part = answering.row_part(row, "delta", ref, arm, settings)
+        part = answering.row_part(row["significant"], row["delta"], ref, arm, settings)
     if part is not None:
         row["format"] = part
 
@@ -150,7 +151,7 @@ def reward_claim(row: dict[str, Any] | None, settings: Settings) -> str:
         )
     if row["significant"] and hi < 0:
         return f"the placebo scores higher than the rewarded run ({gap} below 0): the reward did not help."
-    if contrasts.excludes_zero(row["ci95"]):
+    if excludes(*row["ci95"]):
         return (
             f"{gap} excludes 0, but q = {row['q_value']:.3g} > fdr {settings.fdr} among the report's "
             "contrasts: not significant, no claim about the reward."
@@ -249,7 +250,14 @@ def build(logs_dir: str, settings: Settings, params: str | Path | None) -> Traje
     notes = _notes(ref_log, len(order), config[1], placebo)
     if lenient_missing:
         notes.append(answering.not_recorded(lenient_missing, len(readers)))
-    extra = undecided.report_fields({a: g for a, (_, g) in logs.items()}, order, data, tests, settings, notes)
+    extra = undecided.report_fields(
+        {a: g for a, (_, g) in logs.items()},
+        order,
+        data,
+        [(t["reference"], t["arm"]) for t in tests],
+        settings,
+        notes,
+    )
     return TrajectoryReport(
         report="trajectory",
         status=DONE,

@@ -141,14 +141,13 @@ def report_fields(
     logs: dict[str, EvalLog],
     order: list[str],
     data: dict[str, ArmData],
-    rows: list[dict[str, Any]],
+    pairs: list[tuple[str, str]],
     settings: Settings,
     notes: list[str],
 ) -> dict[str, UndecidedSection]:
-    """The report's `undecided` keyword for these contrast rows (each names its reference and arm); empty
-    where not recorded, the note then appended to notes."""
+    """The report's `undecided` keyword for these contrasts, each (ref, arm); empty where not recorded, the
+    note then appended to notes."""
     scores = {arm: d.scores for arm, d in data.items()}
-    pairs = [(r["reference"], r["arm"]) for r in rows]
     part, note = section(logs, order, scores, pairs, settings)
     if note is not None:
         notes.append(note)
