@@ -22,6 +22,7 @@ from analysis.reports.arm_contrast import (
     arm_contrast,
     budget_adjustments,
     decisions,
+    family_sections,
 )
 from analysis.reports.arm_rows import (
     contrast_claim,
@@ -33,11 +34,10 @@ from analysis.reports.arm_rows import (
 )
 from analysis.reports.contamination_split import Audit, with_split
 from analysis.reports.contrast_values import Decision
-from analysis.reports.contrasts import family_rows
 from analysis.reports.design import CANONICAL_ARMS, DEFAULT_ATTRIBUTION, MARGINAL_CONTRASTS
 from analysis.reports.prompting import prompt_line
 from analysis.reports.refusal import Refusal
-from analysis.reports.report_models import ArmComparison, ArmFamily
+from analysis.reports.report_models import ArmComparison
 from analysis.reports.settings import Settings, settings_dict
 from contract.evallog import EvalLog
 
@@ -280,13 +280,7 @@ def build_found(
     all_rows = [*contrasts, *marginal]
     budgets, budget_note = budget_adjustments(all_rows, data, settings)
     notes += [n for n in [budget_note] if n]
-    families = [
-        ArmFamily.model_validate(
-            {"arm": c.arm, "reference": c.ref, "family": f.family, **f.stats.fields(), **f.decision.fields()}
-        )
-        for c in all_rows
-        for f in family_rows(data[c.ref], data[c.arm], settings, data[reference].families)
-    ]
+    families = family_sections(all_rows, data, settings, data[reference].families)
     # The primary contrast (trained vs base) is decided by the claim's family, as in the delta report;
     # every other arm contrast is one Benjamini-Hochberg family (per-family rows: one family per contrast,
     # analysis.reports.contrasts.family_rows), so no row's verdict depends on which report prints it.
@@ -300,9 +294,8 @@ def build_found(
     calls = format_calls(all_rows, verdicts, claims, readers, settings)
     if lenient_missing:
         notes.append(answering.not_recorded(lenient_missing, len(readers)))
-    rows = {
-        c.key: arm_contrast(c, budgets[c.key], verdicts[c.key], claims[c.key], calls[c.key]) for c in all_rows
-    }
+    rows = {c.key: arm_contrast(c, budgets[c.key], verdicts[c.key], claims[c.key], calls[c.key])
+            for c in all_rows}  # fmt: skip
     pairs = [c.key for c in all_rows]
     logs = {arm: log for arm, (_, log) in found.items()}
     extra = undecided.report_fields(logs, order, data, pairs, settings, notes)

@@ -16,8 +16,8 @@ from analysis.estimators.mcnemar import McNemar
 from analysis.estimators.resampling import rng_for
 from analysis.reports.align import ArmData
 from analysis.reports.contrast_values import ContrastStats, Decision
-from analysis.reports.contrasts import Primary, bh_decisions
-from analysis.reports.report_models import ArmContrast
+from analysis.reports.contrasts import Primary, bh_decisions, family_rows
+from analysis.reports.report_models import ArmContrast, ArmFamily
 from analysis.reports.settings import Settings
 from contract.generations import ToolCallCounts
 
@@ -95,6 +95,19 @@ def decisions(rows: Sequence[ContrastPiece], settings: Settings) -> dict[Pair, D
     out = {c.key: c.primary.decision for c in rows if c.primary is not None}
     out.update(zip([c.key for c in others], bh_decisions([c.stats for c in others], settings), strict=True))
     return out
+
+
+def family_sections(
+    rows: Sequence[ContrastPiece], data: dict[str, ArmData], settings: Settings, families: list[str | None]
+) -> list[ArmFamily]:
+    """Each contrast's per-family rows (one Benjamini-Hochberg family per contrast), in the rows' order."""
+    return [
+        ArmFamily.model_validate(
+            {"arm": c.arm, "reference": c.ref, "family": f.family, **f.stats.fields(), **f.decision.fields()}
+        )
+        for c in rows
+        for f in family_rows(data[c.ref], data[c.arm], settings, families)
+    ]
 
 
 def _budget_fields(c: ContrastPiece, adj: BudgetAdjustment | None) -> dict[str, object]:
