@@ -31,9 +31,18 @@ class Interval:
         """True when the whole interval lies on one side of value (the one 'excludes zero' rule)."""
         return excludes(self.lo, self.hi, value)
 
+    def fields(self, key: str = "ci95") -> dict[str, list[float] | str]:
+        """The interval's report keys: key as [lo, hi] and key_method (`ci95`, `ci95_method`)."""
+        return {key: self.as_list(), f"{key}_method": self.method}
+
     def excludes_zero(self) -> bool:
         """True when the whole interval lies on one side of zero."""
         return self.excludes(0.0)
+
+
+def interval_fields(ci: Interval | None, key: str = "ci95") -> dict[str, list[float] | str | None]:
+    """Interval.fields, or both keys null where there is no interval."""
+    return ci.fields(key) if ci is not None else {key: None, f"{key}_method": None}
 
 
 @dataclass(frozen=True)

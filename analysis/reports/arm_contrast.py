@@ -128,7 +128,7 @@ def arm_contrast(
     fields: dict[str, object] = {
         "arm": c.arm, "reference": c.ref, "model_name": c.model_name, "n_items": s.n_items,
         "mean_ref": s.mean_ref, "mean_arm": s.mean_arm, "naive_delta": s.delta,
-        "ci95": s.ci.as_list(), "ci95_method": s.ci.method,
+        **s.ci.fields(),
         "cohens_dz": c.dz.dz if c.dz else None, "cohens_dz_ci95": [c.dz.lo, c.dz.hi] if c.dz else None,
         "mean_gen_tokens": c.gen_tokens, "ref_mean_gen_tokens": c.ref_gen_tokens,
         "flips_fixed_b": c.flips.b, "flips_broke_c": c.flips.c,

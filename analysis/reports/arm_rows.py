@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from analysis.estimators.effect_size import cohens_dz
-from analysis.estimators.estimate import Interval
+from analysis.estimators.estimate import Interval, interval_fields
 from analysis.estimators.factorial import (
     COMPLEMENTS,
     FACTORS,
@@ -183,8 +183,7 @@ def factorial_section(
             "order": e.order,
             "cells": {name_of[c]: coef for c, coef in e.coefficients.items()},
             "estimate": row.delta if row is not None else e.estimate,
-            "ci95": ci.as_list() if ci else None,
-            "ci95_method": ci.method if ci else None,
+            **interval_fields(ci),
             "reading": reading,
             "missing_arms": [name_of[c] for c in e.missing],
         })  # fmt: skip

@@ -133,7 +133,7 @@ def section(
         conf, right = value
         ece, ci = ece_interval(conf, right, settings.n_boot, rng_for(settings.seed, f"ece/{arm}"),
                                alpha=settings.alpha, n_bins=N_BINS)  # fmt: skip
-        rows.append({"arm": arm, "ece": ece, "ci95": ci.as_list(), "ci95_method": ci.method,
+        rows.append({"arm": arm, "ece": ece, **ci.fields(),
                      "mean_confidence": float(conf.mean()), "accuracy": float(right.mean()),
                      "reliability": reliability(conf, right)})  # fmt: skip
         if arm == ref:
@@ -149,8 +149,7 @@ def section(
                 "arm": arm,
                 "reference": ref,
                 "delta": est,
-                "ci95": dci.as_list(),
-                "ci95_method": dci.method,
+                **dci.fields(),
                 "p_value": p,
                 "significant": sig,
                 "negligible": bool(sig and abs(est) < ECE_MIN_EFFECT),

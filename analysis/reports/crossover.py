@@ -53,8 +53,7 @@ def crossover(all_k: PassAtK, pre_scores: np.ndarray, post_scores: np.ndarray) -
         {
             "k": k,
             "delta": float(all_k.delta[i]),
-            "ci95": all_k.delta_ci[i].as_list(),
-            "ci95_method": all_k.delta_ci[i].method,
+            **all_k.delta_ci[i].fields(),
         }
         for i, k in enumerate(all_k.ks)
     ]

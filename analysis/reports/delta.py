@@ -6,6 +6,7 @@ Every statistic comes from analysis.reports.contrasts and the estimators it shar
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -150,8 +151,7 @@ def noise_floor_part(pair: Pair, settings: Settings) -> NoiseFloor | None:
     return NoiseFloor(
         arm="pre",
         delta=noise.delta,
-        ci95=noise.ci.as_list(),
-        ci95_method=noise.ci.method,
+        **noise.ci.fields(),
         half=noise.half,
         flip_share=noise.flip_share,
         false_positive_rate=noise.false_positive_rate,
@@ -174,10 +174,10 @@ def budget_points(pair: Pair, settings: Settings, headline: Interval) -> list[Bu
     curve = []
     # Once every sample finishes within B the row is the headline delta: it carries the headline interval.
     for p in points:
-        ci = headline if p.budget >= longest else p.ci
-        method = f"{ci.method} (the headline interval)" if ci is headline else ci.method
-        curve.append(BudgetPoint(budget=p.budget, pre=p.ref, post=p.arm, delta=p.delta, ci95=ci.as_list(),
-                                 ci95_method=method))  # fmt: skip
+        ci = p.ci
+        if p.budget >= longest:
+            ci = dataclasses.replace(headline, method=f"{headline.method} (the headline interval)")
+        curve.append(BudgetPoint(budget=p.budget, pre=p.ref, post=p.arm, delta=p.delta, **ci.fields()))
     return curve
 
 
@@ -255,8 +255,7 @@ class Headline:
         assert interval is not None, "the headline always has its interval"
         return {
             "delta_mean": self.estimate.value,
-            "delta_ci95": interval.as_list(),
-            "delta_ci95_method": interval.method,
+            **interval.fields("delta_ci95"),
             "delta_ci95_percentile": self.percentile.as_list(),
             "delta_ci95_cluster": self.cluster.as_list(),
             "delta_ci95_cluster_method": cluster_method(self.cluster),

@@ -47,13 +47,14 @@ this reader does lose those answers.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from analysis.estimators.bootstrap_ci import bootstrap_mean_ci
-from analysis.estimators.estimate import Interval
+from analysis.estimators.estimate import Interval, interval_fields
 from analysis.estimators.proportions import wilson_interval
 from analysis.estimators.ratio import RATIO_METHOD as POOLED_RATIO_METHOD
 from analysis.estimators.ratio import pooled_ratio
@@ -95,13 +96,13 @@ def answered_share(answered: np.ndarray, settings: Settings, key: str = "") -> d
     items = np.asarray(answered, np.float64).mean(axis=1)
     if np.asarray(answered).shape[1] == 1:
         lo, hi = wilson_interval(int(items.sum()), items.size, settings.alpha)
-        return {"share": float(items.mean()), "ci95": [lo, hi], "ci95_method": "Wilson score"}
+        return {"share": float(items.mean()), **Interval(lo, hi, "Wilson score").fields()}
     ci = bootstrap_mean_ci(
         items, settings.n_boot, rng_for(settings.seed, f"answered{key}"), alpha=settings.alpha,
         method="percentile",
     )[0]  # fmt: skip
-    method = "point (constant)" if ci.lo == ci.hi else SHARE_METHOD
-    return {"share": float(items.mean()), "ci95": ci.as_list(), "ci95_method": method}
+    ci = dataclasses.replace(ci, method="point (constant)" if ci.lo == ci.hi else SHARE_METHOD)
+    return {"share": float(items.mean()), **ci.fields()}
 
 
 def accuracy_among_answered(
@@ -120,13 +121,14 @@ def accuracy_among_answered(
         rng_for(settings.seed, f"answered-accuracy{key}"),
         settings.alpha,
     )
-    method = RATIO_METHOD if est.ci95_method == POOLED_RATIO_METHOD else est.ci95_method
+    ci = est.ci
+    if ci is not None and ci.method == POOLED_RATIO_METHOD:
+        ci = dataclasses.replace(ci, method=RATIO_METHOD)
     return {
         "n_answered": est.n_counted,
         "n_samples": int(answered.size),
         "accuracy": est.ratio,
-        "ci95": est.ci95,
-        "ci95_method": method,
+        **interval_fields(ci),
         "empty_resamples": est.empty_resamples,
     }
 
@@ -154,8 +156,7 @@ def answered_change(
         "share_ref": float(ref.mean()),
         "share_arm": float(arm.mean()),
         "delta": float(d.mean()),
-        "ci95": ci.as_list(),
-        "ci95_method": ci.method,
+        **ci.fields(),
         "p_value": p,
         "perm_exact": flip.exact,
         "perm_n": flip.n_perm,
@@ -197,8 +198,7 @@ def lenient_primary(
         "pre": float(p.passk.pre[-1]),
         "post": float(p.passk.post[-1]),
         "delta": float(p.passk.delta[-1]),
-        "ci95": top.as_list(),
-        "ci95_method": top.method,
+        **top.fields(),
         "p_value": p.top_p,
         "p_holm": p.top_p_holm,
         "significant": p.top_significant,

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from analysis.estimators.estimate import interval_fields
 from analysis.estimators.ratio import decided_delta
 from analysis.estimators.resampling import rng_for
 from analysis.reports import format_effect as fe
@@ -102,8 +103,7 @@ def contrast_fields(
         "change": change,
         "headline_delta": float(scores[arm].mean() - scores[ref].mean()),
         "decided_delta": est.ratio,
-        "decided_ci95": est.ci95,
-        "decided_ci95_method": est.ci95_method,
+        **interval_fields(est.ci, "decided_ci95"),
         "n_decided": est.n_counted,
         "n_samples": int(scores[ref].size),
         "shares_differ": bool(change["significant"]),
