@@ -37,7 +37,7 @@ from analysis.reports.contrast_values import Decision
 from analysis.reports.design import CANONICAL_ARMS, DEFAULT_ATTRIBUTION, MARGINAL_CONTRASTS
 from analysis.reports.prompting import prompt_line
 from analysis.reports.refusal import Refusal
-from analysis.reports.report_models import ArmComparison
+from analysis.reports.report_models import ArmComparison, BaseArm, Factorial, UnusableArm
 from analysis.reports.settings import Settings, settings_dict
 from contract.evallog import EvalLog
 
@@ -112,21 +112,18 @@ def discover(logs_dir: str | Path, arms: list[str] | None = None) -> dict[str, t
 
 def usable_arms(
     found: dict[str, tuple[Path, EvalLog]], settings: Settings, reference: str
-) -> tuple[dict[str, tuple[Path, EvalLog]], list[dict[str, Any]]]:
+) -> tuple[dict[str, tuple[Path, EvalLog]], list[UnusableArm]]:
     """The arms whose logs can stand for them, and the tool arms left out with the reason."""
     found = dict(found)
-    unusable: list[dict[str, Any]] = []
+    unusable: list[UnusableArm] = []
     for arm, (path, log) in list(found.items()):
         why = tool_call_problem(arm, log, settings.max_failed_tool_calls)
         if why is None:
             continue
         if arm == reference:
             raise Refusal(f"{path}: the {reference} arm is not usable: {why}")
-        unusable.append({
-            "arm": arm,
-            "reason": why,
-            "tool_calls": log.tool_calls.model_dump() if log.tool_calls else None,
-        })  # fmt: skip
+        counts = log.tool_calls.model_dump() if log.tool_calls else None
+        unusable.append(UnusableArm(arm=arm, reason=why, tool_calls=counts))
         del found[arm]
     return found, unusable
 
@@ -181,7 +178,7 @@ def decide_claims(
     budgets: dict[Pair, BudgetAdjustment | None],
     settings: Settings,
     reference: str,
-    factorial: dict[str, Any] | None = None,
+    factorial: Factorial | None = None,
 ) -> dict[Pair, ArmClaim]:
     """Each contrast's ceiling flag, parametric share and claim, from its attribution and its verdict (and for
     a marginal contrast, the factorial table's interaction reading)."""
@@ -229,19 +226,19 @@ def format_calls(
     return out
 
 
-def base_part(reference: str, found: dict[str, tuple[Path, EvalLog]], data: ArmData) -> dict[str, Any]:
+def base_part(reference: str, found: dict[str, tuple[Path, EvalLog]], data: ArmData) -> BaseArm:
     """The reference arm: its attribution, model, mean score and tokens, and when and how it was measured."""
     log = found[reference][1]
-    return {
-        "arm": reference,
-        "attribution": attributions(found, reference)[reference],
-        "model_name": log.model_name,
-        "mean": float(data.item_mean.mean()),
-        "mean_gen_tokens": float(data.budget.mean()) if data.budget is not None else None,
-        "measured_at": log.measured_at,
-        "driver": log.driver,
-        "generated_by": generated_by(log),
-    }
+    return BaseArm(
+        arm=reference,
+        attribution=attributions(found, reference)[reference],
+        model_name=log.model_name,
+        mean=float(data.item_mean.mean()),
+        mean_gen_tokens=float(data.budget.mean()) if data.budget is not None else None,
+        measured_at=log.measured_at,
+        driver=log.driver,
+        generated_by=generated_by(log),
+    )
 
 
 def build(
@@ -299,7 +296,7 @@ def build_found(
     pairs = [c.key for c in all_rows]
     logs = {arm: log for arm, (_, log) in found.items()}
     extra = undecided.report_fields(logs, order, data, pairs, settings, notes)
-    left_out = {u["arm"] for u in unusable}
+    left_out = {u.arm for u in unusable}
     report = ArmComparison(
         report="arms",
         suite=base_log.suite,

@@ -5,7 +5,6 @@ and whether a tool arm's log can stand for its tool access.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
@@ -27,6 +26,7 @@ from analysis.reports.arm_contrast import ContrastPiece
 from analysis.reports.contrast_values import Decision
 from analysis.reports.contrasts import mean_contrast, too_few_items
 from analysis.reports.design import FACTORIAL_CELLS
+from analysis.reports.report_models import Factorial, FactorialEffect, PathTable, PathVerdict
 from analysis.reports.settings import Settings
 from contract.evallog import EvalLog
 
@@ -121,7 +121,7 @@ def contrast_row(
     )
 
 
-def path_table(arm: str, log: EvalLog) -> dict[str, Any] | None:
+def path_table(arm: str, log: EvalLog) -> PathTable | None:
     """Share and accuracy of each path verdict over an arm's samples; None when no sample carries one."""
     verdicts, scores = [], []
     for it in log.items:
@@ -137,18 +137,14 @@ def path_table(arm: str, log: EvalLog) -> dict[str, Any] | None:
     for name in names:
         mask = v == name
         count = int(mask.sum())
-        rows.append({
-            "path": name,
-            "count": count,
-            "share": count / v.size,
-            "accuracy": float(sc[mask].mean()) if count else None,
-        })  # fmt: skip
-    return {"arm": arm, "n_samples": int(v.size), "verdicts": rows}
+        accuracy = float(sc[mask].mean()) if count else None
+        rows.append(PathVerdict(path=name, count=count, share=count / v.size, accuracy=accuracy))
+    return PathTable(arm=arm, n_samples=int(v.size), verdicts=rows)
 
 
 def factorial_section(
     data: dict[str, ArmData], settings: Settings, rows: Sequence[ContrastPiece] = ()
-) -> dict[str, Any] | None:
+) -> Factorial | None:
     """The factorial read-out of the arms present; None unless at least one interaction is estimable.
 
     Every effect is a mean contrast with the reports' one interval method (ct.delta_interval); a main
@@ -178,32 +174,31 @@ def factorial_section(
         minus = [name_of[c] for c, coef in e.coefficients.items() if coef < 0]
         row = by_pair.get((minus[0], plus[0])) if e.order == 1 and e.estimate is not None else None
         ci = row.ci if row is not None else e.ci
-        out.append({
-            "effect": e.name,
-            "order": e.order,
-            "cells": {name_of[c]: coef for c, coef in e.coefficients.items()},
-            "estimate": row.delta if row is not None else e.estimate,
+        out.append(FactorialEffect(
+            effect=e.name,
+            order=e.order,
+            cells={name_of[c]: coef for c, coef in e.coefficients.items()},
+            estimate=row.delta if row is not None else e.estimate,
             **interval_fields(ci),
-            "reading": reading,
-            "missing_arms": [name_of[c] for c in e.missing],
-        })  # fmt: skip
-    return {
-        "cells": {arm: list(cell) for arm, cell in FACTORIAL_CELLS.items() if arm in data},
-        "effects": out,
-    }
+            reading=reading,
+            missing_arms=[name_of[c] for c in e.missing],
+        ))  # fmt: skip
+    return Factorial(
+        cells={arm: list(cell) for arm, cell in FACTORIAL_CELLS.items() if arm in data}, effects=out
+    )
 
 
-def interaction_reading(factorial: dict[str, Any] | None, augmentation: str) -> str | None:
+def interaction_reading(factorial: Factorial | None, augmentation: str) -> str | None:
     """The factorial table's verdict on training x the one factor an augmentation arm switches on
     ('training x retrieval: no interaction detected'), or None where the table has none."""
     cell = FACTORIAL_CELLS.get(augmentation)
     if factorial is None or cell is None or cell[0] != 0 or sum(cell) != 1:
         return None
     name = f"{FACTORS[0]} x {FACTORS[cell.index(1)]}"
-    row = next((e for e in factorial["effects"] if e["effect"] == name), None)
-    if row is None or row["reading"] not in (COMPLEMENTS, SUBSTITUTES, NO_INTERACTION):
+    row = next((e for e in factorial.effects if e.effect == name), None)
+    if row is None or row.reading not in (COMPLEMENTS, SUBSTITUTES, NO_INTERACTION):
         return None
-    return f"{name}: {row['reading']}"
+    return f"{name}: {row.reading}"
 
 
 def tool_call_problem(arm: str, log: EvalLog, max_failed: float) -> str | None:
