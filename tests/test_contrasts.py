@@ -213,11 +213,11 @@ def test_needed_k_from_beta_binomial_fits():
     pre = (rng.random((400, 8)) < rng.beta(0.4, 4.0, 400)[:, None]).astype(float)
     post = (rng.random((400, 8)) < rng.beta(1.0, 2.0, 400)[:, None]).astype(float)
     need = crossover.needed_k(pre, post, 0.02)
-    (a0, b0), (a1, b1) = need["pre_beta"], need["post_beta"]
-    k = need["k"]
+    (a0, b0), (a1, b1) = need.pre_beta, need.post_beta
+    k = need.k
     assert k > 8
     gap = beta_binomial_pass_at_k(a1, b1, k) - beta_binomial_pass_at_k(a0, b0, k)
-    assert gap <= 0.02 and need["delta_at_k"] == pytest.approx(gap)
+    assert gap <= 0.02 and need.delta_at_k == pytest.approx(gap)
 
 
 def test_calibration_section_in_both_reports(tmp_path):

@@ -378,9 +378,7 @@ def assemble(
         pass_at_k_post={str(k): float(v) for k, v in zip(passk.ks, passk.post, strict=True)},
         pass_at_k=passk_rows,
         budget_curve=budget_points(pair, settings, head.ci),
-        crossover={
-            k: v for k, v in crossover.crossover(primary.all_k, a.scores, b.scores).items() if k != "rows"
-        },
+        crossover=crossover.crossover(primary.all_k, a.scores, b.scores),
         truncation=truncation.section({"pre": pre, "post": post}, pre.max_tokens),
         families=families(pair, settings),
         calibration=calibration.section({pre_arm: pre, post_arm: post}, pair.order, pre_arm, settings),
