@@ -46,6 +46,7 @@ from analysis.reports.report_models import (
 )
 from analysis.reports.report_parts import FormatSection
 from analysis.reports.settings import Settings, settings_dict
+from analysis.reports.undecided import UndecidedSection
 from contract.evallog import EvalLog
 
 
@@ -306,7 +307,7 @@ def build(
     return report.with_fields(contamination=part)
 
 
-def undecided_part(pair: Pair, settings: Settings, notes_out: list[str]) -> dict[str, Any]:
+def undecided_part(pair: Pair, settings: Settings, notes_out: list[str]) -> dict[str, UndecidedSection]:
     """The report's `undecided` keyword (analysis.reports.undecided), or its note appended to notes_out."""
     pre_arm, post_arm = pair.names()
     return undecided.report_fields(

@@ -19,8 +19,6 @@ Logs scored before format 5 record no verdicts: the report then says so in one n
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from analysis.estimators.estimate import interval_fields
@@ -85,11 +83,11 @@ def not_recorded(arms: list[str], n_logs: int) -> str:
     )
 
 
-def contrast_fields(
+def undecided_contrast(
     ref: str, arm: str, scores: dict[str, np.ndarray], flags: dict[str, np.ndarray], settings: Settings
-) -> dict[str, Any]:
-    """One contrast's undecided fields (UndecidedContrast's): the change in undecided share, its note, and
-    the delta on the samples both arms decided; scores and flags (n_items, k) by arm."""
+) -> UndecidedContrast:
+    """One contrast's change in undecided share, its note, and the delta on the samples both arms decided;
+    scores and flags (n_items, k) by arm."""
     # One key whatever the arms are named: a contrast's interval is the same in every report.
     key = "/undecided"
     change = fe.answered_change(flags[ref], flags[arm], settings, key=key)
@@ -97,17 +95,17 @@ def contrast_fields(
         scores[ref], scores[arm], flags[ref], flags[arm], settings.n_boot,
         rng_for(settings.seed, f"decided{key}"), settings.alpha,
     )  # fmt: skip
-    return {
-        "reference": ref,
-        "arm": arm,
-        "change": change,
-        "headline_delta": float(scores[arm].mean() - scores[ref].mean()),
-        "decided_delta": est.ratio,
+    return UndecidedContrast(
+        reference=ref,
+        arm=arm,
+        change=change,
+        headline_delta=float(scores[arm].mean() - scores[ref].mean()),
+        decided_delta=est.ratio,
         **interval_fields(est.ci, "decided_ci95"),
-        "n_decided": est.n_counted,
-        "n_samples": int(scores[ref].size),
-        "shares_differ": bool(change["significant"]),
-    }
+        n_decided=est.n_counted,
+        n_samples=int(scores[ref].size),
+        shares_differ=bool(change["significant"]),
+    )
 
 
 def section(
@@ -132,8 +130,7 @@ def section(
         )
         for arm, f in known.items()
     ]
-    rows = [UndecidedContrast.model_validate(contrast_fields(r, a, scores, known, settings))
-            for r, a in pairs]  # fmt: skip
+    rows = [undecided_contrast(r, a, scores, known, settings) for r, a in pairs]
     return UndecidedSection(arms=arms, contrasts=rows), None
 
 
