@@ -230,12 +230,12 @@ def format_rep(
         ReaderArrays(read_trained, right_trained),
         settings,
     )
-    call = part["call"] if part is not None else None
+    call = part.call if part is not None else None
     final = call or claim
     row = answering.arm_row(
         "trained", right_trained * read_trained, ReaderArrays(read_trained, None), settings
     )
-    change = part["answered_change"] if part is not None else None
+    change = part.answered_change if part is not None else None
 
     def covers(ci: list[float] | None, value: float) -> bool:
         return ci is not None and ci[0] <= value <= ci[1]
@@ -245,9 +245,9 @@ def format_rep(
         "format_any": call in (FORMAT, FORMAT_DECLINE),
         "gain_claim": final in GAINS,
         "any_claim": final in CLAIMS or call is not None,
-        "cov_share": covers(row["answered_ci95"], form_trained),
-        "cov_accuracy": covers(row["accuracy_answered_ci95"], accuracy),
-        "cov_change": covers(change["ci95"] if change else None, form_trained - form_base),
+        "cov_share": covers(row.answered_ci95, form_trained),
+        "cov_accuracy": covers(row.accuracy_answered_ci95, accuracy),
+        "cov_change": covers(change.ci95 if change else None, form_trained - form_base),
     }
 
 

@@ -9,12 +9,11 @@ the same functions with the same keys, so trained vs base carries one call where
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from analysis.reports import format_effect as fe
 from analysis.reports.contrasts import Primary
+from analysis.reports.report_parts import AnsweredChange, ArmAnswering, FormatContrast
 from analysis.reports.settings import Settings
 from contract.evallog import EvalLog
 
@@ -34,9 +33,9 @@ def reader_arrays(log: EvalLog, order: list[str]) -> fe.ReaderArrays:
     return fe.ReaderArrays(answered, lenient)
 
 
-def arm_row(arm: str, scores: np.ndarray, arrays: fe.ReaderArrays, settings: Settings) -> dict[str, Any]:
+def arm_row(arm: str, scores: np.ndarray, arrays: fe.ReaderArrays, settings: Settings) -> ArmAnswering:
     """One arm's answered share and accuracy among answered (each with its interval), lenient mean."""
-    row: dict[str, Any] = {"arm": arm}
+    row: dict[str, object] = {"arm": arm}
     if arrays.answered is None:
         row.update({"answered_share": None, "answered_ci95": None, "answered_ci95_method": None,
                     "accuracy_answered": None, "accuracy_answered_ci95": None,
@@ -52,10 +51,10 @@ def arm_row(arm: str, scores: np.ndarray, arrays: fe.ReaderArrays, settings: Set
                     "n_answered": acc["n_answered"]})  # fmt: skip
     row["n_samples"] = int(np.asarray(scores).size)
     row["lenient_mean"] = None if arrays.lenient is None else float(arrays.lenient.mean())
-    return row
+    return ArmAnswering.model_validate(row)
 
 
-def _change(ref: fe.ReaderArrays, arm: fe.ReaderArrays, settings: Settings) -> dict[str, Any] | None:
+def _change(ref: fe.ReaderArrays, arm: fe.ReaderArrays, settings: Settings) -> AnsweredChange | None:
     if ref.answered is None or arm.answered is None:
         return None
     return fe.answered_change(ref.answered, arm.answered, settings)
@@ -63,25 +62,21 @@ def _change(ref: fe.ReaderArrays, arm: fe.ReaderArrays, settings: Settings) -> d
 
 def primary_part(
     primary: Primary, claim: str, ref: fe.ReaderArrays, arm: fe.ReaderArrays, settings: Settings
-) -> dict[str, Any] | None:
+) -> FormatContrast | None:
     """Trained vs base under the lenient reader (pass@1 and pass@K) and its FORMAT call; None unrecorded."""
     if ref.lenient is None or arm.lenient is None:
         return None
     lenient, top = fe.lenient_primary(ref.lenient, arm.lenient, settings)
     change = _change(ref, arm, settings)
     call, detail = fe.primary_call(claim, primary.stats.delta, lenient, top, change)
-    return {
-        "lenient": lenient,
-        "lenient_top_k": top,
-        "answered_change": change,
-        "call": call,
-        "detail": detail,
-    }
+    return FormatContrast(
+        lenient=lenient, lenient_top_k=top, answered_change=change, call=call, detail=detail
+    )
 
 
 def row_part(
     significant: bool, delta: float, ref: fe.ReaderArrays, arm: fe.ReaderArrays, settings: Settings
-) -> dict[str, Any] | None:
+) -> FormatContrast | None:
     """A Benjamini-Hochberg row under the lenient reader, at the unadjusted fdr; None when not recorded."""
     if ref.lenient is None or arm.lenient is None:
         return None
@@ -93,13 +88,9 @@ def row_part(
         if call
         else f"No FORMAT call; {fe.contrast_text(lenient, 'the lenient delta')}; {fe.change_text(change)}."
     )
-    return {
-        "lenient": lenient,
-        "lenient_top_k": None,
-        "answered_change": change,
-        "call": call,
-        "detail": detail,
-    }
+    return FormatContrast(
+        lenient=lenient, lenient_top_k=None, answered_change=change, call=call, detail=detail
+    )
 
 
 def missing_lenient(arrays: dict[str, fe.ReaderArrays]) -> list[str]:
@@ -118,6 +109,6 @@ def not_recorded(missing: list[str], n_logs: int) -> str:
     )
 
 
-def row_claim(part: dict[str, Any]) -> str:
-    """An arm row's claim when its contrast is FORMAT (the part's call is set)."""
-    return fe.row_claim(part["call"], part["lenient"], part["answered_change"])
+def row_claim(part: FormatContrast) -> str | None:
+    """An arm row's claim when its contrast is FORMAT (the part's call is set), else None."""
+    return None if part.call is None else fe.row_claim(part.call, part.lenient, part.answered_change)

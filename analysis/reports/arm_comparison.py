@@ -221,8 +221,8 @@ def format_calls(
             part = answering.primary_part(c.primary, verdict, ref_r, arm_r, settings)
         else:
             part = answering.row_part(verdicts[c.key].significant, c.stats.delta, ref_r, arm_r, settings)
-        changed = part is not None and part["call"] is not None and not claims[c.key].ceiling
-        out[c.key] = FormatCall(part, answering.row_claim(part) if changed else None)
+        keep = part is None or claims[c.key].ceiling
+        out[c.key] = FormatCall(part, None if keep else answering.row_claim(part))
     return out
 
 

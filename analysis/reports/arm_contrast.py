@@ -18,6 +18,7 @@ from analysis.reports.align import ArmData
 from analysis.reports.contrast_values import ContrastStats, Decision
 from analysis.reports.contrasts import Primary, bh_decisions, family_rows
 from analysis.reports.report_models import ArmContrast, ArmFamily
+from analysis.reports.report_parts import FormatContrast
 from analysis.reports.settings import Settings
 from contract.generations import ToolCallCounts
 
@@ -62,7 +63,7 @@ class ArmClaim:
 class FormatCall:
     """A contrast under the lenient reader (None: not recorded) and the claim it leaves (None: unchanged)."""
 
-    part: dict[str, object] | None
+    part: FormatContrast | None
     claim: str | None = None
 
 

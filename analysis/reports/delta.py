@@ -112,8 +112,8 @@ def format_section(
         post_name: answering.reader_arrays(pair.post, pair.order),
     }
     lenient = answering.primary_part(primary, verdict, readers[pre_name], readers[post_name], settings)
-    if lenient is not None and lenient["call"] is not None:
-        verdict, detail = lenient["call"], f"{lenient['detail']} Under the report's reader alone: {detail}"
+    if lenient is not None and lenient.call is not None:
+        verdict, detail = lenient.call, f"{lenient.detail} Under the report's reader alone: {detail}"
     section = FormatSection(
         arms=[
             answering.arm_row(pre_name, pair.a.scores, readers[pre_name], settings),

@@ -128,10 +128,10 @@ def reward_claim(row: dict[str, Any] | None, settings: Settings) -> str:
         return why
     lo, hi = row["ci95"]
     gap = f"{row['arm']} - {row['reference']} = {row['delta']:+.4f}, CI [{lo:+.4f}, {hi:+.4f}]"
-    call = (row.get("format") or {}).get("call")
+    call = row["format"].call if row.get("format") is not None else None
     if call is not None:
         # The two runs differ under the report's reader only: what the reward changed is the answer's form.
-        lenient = row["format"]["lenient"]
+        lenient = row["format"].lenient
         what = (
             "the reward taught where to write the answer, not to answer right more often"
             if row["delta"] > 0
@@ -140,8 +140,8 @@ def reward_claim(row: dict[str, Any] | None, settings: Settings) -> str:
         )
         return (
             f"{call}: {gap} under the report's reader, but the lenient reader finds no difference "
-            f"({lenient['delta']:+.4f}, sign-flip p "
-            f"{p_bound(lenient['p_value'], lenient.get('perm_n'), lenient.get('perm_exact', True))}): {what}."
+            f"({lenient.delta:+.4f}, sign-flip p "
+            f"{p_bound(lenient.p_value, lenient.perm_n, lenient.perm_exact is not False)}): {what}."
         )
     # As in the other reports, a claim needs what the significant column needs: q <= fdr and the CI.
     if row["significant"] and lo > 0:

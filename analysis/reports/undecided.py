@@ -104,7 +104,7 @@ def undecided_contrast(
         **interval_fields(est.ci, "decided_ci95"),
         n_decided=est.n_counted,
         n_samples=int(scores[ref].size),
-        shares_differ=bool(change["significant"]),
+        shares_differ=bool(change.significant),
     )
 
 
