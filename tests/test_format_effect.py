@@ -26,19 +26,19 @@ def test_answered_share_is_the_mean_share_and_its_interval_scipy_percentile_boot
     answered = _answers(rng, 150, 4, 0.7)
     got = fe.answered_share(answered, FAST)
     items = answered.mean(axis=1)
-    assert got["share"] == pytest.approx(answered.mean(), abs=1e-15)
+    assert got.value == pytest.approx(answered.mean(), abs=1e-15)
     ref = stats.bootstrap(
         (items,), np.mean, n_resamples=20_000, method="percentile", random_state=np.random.default_rng(1)
     ).confidence_interval
     # Two Monte Carlo bootstraps of the same statistic: their ends agree to a few thousandths.
-    assert got["ci95"] == pytest.approx([ref.low, ref.high], abs=0.008)
-    assert fe.answered_share(np.ones((30, 2)), FAST)["ci95"] == [1.0, 1.0]
+    assert got.interval.as_list() == pytest.approx([ref.low, ref.high], abs=0.008)
+    assert fe.answered_share(np.ones((30, 2)), FAST).interval.as_list() == [1.0, 1.0]
     # One sample per item: Wilson's score interval, as scipy computes it.
     one = answered[:, :1]
     got = fe.answered_share(one, FAST)
     ref = stats.binomtest(int(one.sum()), one.size).proportion_ci(0.95, method="wilson")
-    assert got["ci95"] == pytest.approx([ref.low, ref.high], abs=1e-12)
-    assert got["ci95_method"] == "Wilson score"
+    assert got.interval.as_list() == pytest.approx([ref.low, ref.high], abs=1e-12)
+    assert got.interval.method == "Wilson score"
 
 
 def test_accuracy_among_answered_is_the_pooled_ratio_with_a_cluster_bootstrap_interval():
@@ -46,8 +46,8 @@ def test_accuracy_among_answered_is_the_pooled_ratio_with_a_cluster_bootstrap_in
     answered = np.array([[1, 1, 0], [1, 1, 1], [0, 0, 0], [1, 1, 0]], float)
     # Answered samples: 2 + 3 + 0 + 2 = 7, of which right 1 + 2 + 0 + 2 = 5 (item 4's third is not read).
     got = fe.accuracy_among_answered(scores, answered, FAST)
-    assert got["accuracy"] == pytest.approx(5 / 7)
-    assert (got["n_answered"], got["n_samples"]) == (7, 12)
+    assert got.ratio == pytest.approx(5 / 7)
+    assert got.n_counted == 7
 
     rng = np.random.default_rng(2)
     n, k = 120, 4
@@ -55,18 +55,18 @@ def test_accuracy_among_answered_is_the_pooled_ratio_with_a_cluster_bootstrap_in
     scores = answered * _answers(rng, n, k, 0.5)
     right, read = scores.sum(axis=1), answered.sum(axis=1)
     got = fe.accuracy_among_answered(scores, answered, FAST)
-    assert got["accuracy"] == pytest.approx(right.sum() / read.sum())
+    assert got.ratio == pytest.approx(right.sum() / read.sum())
     ref = stats.bootstrap(
         (right, read), lambda r, a: r.sum() / a.sum(), paired=True, vectorized=False, n_resamples=4000,
         method="BCa", random_state=np.random.default_rng(3),
     ).confidence_interval  # fmt: skip
-    assert got["ci95"] == pytest.approx([ref.low, ref.high], abs=0.01)
-    assert got["empty_resamples"] == 0
+    assert got.ci is not None and got.ci.as_list() == pytest.approx([ref.low, ref.high], abs=0.01)
+    assert got.empty_resamples == 0
 
 
 def test_accuracy_among_answered_is_none_when_nothing_is_answered():
     got = fe.accuracy_among_answered(np.zeros((5, 2)), np.zeros((5, 2)), FAST)
-    assert got["accuracy"] is None and got["ci95"] is None and got["n_answered"] == 0
+    assert got.ratio is None and got.ci is None and got.n_counted == 0
 
 
 @pytest.mark.parametrize("n", [40, 150])

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from analysis.estimators.estimate import interval_fields
 from analysis.reports import format_effect as fe
 from analysis.reports.contrasts import Primary
 from analysis.reports.report_parts import AnsweredChange, ArmAnswering, FormatContrast
@@ -35,23 +36,21 @@ def reader_arrays(log: EvalLog, order: list[str]) -> fe.ReaderArrays:
 
 def arm_row(arm: str, scores: np.ndarray, arrays: fe.ReaderArrays, settings: Settings) -> ArmAnswering:
     """One arm's answered share and accuracy among answered (each with its interval), lenient mean."""
-    row: dict[str, object] = {"arm": arm}
-    if arrays.answered is None:
-        row.update({"answered_share": None, "answered_ci95": None, "answered_ci95_method": None,
-                    "accuracy_answered": None, "accuracy_answered_ci95": None,
-                    "accuracy_answered_ci95_method": None, "n_answered": None})  # fmt: skip
-    else:
+    share, acc = None, None
+    if arrays.answered is not None:
         # One key for every arm: an arm's interval is the same in every report, whatever the arm is named.
         share = fe.answered_share(arrays.answered, settings)
         acc = fe.accuracy_among_answered(scores, arrays.answered, settings)
-        row.update({"answered_share": share["share"], "answered_ci95": share["ci95"],
-                    "answered_ci95_method": share["ci95_method"], "accuracy_answered": acc["accuracy"],
-                    "accuracy_answered_ci95": acc["ci95"],
-                    "accuracy_answered_ci95_method": acc["ci95_method"],
-                    "n_answered": acc["n_answered"]})  # fmt: skip
-    row["n_samples"] = int(np.asarray(scores).size)
-    row["lenient_mean"] = None if arrays.lenient is None else float(arrays.lenient.mean())
-    return ArmAnswering.model_validate(row)
+    return ArmAnswering(
+        arm=arm,
+        answered_share=share.value if share is not None else None,
+        **interval_fields(share.interval if share is not None else None, "answered_ci95"),
+        accuracy_answered=acc.ratio if acc is not None else None,
+        **interval_fields(acc.ci if acc is not None else None, "accuracy_answered_ci95"),
+        n_answered=acc.n_counted if acc is not None else None,
+        n_samples=int(np.asarray(scores).size),
+        lenient_mean=None if arrays.lenient is None else float(arrays.lenient.mean()),
+    )
 
 
 def _change(ref: fe.ReaderArrays, arm: fe.ReaderArrays, settings: Settings) -> AnsweredChange | None:

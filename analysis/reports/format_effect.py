@@ -49,15 +49,14 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from analysis.estimators.bootstrap_ci import bootstrap_mean_ci
-from analysis.estimators.estimate import Interval, interval_fields
+from analysis.estimators.estimate import Estimate, Interval
 from analysis.estimators.proportions import wilson_interval
 from analysis.estimators.ratio import RATIO_METHOD as POOLED_RATIO_METHOD
-from analysis.estimators.ratio import pooled_ratio
+from analysis.estimators.ratio import RatioEstimate, pooled_ratio
 from analysis.estimators.resampling import rng_for
 from analysis.estimators.signflip import sign_flip_test, small_suite_interval
 from analysis.reports.contrasts import (
@@ -90,29 +89,29 @@ class ReaderArrays:
     lenient: np.ndarray | None  # (n_items, k) the lenient reader's scores; None: not recorded
 
 
-def answered_share(answered: np.ndarray, settings: Settings, key: str = "") -> dict[str, Any]:
+def answered_share(answered: np.ndarray, settings: Settings, key: str = "") -> Estimate:
     """The share of samples with an answer read, with a percentile item-cluster bootstrap interval (one
     sample per item: Wilson's score interval, which covers where the percentile interval of 0/1 values at a
     few dozen items does not)."""
     items = np.asarray(answered, np.float64).mean(axis=1)
     if np.asarray(answered).shape[1] == 1:
         lo, hi = wilson_interval(int(items.sum()), items.size, settings.alpha)
-        return {"share": float(items.mean()), **Interval(lo, hi, "Wilson score").fields()}
+        return Estimate(float(items.mean()), Interval(lo, hi, "Wilson score"))
     ci = bootstrap_mean_ci(
         items, settings.n_boot, rng_for(settings.seed, f"answered{key}"), alpha=settings.alpha,
         method="percentile",
     )[0]  # fmt: skip
     ci = dataclasses.replace(ci, method="point (constant)" if ci.lo == ci.hi else SHARE_METHOD)
-    return {"share": float(items.mean()), **ci.fields()}
+    return Estimate(float(items.mean()), ci)
 
 
 def accuracy_among_answered(
     scores: np.ndarray, answered: np.ndarray, settings: Settings, key: str = ""
-) -> dict[str, Any]:
+) -> RatioEstimate:
     """Accuracy among the samples with an answer read (a ratio), with its item-cluster bootstrap interval.
 
-    None for the accuracy and interval when no sample has an answer; `empty_resamples` counts the resamples
-    without an answered sample, which the interval leaves out.
+    None for the accuracy and interval when no sample has an answer; n_counted: the answered samples;
+    `empty_resamples` counts the resamples without an answered sample, which the interval leaves out.
     """
     scores, answered = np.asarray(scores, np.float64), np.asarray(answered, np.float64)
     est = pooled_ratio(
@@ -122,16 +121,9 @@ def accuracy_among_answered(
         rng_for(settings.seed, f"answered-accuracy{key}"),
         settings.alpha,
     )
-    ci = est.ci
-    if ci is not None and ci.method == POOLED_RATIO_METHOD:
-        ci = dataclasses.replace(ci, method=RATIO_METHOD)
-    return {
-        "n_answered": est.n_counted,
-        "n_samples": int(answered.size),
-        "accuracy": est.ratio,
-        **interval_fields(ci),
-        "empty_resamples": est.empty_resamples,
-    }
+    if est.ci is None or est.ci.method != POOLED_RATIO_METHOD:
+        return est
+    return dataclasses.replace(est, ci=dataclasses.replace(est.ci, method=RATIO_METHOD))
 
 
 def paired_share_interval(ref: np.ndarray, arm: np.ndarray, settings: Settings, key: str = "") -> Interval:
