@@ -51,3 +51,7 @@ class Estimate:
 
     value: float
     interval: Interval | None = None
+
+    def fields(self, value_key: str, key: str = "ci95") -> dict[str, float | list[float] | str | None]:
+        """The report keys: value_key for the value, then the interval's (interval_fields)."""
+        return {value_key: self.value, **interval_fields(self.interval, key)}

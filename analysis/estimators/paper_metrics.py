@@ -36,6 +36,8 @@ import numpy as np
 from scipy.special import comb
 from scipy.stats import norm
 
+from analysis.estimators.estimate import Estimate, Interval, interval_fields
+
 RIGHT = "\x00right"  # the answer class of every sample the verifier judged right
 THRESHOLD = 0.5  # a score at or above it counts as right (analysis.estimators.passk.correct_counts)
 
@@ -125,14 +127,26 @@ def bayes_categorical(counts: np.ndarray, weights: Sequence[float]) -> tuple[flo
     return float(w[0] + first.mean()), float(np.sqrt(var))
 
 
-def bayes_delta(pre: np.ndarray, post: np.ndarray, alpha: float = 0.05) -> dict[str, Any]:
+@dataclass(frozen=True)
+class BayesDelta:
+    """The posterior of one arm's Bayes@N minus another's: its mean with the credible interval, and its sd."""
+
+    estimate: Estimate
+    sd: float
+
+    def fields(self) -> dict[str, float | list[float] | str | None]:
+        """The report keys: delta, sd, ci95, ci95_method."""
+        return {"delta": self.estimate.value, "sd": self.sd, **interval_fields(self.estimate.interval)}
+
+
+def bayes_delta(pre: np.ndarray, post: np.ndarray, alpha: float = 0.05) -> BayesDelta:
     """The posterior of post's Bayes@N minus pre's: mean, sd and the central normal credible interval."""
     mu_a, sd_a = bayes_at_n(pre)
     mu_b, sd_b = bayes_at_n(post)
     sd = float(np.hypot(sd_a, sd_b))
     z = float(norm.ppf(1 - alpha / 2))
     d = mu_b - mu_a
-    return {"delta": d, "sd": sd, "ci95": [d - z * sd, d + z * sd], "ci95_method": "posterior (normal)"}
+    return BayesDelta(Estimate(d, Interval(d - z * sd, d + z * sd, "posterior (normal)")), sd)
 
 
 @dataclass(frozen=True)

@@ -91,7 +91,7 @@ def deltas(ref: EvalLog, arm: EvalLog, order: list[str], settings: Settings, key
                                    key=f"/table/maj{key}")  # fmt: skip
     out["pass_hat"] = metric_contrast(pm.pass_hat_k_items(a, k), pm.pass_hat_k_items(b, k), settings,
                                     key=f"/table/passhat{key}")  # fmt: skip
-    out["bayes"] = pm.bayes_delta(a, b, settings.alpha)
+    out["bayes"] = pm.bayes_delta(a, b, settings.alpha).fields()
     return out
 
 

@@ -250,13 +250,10 @@ class Headline:
         delta = float((pair.b.item_mean - pair.a.item_mean).mean())
         return cls(Estimate(delta, primary.stats.ci), primary.percentile, primary.passk.mean_delta_ci)
 
-    def report_fields(self) -> dict[str, float | str | list[float]]:
+    def report_fields(self) -> dict[str, float | str | list[float] | None]:
         """The report's flat keys of the headline, written here only: delta_mean, delta_ci95 and the rest."""
-        interval = self.estimate.interval
-        assert interval is not None, "the headline always has its interval"
         return {
-            "delta_mean": self.estimate.value,
-            **interval.fields("delta_ci95"),
+            **self.estimate.fields("delta_mean", "delta_ci95"),
             "delta_ci95_percentile": self.percentile.as_list(),
             "delta_ci95_cluster": self.cluster.as_list(),
             "delta_ci95_cluster_method": cluster_method(self.cluster),
