@@ -139,13 +139,13 @@ class BayesDelta:
         return {"delta": self.estimate.value, "sd": self.sd, **interval_fields(self.estimate.interval)}
 
 
-def bayes_delta(pre: np.ndarray, post: np.ndarray, alpha: float = 0.05) -> BayesDelta:
-    """The posterior of post's Bayes@N minus pre's: mean, sd and the central normal credible interval."""
-    mu_a, sd_a = bayes_at_n(pre)
-    mu_b, sd_b = bayes_at_n(post)
-    sd = float(np.hypot(sd_a, sd_b))
+def bayes_delta(ref: np.ndarray, arm: np.ndarray, alpha: float = 0.05) -> BayesDelta:
+    """The posterior of arm's Bayes@N minus ref's: mean, sd and the central normal credible interval."""
+    mu_ref, sd_ref = bayes_at_n(ref)
+    mu_arm, sd_arm = bayes_at_n(arm)
+    sd = float(np.hypot(sd_ref, sd_arm))
     z = float(norm.ppf(1 - alpha / 2))
-    d = mu_b - mu_a
+    d = mu_arm - mu_ref
     return BayesDelta(Estimate(d, Interval(d - z * sd, d + z * sd, "posterior (normal)")), sd)
 
 

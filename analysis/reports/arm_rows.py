@@ -98,12 +98,14 @@ def contrast_row(
     marginal: bool = False,
 ) -> ContrastPiece:
     """One arm (its log) against a reference: delta with interval, test, effect size, flips, budgets, MDE."""
-    a, r = data[arm], data[ref]
+    ref_data, arm_data = data[ref], data[arm]
     whole = None
     if (ref, arm) == primary_pair:
         # The delta report's contrast: the same draws, interval, test and verdict (the claim's family).
-        whole = ct.primary_contrast(r.scores, a.scores, settings)
-    stats = whole.stats if whole is not None else mean_contrast(r.item_mean, a.item_mean, settings)
+        whole = ct.primary_contrast(ref_data.scores, arm_data.scores, settings)
+    stats = (
+        whole.stats if whole is not None else mean_contrast(ref_data.item_mean, arm_data.item_mean, settings)
+    )
     return ContrastPiece(
         ref=ref,
         arm=arm,
@@ -112,11 +114,13 @@ def contrast_row(
         marginal=marginal,
         tool_calls=log.tool_calls,
         stats=stats,
-        dz=cohens_dz(a.item_mean - r.item_mean, settings.alpha),
-        flips=mcnemar_from_verdicts(majority_verdicts(r.item_mean), majority_verdicts(a.item_mean)),
-        gen_tokens=float(a.budget.mean()) if a.budget is not None else None,
-        ref_gen_tokens=float(r.budget.mean()) if r.budget is not None else None,
-        mde=mde_paired(r.scores, a.scores, settings.alpha).mde,
+        dz=cohens_dz(arm_data.item_mean - ref_data.item_mean, settings.alpha),
+        flips=mcnemar_from_verdicts(
+            majority_verdicts(ref_data.item_mean), majority_verdicts(arm_data.item_mean)
+        ),
+        gen_tokens=float(arm_data.budget.mean()) if arm_data.budget is not None else None,
+        ref_gen_tokens=float(ref_data.budget.mean()) if ref_data.budget is not None else None,
+        mde=mde_paired(ref_data.scores, arm_data.scores, settings.alpha).mde,
         primary=whole,
     )
 

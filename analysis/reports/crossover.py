@@ -23,10 +23,10 @@ from analysis.reports.report_models import Crossover, CrossoverNeeded, Crossover
 K_SEARCH = 1 << 20  # the largest k the extrapolation looks at
 
 
-def needed_k(pre_scores: np.ndarray, post_scores: np.ndarray, half_width: float) -> CrossoverNeeded:
+def needed_k(ref_scores: np.ndarray, arm_scores: np.ndarray, half_width: float) -> CrossoverNeeded:
     """The smallest k at which the Beta-binomial fits of both arms put the delta within half_width."""
-    n = pre_scores.shape[1]
-    fits = [beta_binomial_moments(correct_counts(s), n) for s in (pre_scores, post_scores)]
+    n = ref_scores.shape[1]
+    fits = [beta_binomial_moments(correct_counts(s), n) for s in (ref_scores, arm_scores)]
     if n < 2:
         return CrossoverNeeded(
             k=None, reason="with one sample per item the spread of the rates cannot be fitted"
@@ -50,7 +50,7 @@ def _ci(row: CrossoverRow) -> str:
     return f"delta {signed(row.delta)}, CI {interval(row.ci95)}"
 
 
-def crossover(all_k: PassAtK, pre_scores: np.ndarray, post_scores: np.ndarray) -> Crossover:
+def crossover(all_k: PassAtK, ref_scores: np.ndarray, arm_scores: np.ndarray) -> Crossover:
     """The crossover section: the first k whose delta interval reaches 0, or none up to k and the k needed."""
     cis = all_k.delta_ci
     rows = [CrossoverRow(k=k, delta=float(all_k.delta[i]), **cis[i].fields()) for i, k in enumerate(all_k.ks)]
@@ -66,7 +66,7 @@ def crossover(all_k: PassAtK, pre_scores: np.ndarray, post_scores: np.ndarray) -
             )
             return Crossover(k=row.k, needed=None, status="crossover", row=row, text=text)
     half = (cis[-1].hi - cis[-1].lo) / 2
-    need = needed_k(pre_scores, post_scores, half)
+    need = needed_k(ref_scores, arm_scores, half)
     tail = (
         f"at the observed rates (Beta-binomial fits) the delta would fall to this suite's half-width "
         f"{half:.4f} at k = {need.k:,}"

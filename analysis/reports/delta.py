@@ -52,21 +52,22 @@ from contract.evallog import EvalLog
 
 @dataclass(frozen=True)
 class Pair:
-    """The two logs of a delta report, aligned on the pre log's item order."""
+    """The two logs of a delta report, aligned on the reference log's item order (the report's pre = ref,
+    post = arm)."""
 
-    pre_path: str
-    pre: EvalLog
-    post_path: str
-    post: EvalLog
+    ref_path: str
+    ref_log: EvalLog
+    arm_path: str
+    arm_log: EvalLog
     order: list[str]
-    a: ArmData
-    b: ArmData
+    ref: ArmData
+    arm: ArmData
 
     def names(self) -> tuple[str, str]:
         """The two arms' names (the log's own, else the file's stem); "pre" and "post" when they are equal."""
-        pre_name = self.pre.arm or Path(self.pre_path).stem
-        post_name = self.post.arm or Path(self.post_path).stem
-        return ("pre", "post") if pre_name == post_name else (pre_name, post_name)
+        ref_name = self.ref_log.arm or Path(self.ref_path).stem
+        arm_name = self.arm_log.arm or Path(self.arm_path).stem
+        return ("pre", "post") if ref_name == arm_name else (ref_name, arm_name)
 
 
 def sample_tokens(log: EvalLog, order: list[str]) -> np.ndarray | None:
@@ -86,11 +87,11 @@ def pass_at_k_rows(primary: Primary) -> list[PassAtKRow]:
     return [
         PassAtKRow(
             k=k,
-            pre=float(passk.pre[i]),
-            post=float(passk.post[i]),
+            pre=float(passk.ref[i]),
+            post=float(passk.arm[i]),
             delta=float(passk.delta[i]),
-            pre_ci95=passk.pre_ci[i].as_list(),
-            post_ci95=passk.post_ci[i].as_list(),
+            pre_ci95=passk.ref_ci[i].as_list(),
+            post_ci95=passk.arm_ci[i].as_list(),
             delta_ci95=passk.delta_ci[i].as_list(),
             delta_ci95_method=methods[i],
         )
@@ -106,18 +107,18 @@ def format_section(
     A shift the lenient reader does not find is the answer's format: the claim then says so.
     """
     verdict, detail = claim
-    pre_name, post_name = pair.names()
+    ref_name, arm_name = pair.names()
     readers = {
-        pre_name: answering.reader_arrays(pair.pre, pair.order),
-        post_name: answering.reader_arrays(pair.post, pair.order),
+        ref_name: answering.reader_arrays(pair.ref_log, pair.order),
+        arm_name: answering.reader_arrays(pair.arm_log, pair.order),
     }
-    lenient = answering.primary_part(primary, verdict, readers[pre_name], readers[post_name], settings)
+    lenient = answering.primary_part(primary, verdict, readers[ref_name], readers[arm_name], settings)
     if lenient is not None and lenient.call is not None:
         verdict, detail = lenient.call, f"{lenient.detail} Under the report's reader alone: {detail}"
     section = FormatSection(
         arms=[
-            answering.arm_row(pre_name, pair.a.scores, readers[pre_name], settings),
-            answering.arm_row(post_name, pair.b.scores, readers[post_name], settings),
+            answering.arm_row(ref_name, pair.ref.scores, readers[ref_name], settings),
+            answering.arm_row(arm_name, pair.arm.scores, readers[arm_name], settings),
         ],
         contrast=lenient,
         lenient_missing=answering.missing_lenient(readers),
@@ -127,7 +128,7 @@ def format_section(
 
 def mde_part(pair: Pair, alpha: float) -> Mde:
     """The minimum detectable effect of the suite, or the reason it is not estimable."""
-    mde: MDE = mde_paired(pair.a.scores, pair.b.scores, alpha)
+    mde: MDE = mde_paired(pair.ref.scores, pair.arm.scores, alpha)
     return Mde(
         mde=mde.mde,
         power=mde.power,
@@ -145,7 +146,7 @@ def noise_floor_part(pair: Pair, settings: Settings) -> NoiseFloor | None:
     """The A/A noise floor of the pre arm (half of each item's samples against the other half)."""
     method = contrasts.interval_method(len(pair.order))
     noise = aa_noise_floor(
-        pair.a.scores, settings.n_boot, rng_for(settings.seed, "noise"), alpha=settings.alpha, method=method
+        pair.ref.scores, settings.n_boot, rng_for(settings.seed, "noise"), alpha=settings.alpha, method=method
     )
     if noise is None:
         return None
@@ -163,15 +164,15 @@ def noise_floor_part(pair: Pair, settings: Settings) -> NoiseFloor | None:
 
 def budget_points(pair: Pair, settings: Settings, headline: Interval) -> list[BudgetPoint]:
     """Both arms' accuracy at each token budget, where the logs record every sample's tokens."""
-    tokens_a, tokens_b = sample_tokens(pair.pre, pair.order), sample_tokens(pair.post, pair.order)
-    if tokens_a is None or tokens_b is None:
+    tokens_ref, tokens_arm = sample_tokens(pair.ref_log, pair.order), sample_tokens(pair.arm_log, pair.order)
+    if tokens_ref is None or tokens_arm is None:
         return []
     points = budget_curve(
-        pair.a.scores, pair.b.scores, tokens_a, tokens_b, budget_grid(pair.pre.max_tokens), settings.n_boot,
-        rng_for(settings.seed, "budget-curve"), alpha=settings.alpha,
+        pair.ref.scores, pair.arm.scores, tokens_ref, tokens_arm, budget_grid(pair.ref_log.max_tokens),
+        settings.n_boot, rng_for(settings.seed, "budget-curve"), alpha=settings.alpha,
         method=contrasts.budget_method(len(pair.order)),
     )  # fmt: skip
-    longest = max(tokens_a.max(), tokens_b.max())
+    longest = max(tokens_ref.max(), tokens_arm.max())
     curve = []
     # Once every sample finishes within B the row is the headline delta: it carries the headline interval.
     for p in points:
@@ -204,7 +205,7 @@ def verdict_part(primary: Primary) -> Verdict:
 def families(pair: Pair, settings: Settings) -> list[DeltaFamily]:
     """Each item family's delta, its arms' means named mean_pre and mean_post (after the verdict)."""
     out = []
-    for f in contrasts.family_rows(pair.a, pair.b, settings, pair.a.families):
+    for f in contrasts.family_rows(pair.ref, pair.arm, settings, pair.ref.families):
         fields = {"family": f.family, **f.stats.fields(), **f.decision.fields()}
         fields["mean_pre"], fields["mean_post"] = fields.pop("mean_ref"), fields.pop("mean_arm")
         out.append(DeltaFamily.model_validate(fields))
@@ -214,18 +215,18 @@ def families(pair: Pair, settings: Settings) -> list[DeltaFamily]:
 def notes(pair: Pair, fmt: FormatSection) -> list[str]:
     """The notes: a small suite, greedy decoding, family labels that differ, a reader not recorded."""
     out = [n for n in [contrasts.small_suite_note(len(pair.order))] if n]
-    out += [n for n in [contrasts.greedy_note(pair.pre.temperature, pair.pre.n_samples)] if n]
-    if any(f is not None for f in pair.a.families) and pair.a.families != pair.b.families:
+    out += [n for n in [contrasts.greedy_note(pair.ref_log.temperature, pair.ref_log.n_samples)] if n]
+    if any(f is not None for f in pair.ref.families) and pair.ref.families != pair.arm.families:
         out.append("family labels differ between the logs; families are taken from the pre log")
     if fmt.lenient_missing:
         out.append(answering.not_recorded(fmt.lenient_missing, 2))
     return out
 
 
-def pair_correlation(a: ArmData, b: ArmData) -> float | None:
+def pair_correlation(ref: ArmData, arm: ArmData) -> float | None:
     """The correlation of the two arms' item means; None when either has no spread."""
-    if a.item_mean.std() > 0 and b.item_mean.std() > 0:
-        return float(np.corrcoef(a.item_mean, b.item_mean)[0, 1])
+    if ref.item_mean.std() > 0 and arm.item_mean.std() > 0:
+        return float(np.corrcoef(ref.item_mean, arm.item_mean)[0, 1])
     return None
 
 
@@ -247,7 +248,7 @@ class Headline:
     @classmethod
     def of(cls, pair: Pair, primary: Primary) -> Headline:
         """The headline of the primary contrast of the pair."""
-        delta = float((pair.b.item_mean - pair.a.item_mean).mean())
+        delta = float((pair.arm.item_mean - pair.ref.item_mean).mean())
         return cls(Estimate(delta, primary.stats.ci), primary.percentile, primary.passk.mean_delta_ci)
 
     def report_fields(self) -> dict[str, float | str | list[float] | None]:
@@ -261,36 +262,39 @@ class Headline:
 
 
 def build(
-    pre_path: str,
-    pre: EvalLog,
-    post_path: str,
-    post: EvalLog,
+    ref_path: str,
+    ref_log: EvalLog,
+    arm_path: str,
+    arm_log: EvalLog,
     settings: Settings,
     on_pass_at_k: Callable[[dict[str, Any]], None] | None = None,
     distinct_models: bool = True,
     allow: frozenset[str] = frozenset(),
     audit: Audit | None = None,
 ) -> DeltaReport:
-    """The delta report (a pure function of the two logs and the settings).
+    """The delta report of arm_log against ref_log (its post and pre): a pure function of logs and settings.
 
     on_pass_at_k, when given, is called once the pass@k rows and the claim are known with the part of
     the report the pass@k figure draws (so that it can be drawn while the rest is computed).
     distinct_models=False, allow: two logs of one model (analysis.commands.compare_logs labels them).
     audit: the contamination files (contamination_split.read_audit), for the seen/clean split.
     """
-    matched = check_matched(pre_path, pre, post_path, post, distinct_models=distinct_models, allow=allow)
-    order = item_order(pre)
-    pair = Pair(pre_path, pre, post_path, post, order, arm_arrays(pre, order), arm_arrays(post, order))
+    matched = check_matched(
+        ref_path, ref_log, arm_path, arm_log, distinct_models=distinct_models, allow=allow
+    )
+    order = item_order(ref_log)
+    ref, arm = arm_arrays(ref_log, order), arm_arrays(arm_log, order)
+    pair = Pair(ref_path, ref_log, arm_path, arm_log, order, ref, arm)
     # The primary contrast, decided once (analysis.reports.contrasts): the arm comparison and the trajectory
     # compute the same draws for trained vs base, so every report prints the same interval and verdict.
-    primary = contrasts.primary_contrast(pair.a.scores, pair.b.scores, settings)
+    primary = contrasts.primary_contrast(pair.ref.scores, pair.arm.scores, settings)
     fmt, claim = format_section(pair, primary, contrasts.claim(primary, settings), settings)
     passk_rows = pass_at_k_rows(primary)
     if on_pass_at_k is not None:
         on_pass_at_k(
             {
-                "pre_model": pre.model_name,
-                "post_model": post.model_name,
+                "pre_model": ref_log.model_name,
+                "post_model": arm_log.model_name,
                 "claim": claim[0],
                 "pass_at_k": [row.model_dump() for row in passk_rows],
                 "settings": settings_dict(settings),
@@ -300,7 +304,9 @@ def build(
     if audit is None:
         return report
     names = (report.pre_arm, report.post_arm)
-    part = contamination_split.split(audit, pair.order, pair.a.item_mean, pair.b.item_mean, names, settings)
+    part = contamination_split.split(
+        audit, pair.order, pair.ref.item_mean, pair.arm.item_mean, names, settings
+    )
     return report.with_fields(contamination=part)
 
 
@@ -308,7 +314,7 @@ def undecided_part(pair: Pair, settings: Settings, notes_out: list[str]) -> dict
     """The report's `undecided` keyword (analysis.reports.undecided), or its note appended to notes_out."""
     pre_arm, post_arm = pair.names()
     return undecided.report_fields(
-        {pre_arm: pair.pre, post_arm: pair.post}, pair.order, {pre_arm: pair.a, post_arm: pair.b},
+        {pre_arm: pair.ref_log, post_arm: pair.arm_log}, pair.order, {pre_arm: pair.ref, post_arm: pair.arm},
         [(pre_arm, post_arm)], settings, notes_out,
     )  # fmt: skip
 
@@ -323,38 +329,38 @@ def assemble(
     passk_rows: list[PassAtKRow],
 ) -> DeltaReport:
     """The DeltaReport of the aligned pair, its fields in the order its JSON has always had them."""
-    pre, post, a, b = pair.pre, pair.post, pair.a, pair.b
+    ref_log, arm_log, ref, arm = pair.ref_log, pair.arm_log, pair.ref, pair.arm
     head, passk = primary.stats, primary.passk
-    d = b.item_mean - a.item_mean
+    d = arm.item_mean - ref.item_mean
     dz = cohens_dz(d, settings.alpha)
-    flips = mcnemar_from_verdicts(majority_verdicts(a.item_mean), majority_verdicts(b.item_mean))
+    flips = mcnemar_from_verdicts(majority_verdicts(ref.item_mean), majority_verdicts(arm.item_mean))
     pre_arm, post_arm = pair.names()
     said = notes(pair, fmt)
     return DeltaReport(
         report="delta",
-        suite=pre.suite,
-        suite_revision=pre.suite_revision,
+        suite=ref_log.suite,
+        suite_revision=ref_log.suite_revision,
         n_items=len(pair.order),
-        n_samples=pre.n_samples,
-        pre_model=pre.model_name,
-        post_model=post.model_name,
-        pre_log=str(pair.pre_path),
-        post_log=str(pair.post_path),
+        n_samples=ref_log.n_samples,
+        pre_model=ref_log.model_name,
+        post_model=arm_log.model_name,
+        pre_log=str(pair.ref_path),
+        post_log=str(pair.arm_path),
         # The arm names (the log's own, else the file's stem, as the arm comparison names them), which the
         # item browser's links use.
-        pre_arm=pre.arm or Path(pair.pre_path).stem,
-        post_arm=post.arm or Path(pair.post_path).stem,
-        driver=post.driver,
-        measured_at=post.measured_at,
-        pre_measured_at=pre.measured_at,
-        generated=measured_line(pre, post),
+        pre_arm=ref_log.arm or Path(pair.ref_path).stem,
+        post_arm=arm_log.arm or Path(pair.arm_path).stem,
+        driver=arm_log.driver,
+        measured_at=arm_log.measured_at,
+        pre_measured_at=ref_log.measured_at,
+        generated=measured_line(ref_log, arm_log),
         mde=mde_part(pair, settings.alpha),
         claim=claim[0],
         claim_detail=claim[1],
         matched_protocol=matched,
-        prompting={"pre": prompt_line(pre), "post": prompt_line(post)},
-        mean_pre=float(a.item_mean.mean()),
-        mean_post=float(b.item_mean.mean()),
+        prompting={"pre": prompt_line(ref_log), "post": prompt_line(arm_log)},
+        mean_pre=float(ref.item_mean.mean()),
+        mean_post=float(arm.item_mean.mean()),
         **Headline.of(pair, primary).report_fields(),
         noise_floor=noise_floor_part(pair, settings),
         perm_p=head.p_value,
@@ -366,20 +372,20 @@ def assemble(
         **undecided_part(pair, settings, said),
         cohens_dz=dz.dz if dz else None,
         cohens_dz_ci95=[dz.lo, dz.hi] if dz else None,
-        pair_correlation_rho=pair_correlation(a, b),
+        pair_correlation_rho=pair_correlation(ref, arm),
         flips_wrong_to_right=flips.b,
         flips_right_to_wrong=flips.c,
         mcnemar_chi2=flips.chi2,
         mcnemar_chi2_p=flips.chi2_p,
         mcnemar_p=flips.exact_p,
-        pass_at_k_pre={str(k): float(v) for k, v in zip(passk.ks, passk.pre, strict=True)},
-        pass_at_k_post={str(k): float(v) for k, v in zip(passk.ks, passk.post, strict=True)},
+        pass_at_k_pre={str(k): float(v) for k, v in zip(passk.ks, passk.ref, strict=True)},
+        pass_at_k_post={str(k): float(v) for k, v in zip(passk.ks, passk.arm, strict=True)},
         pass_at_k=passk_rows,
         budget_curve=budget_points(pair, settings, head.ci),
-        crossover=crossover.crossover(primary.all_k, a.scores, b.scores),
-        truncation=truncation.section({"pre": pre, "post": post}, pre.max_tokens),
+        crossover=crossover.crossover(primary.all_k, ref.scores, arm.scores),
+        truncation=truncation.section({"pre": ref_log, "post": arm_log}, ref_log.max_tokens),
         families=families(pair, settings),
-        calibration=calibration.section({pre_arm: pre, post_arm: post}, pair.order, pre_arm, settings),
+        calibration=calibration.section({pre_arm: ref_log, post_arm: arm_log}, pair.order, pre_arm, settings),
         settings=settings_dict(settings),
         notes=said,
     )

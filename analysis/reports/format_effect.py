@@ -185,8 +185,8 @@ def lenient_primary(
         return mean, None
     return mean, LenientTopK(
         k=p.top_k,
-        pre=float(p.passk.pre[-1]),
-        post=float(p.passk.post[-1]),
+        pre=float(p.passk.ref[-1]),
+        post=float(p.passk.arm[-1]),
         delta=float(p.passk.delta[-1]),
         **p.passk.delta_ci[-1].fields(),
         p_value=p.top_p,
