@@ -82,15 +82,16 @@ def test_beta_binomial_pass_at_k_matches_scipy_and_the_fit_recovers_the_rates():
 def test_ece_by_hand_and_its_interval_and_paired_test():
     conf, right = np.array([0.9, 0.9, 0.6, 0.6]), np.array([1.0, 0.0, 1.0, 1.0])
     # Bin 0.9: accuracy 0.5, confidence 0.9; bin 0.6: accuracy 1, confidence 0.6; each half the items.
-    est, ci = ece_interval(conf, right, 500, np.random.default_rng(0))
+    ece = ece_interval(conf, right, 500, np.random.default_rng(0))
+    est, ci = ece.value, ece.interval
     assert est == pytest.approx(0.5 * 0.4 + 0.5 * 0.4) == expected_calibration_error(conf, right)
-    assert ci.lo <= est <= ci.hi
+    assert ci is not None and ci.lo <= est <= ci.hi
     rng = np.random.default_rng(5)
     c = rng.uniform(0.5, 1.0, 400)
     honest, overconfident = (rng.random(400) < c).astype(float), (rng.random(400) < c - 0.3).astype(float)
-    delta, dci, p = ece_difference_test(c, honest, c, overconfident, 1000, rng)
-    assert delta > 0.2 and dci.lo > 0 and p < 0.01
-    assert ece_difference_test(c, honest, c, honest, 1000, rng)[2] == 1.0
+    change = ece_difference_test(c, honest, c, overconfident, 1000, rng)
+    assert change.delta > 0.2 and change.ci.lo > 0 and change.p_value < 0.01
+    assert ece_difference_test(c, honest, c, honest, 1000, rng).p_value == 1.0
 
 
 def test_majority_confidence_is_the_share_of_the_majority_answer():

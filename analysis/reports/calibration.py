@@ -129,13 +129,12 @@ def section(arms: dict[str, EvalLog], order: list[str], ref: str, settings: Sett
         if value is None:
             continue
         conf, right = value
-        ece, ci = ece_interval(conf, right, settings.n_boot, rng_for(settings.seed, f"ece/{arm}"),
-                               alpha=settings.alpha, n_bins=N_BINS)  # fmt: skip
+        ece = ece_interval(conf, right, settings.n_boot, rng_for(settings.seed, f"ece/{arm}"),
+                           alpha=settings.alpha, n_bins=N_BINS)  # fmt: skip
         rows.append(
             CalibrationArm(
                 arm=arm,
-                ece=ece,
-                **ci.fields(),
+                **ece.fields("ece"),
                 mean_confidence=float(conf.mean()),
                 accuracy=float(right.mean()),
                 reliability=reliability(conf, right),
@@ -145,19 +144,19 @@ def section(arms: dict[str, EvalLog], order: list[str], ref: str, settings: Sett
             continue
         rc, rr = data[ref]  # type: ignore[misc]
         rng = rng_for(settings.seed, f"ece-delta/{arm}")
-        est, dci, p = ece_difference_test(
+        change = ece_difference_test(
             rc, rr, conf, right, settings.n_boot, rng, alpha=settings.alpha, n_bins=N_BINS
         )
-        sig = significant(p, dci, settings.alpha)
+        sig = significant(change.p_value, change.ci, settings.alpha)
         deltas.append(
             CalibrationDelta(
                 arm=arm,
                 reference=ref,
-                delta=est,
-                **dci.fields(),
-                p_value=p,
+                delta=change.delta,
+                **change.ci.fields(),
+                p_value=change.p_value,
                 significant=sig,
-                negligible=bool(sig and abs(est) < ECE_MIN_EFFECT),
+                negligible=bool(sig and abs(change.delta) < ECE_MIN_EFFECT),
             )
         )
     return Calibration(
