@@ -30,7 +30,6 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from scipy.special import comb
@@ -163,7 +162,7 @@ class ArmMetrics:
     bayes: float
     bayes_sd: float
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, float | None]:
         """The metrics as a JSON object."""
         return dict(self.__dict__)
 
