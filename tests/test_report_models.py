@@ -10,7 +10,7 @@ import pytest
 from pydantic import ValidationError
 
 from analysis.reports.report_models import ArmComparison, BudgetStratum, DeltaReport, TrajectoryReport
-from analysis.reports.report_parts import report_json
+from analysis.reports.report_files import report_json
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = {

@@ -24,8 +24,8 @@ from analysis.rendering.markdown_text import (
     significance_text,
 )
 from analysis.reports.number_text import interval, num, pvalue
+from analysis.reports.report_files import report_json
 from analysis.reports.report_models import ArmComparison, ArmContrast, Factorial
-from analysis.reports.report_parts import report_json
 
 
 def _contrast_row(c: ArmContrast, fdr: float) -> list[str]:

@@ -28,8 +28,8 @@ from analysis.rendering.markdown_text import (
     significance_text,
 )
 from analysis.reports.number_text import interval, num, pvalue
+from analysis.reports.report_files import report_json
 from analysis.reports.report_models import Crossover, DeltaReport, NoiseFloor, Verdict
-from analysis.reports.report_parts import report_json
 from contract.protocol import LOG_FIELDS, MATCHED_LOG_FIELDS
 
 # ---------------------------------------------------------------------------------------------------------

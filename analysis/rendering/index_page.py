@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
-from pydantic import ValidationError
 
 from analysis.rendering import contamination_text
 from analysis.rendering.headline import plain_sentence
@@ -38,42 +37,27 @@ from analysis.rendering.markdown_text import (
     p_text,
     significance_text,
 )
+from analysis.reports import report_files
 from analysis.reports.number_text import num, pvalue, signed
 from analysis.reports.refusal import Refusal
 from analysis.reports.report_models import ArmComparison, DeltaReport
-from analysis.reports.report_parts import ReportPart
+from analysis.reports.report_parts import ReportModel
 from analysis.reports.writing import write_set
 from contract.atomic import finish_interrupted_sets
-from contract.files import PathCheckError, input_file
 from contract.protocol import MATCHED_LOG_FIELDS
 
 TEMPLATES = Path(__file__).parents[1] / "templates"
 # The two reports' markdown, rendered to HTML beside it.
 RENDERED = {"delta": "delta_report", "arms": "arm_comparison_report"}
-R = TypeVar("R", bound=ReportPart)
+R = TypeVar("R", bound=ReportModel)
 
 
 def read_report(path: Path, model: type[R]) -> R:
-    """Load one report JSON as its typed model; a Refusal naming the file and what to run first."""
+    """Load one report JSON as its typed model (analysis.reports.report_files); a Refusal naming the file."""
     # A report set whose writer was killed while renaming it is finished first (contract.atomic): its
     # JSON is then the one its pages were written with.
     finish_interrupted_sets(path.parent)
-    if not path.exists() and not path.is_symlink():
-        raise Refusal(f"{path}: not found; run the stage that writes it first (dvc repro)")
-    try:
-        raw = json.loads(input_file(path, "report").read_text())
-    except PathCheckError as e:
-        raise Refusal(str(e)) from None
-    except json.JSONDecodeError as e:
-        raise Refusal(f"{path}: not valid JSON (line {e.lineno}): {e.msg}") from None
-    try:
-        return model.model_validate(raw)
-    except ValidationError as e:
-        first = e.errors()[0]
-        where = ".".join(str(x) for x in first["loc"]) or "(top)"
-        raise Refusal(
-            f"{path}: not a {model.__name__} report ({where}: {first['msg']}); rerun the stage that writes it"
-        ) from None
+    return report_files.read_report(path, model)
 
 
 # The reports the page links besides the two it renders, where their stages wrote them (a world without a

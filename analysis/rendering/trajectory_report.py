@@ -20,8 +20,8 @@ from analysis.rendering.markdown_text import (
     significance_text,
 )
 from analysis.reports.number_text import interval, num, pvalue
+from analysis.reports.report_files import report_json
 from analysis.reports.report_models import TrajectoryReport, TrajectoryRow
-from analysis.reports.report_parts import report_json
 
 
 def _trajectory_row(row: TrajectoryRow, fdr: float) -> list[str]:
