@@ -184,6 +184,20 @@ class MeanContrast(Decision):
     perm_n: int | None = None
 
 
+class PaperMetrics(ReportSection):
+    """One arm's paper numbers on a set of items (analysis.estimators.paper_metrics.ArmMetrics)."""
+
+    n_items: int
+    k: int
+    avg: Real
+    avg_sd: Real | None
+    maj: Real | None
+    pass_hat: Real
+    pass_at_k: Real
+    bayes: Real
+    bayes_sd: Real
+
+
 class ArmAnswering(ReportSection):
     """One arm's answered share and accuracy among answered, each with its interval
     (analysis.reports.answering)."""
