@@ -41,6 +41,8 @@ def _python_number(x: Any) -> Any:
 # writing.clean. The same for any value the model does not type (the matched protocol).
 Real = Annotated[int | float, BeforeValidator(_python_number), PlainSerializer(clean, when_used="json")]
 Loose = Annotated[Any, PlainSerializer(clean, when_used="json")]
+# A number written as computed, not through writing.clean (the judge report's, which never was).
+Unrounded = Annotated[int | float, BeforeValidator(_python_number)]
 Bounds = list[Real | None]
 
 
