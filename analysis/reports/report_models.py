@@ -21,6 +21,7 @@ from analysis.reports.report_parts import (
     FormatSection,
     Loose,
     MeanContrast,
+    PaperMetrics,
     Real,
     RecordedSettings,
     ReportModel,
@@ -87,6 +88,16 @@ class PassAtKRow(ReportSection):
     post_ci95: Bounds
     delta_ci95: Bounds
     delta_ci95_method: str = "percentile (cluster)"
+
+
+class PassAtKFigure(ReportSection):
+    """What the pass@k figure draws, known before the rest of the delta report (analysis.reports.delta)."""
+
+    pre_model: str
+    post_model: str
+    claim: str
+    pass_at_k: list[PassAtKRow]
+    settings: RecordedSettings
 
 
 class BudgetPoint(ReportSection):
@@ -382,6 +393,13 @@ class TrajectoryRow(MeanContrast):
     format: FormatContrast | None = None
 
 
+class CheckpointMetrics(PaperMetrics):
+    """One checkpoint's paper metrics over all items, and its training step (None: not known)."""
+
+    arm: str
+    step: int | None
+
+
 class TrajectoryReport(ReportModel):
     """The checkpoint trajectory: each checkpoint over the reference, the placebo, the reward claim."""
 
@@ -405,8 +423,7 @@ class TrajectoryReport(ReportModel):
     answering: list[ArmAnswering] | None = None
     lenient_missing: list[str] | None = None
     undecided: UndecidedSection | None = None
-    # Each checkpoint's paper metrics (analysis.estimators.paper_metrics.ArmMetrics) and its training step.
-    metrics: Loose = None
+    metrics: list[CheckpointMetrics] | None = None
     limits: str | None = None
     n_tests: int | None = None
     settings: RecordedSettings
