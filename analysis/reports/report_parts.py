@@ -4,7 +4,7 @@ Each report is constructed as its model where its numbers are computed (analysis
 analysis.reports.arm_comparison, analysis.reports.trajectory); the markdown, the one-page report and its
 templates read the model by attribute, and a renamed or unknown key fails validation (extra="forbid").
 
-The JSON of a model is the report's JSON as it always was, byte for byte (`report_json`): the keys in the
+The JSON of a model is the report's JSON as it always was, byte for byte: the keys in the
 order the report assembled them (a model's keyword arguments, or a section's dict), a key the report left out
 left out (older reports lack some), an int kept an int, and every float through writing.clean (10
 significant digits, NaN and infinity as null). The attributes hold the numbers as computed. A whole report
