@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 from analysis.reports.benchmark_table import BenchmarkTable
 from analysis.reports.drift import DriftReport
-from analysis.reports.judge import JudgeReport
+from analysis.reports.judge import JudgeReport, LabelsReport
 from analysis.reports.refusal import Refusal
 from analysis.reports.report_files import REPORT_VERSION, read_report, report_json
 from analysis.reports.report_models import ArmComparison, BudgetStratum, DeltaReport, TrajectoryReport
@@ -27,6 +27,7 @@ MODELS: dict[str, type[ReportModel]] = {
     "drift_report.json": DriftReport,
     "benchmark_table.json": BenchmarkTable,
     "judge_report.json": JudgeReport,
+    "labels_report.json": LabelsReport,
 }
 COMMITTED = sorted(p for name in MODELS for p in ROOT.glob(f"**/reports/*/{name}") if ".venv" not in p.parts)
 OLD = sorted(VERSION_1.glob("*.json"))

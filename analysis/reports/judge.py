@@ -151,6 +151,46 @@ class JudgeReport(ReportModel):
     contrasts: list[JudgedContrast] | None = None
 
 
+class LabelAgreement(ReportSection):
+    """Machine verdicts against people's labels: agreements, labels, their share and its Wilson interval."""
+
+    agree: int
+    n: int
+    share: Unrounded | None
+    ci: list[Unrounded] | None
+
+
+class PpiEstimate(ReportSection):
+    """A prediction-powered mean (analysis.estimators.ppi.PPIMean) and the labels-only one beside it."""
+
+    estimate: Unrounded
+    ci: list[Unrounded]
+    labelled: int
+    unlabelled: int
+    classical: Unrounded
+    classical_ci: list[Unrounded]
+    method: str
+
+
+class LabelledArm(ReportSection):
+    """One arm against people's labels: the rules', the judge's and the final verdicts' agreement, and PPI."""
+
+    labelled: int
+    rules: LabelAgreement
+    judge: LabelAgreement
+    final: LabelAgreement
+    ppi: PpiEstimate | None = None
+
+
+class LabelsReport(ReportModel):
+    """The labels' report (analysis.commands.judge_labels read): each arm against people, the PPI deltas."""
+
+    json_options: ClassVar[dict[str, Any]] = {"indent": 1}
+
+    arms: dict[str, LabelledArm]
+    deltas: dict[str, PpiEstimate]
+
+
 def judged_arm(rule_log: EvalLog, judged_log: EvalLog) -> JudgedArm:
     """The arrays the estimators read, from an arm's rule log and its judged log."""
     kept, judged, equivalent, a_rule, a_judge = [], [], [], [], []
