@@ -9,7 +9,7 @@ import random
 from pathlib import Path
 from typing import Any
 
-from arms.tools.orbital import TOOLS
+from augment.tools.orbital import TOOLS
 from contract.jsonl import read_jsonl
 from contract.textformat import ANSWER_TAG, format_tool_call, format_tool_response
 from pipeline.prompts import build_prompt

@@ -111,7 +111,7 @@ def make_world(
         "protocol": proto,
     }
     if corpus is not None:
-        from arms.retrieval import build_index
+        from augment.retrieval import build_index
 
         corpus_path = write_jsonl(root / "corpus.jsonl", corpus)
         build_index(corpus_path, root / "index")

@@ -63,7 +63,7 @@ def recorded_tool_specs(run: ResolvedRun, paths: list[Path]) -> list[dict[str, A
             if specs is not None:
                 return list(specs)
             break
-    from arms.tools.session import tool_specs
+    from augment.tools.session import tool_specs
 
     with tool_session(run) as client:
         return tool_specs(client)

@@ -98,12 +98,12 @@ def resolve(settings: RunSettings, *, matched_prompting: bool) -> ResolvedRun:
 
 @contextmanager
 def tool_session(run: ResolvedRun) -> Iterator[Any]:
-    """The run's tool session (arms.tools.session.open_tools) under its tool_server budget.
+    """The run's tool session (augment.tools.session.open_tools) under its tool_server budget.
 
     A server that does not start, or dies beyond the budget, becomes the one-line RunnerError that says
     how to resume: the run's own command (with its part) and the shard that keeps its finished samples.
     """
-    from arms.tools.session import ToolSessionError, open_tools
+    from augment.tools.session import ToolSessionError, open_tools
 
     cfg = run.tool_server
     if cfg is None:
