@@ -1,4 +1,6 @@
-"""The judge stage on CHAMP's hand-labelled responses: a perfect judge, one that always says equivalent, and
+"""The judge stage on CHAMP's hand-labelled responses: three judges, each audited and read against people.
+
+The judge stage on CHAMP's hand-labelled responses: a perfect judge, one that always says equivalent, and
 (--vllm CHECKPOINT) a real checkpoint served by vLLM, each audited, each run twice (the rerun must make no
 call), each read against the people's labels.
 

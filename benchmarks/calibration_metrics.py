@@ -1,4 +1,6 @@
-"""Coverage of the paper metrics' intervals (analysis.estimators.paper_metrics, the benchmark table), by
+"""Coverage of the paper metrics' intervals (the benchmark table's), by simulation.
+
+Coverage of the paper metrics' intervals (analysis.estimators.paper_metrics, the benchmark table), by
 simulation:
 `python -m benchmarks.bench_calibration --part metrics`.
 

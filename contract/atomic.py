@@ -1,4 +1,6 @@
-"""The atomic writes of the project: a temporary file beside the target, synced, renamed over it; and a set
+"""The atomic writes of the project: one file, or a set of files, replaced whole or not at all.
+
+The atomic writes of the project: a temporary file beside the target, synced, renamed over it; and a set
 of files written the same way, all temporary files first, so that a failure or a kill leaves the old set
 whole or the new set whole, never a mix.
 

@@ -1,5 +1,6 @@
-"""A runner world in a folder (suite, params.yaml, pins) for given checkpoints: what the tests and the
-benchmarks run the pipeline's own functions on, without DVC.
+"""A runner world in a folder (suite, params.yaml, pins) for given checkpoints, without DVC.
+
+What the tests and the benchmarks run the pipeline's own functions on.
 """
 
 from __future__ import annotations

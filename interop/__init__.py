@@ -1,4 +1,6 @@
-"""Other tools' logs, both directions: their per-sample files into EvalLogs (`python -m interop.imports`),
+"""Other tools' logs, both directions: their per-sample files into EvalLogs, and EvalLogs into Inspect's.
+
+Other tools' logs, both directions: their per-sample files into EvalLogs (`python -m interop.imports`),
 and EvalLogs into Inspect AI's logs (`python -m interop.inspect_export`).
 
 Nothing of the project imports this package: it turns files into files the pipeline and the analyses read

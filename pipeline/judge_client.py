@@ -1,4 +1,6 @@
-"""The judge's calls: an OpenAI-compatible endpoint (or a vLLM server started for a local checkpoint), a
+"""The judge's calls: an OpenAI-compatible endpoint or a local vLLM server, a reply cache, in parallel.
+
+The judge's calls: an OpenAI-compatible endpoint (or a vLLM server started for a local checkpoint), a
 cache of every reply, and the calls made in parallel.
 
 A call is chat completion at temperature 0 with its own seed and the judge's max_tokens; a transport error

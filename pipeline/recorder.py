@@ -1,4 +1,6 @@
-"""The record of one generation run: started with the run's fingerprint, each finished sample recorded as it
+"""The record of one generation run: each finished sample kept as it comes, then the generations file.
+
+The record of one generation run: started with the run's fingerprint, each finished sample recorded as it
 comes, finished into the arm's generations file and its provenance record (or, for a part, into the finished
 part the merge reads).
 

@@ -1,4 +1,6 @@
-"""One run's configuration, resolved once: the composed settings (pipeline.settings) made into one frozen
+"""One run's inputs, read once (resolve) into one frozen ResolvedRun that every later step takes.
+
+One run's configuration, resolved once: the composed settings (pipeline.settings) made into one frozen
 object, the arm, params.yaml, the checked pins and the run's inputs hash, what its prompts are made of
 (model folder, prompt template, few-shot examples, retrieval index), the tool server's budget and the part.
 

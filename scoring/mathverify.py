@@ -1,4 +1,6 @@
-"""The one place that calls math-verify: its reading of a whole response, of one answer, of a reference, and
+"""The one place that calls math-verify: the readings of a response, an answer and a reference.
+
+The one place that calls math-verify: its reading of a whole response, of one answer, of a reference, and
 its equality of two readings.
 
 The extraction targets are those of Math-Verify's own test harness and of lighteval's math metrics:

@@ -1,4 +1,6 @@
-"""The benchmark table a paper prints: one row per arm (or checkpoint), one column per family of the suite,
+"""The benchmark table a paper prints (the table stage): arms by families, in markdown, CSV and LaTeX.
+
+The benchmark table a paper prints: one row per arm (or checkpoint), one column per family of the suite,
 each cell one of the numbers RLVR papers print (analysis.estimators.paper_metrics), as markdown, CSV and
 LaTeX.
 

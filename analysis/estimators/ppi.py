@@ -1,4 +1,6 @@
-"""Prediction-powered inference (Angelopoulos et al. 2023, "Prediction-powered inference", Science
+"""Prediction-powered inference of a mean from a few human labels and many machine verdicts (ppi-python).
+
+Prediction-powered inference (Angelopoulos et al. 2023, "Prediction-powered inference", Science
 382:669) of a mean from a few human labels and many machine verdicts, through the authors' `ppi-python`.
 
 The machine verdicts (the rules', or the judge's final ones) are the predictions on every sample; the

@@ -1,4 +1,6 @@
-"""The judge's report: its audit per arm, and every contrast three ways (rule-decided, with the judge,
+"""The judge's report built: its audit per arm, and every contrast three ways, with its flags.
+
+The judge's report: its audit per arm, and every contrast three ways (rule-decided, with the judge,
 judge-corrected), with the reasons a judge is kept out of the headline.
 
 A judge is unfit for an arm when its agreement with the rules on the arm's audit is under the floor

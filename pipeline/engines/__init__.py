@@ -1,4 +1,6 @@
-"""Engines behind one interface (contract.engine): `make_engine(cfg, model)` starts the one ENGINES names
+"""Engines behind one interface (contract.engine), in one registry (ENGINES), one started per process.
+
+Engines behind one interface (contract.engine): `make_engine(cfg, model)` starts the one ENGINES names
 cfg["name"] (vllm: offline vllm.LLM; hf: transformers; openai: an OpenAI-compatible server, its own or
 attached); each entry also says whether max_model_len auto is fitted for its settings (fit_context).
 
