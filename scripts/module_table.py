@@ -99,8 +99,9 @@ def _text(line: str) -> str:
     return "`".join(parts)
 
 
-def build(root: Path = ROOT) -> tuple[str, list[str]]:
+def build(root: Path | None = None) -> tuple[str, list[str]]:
     """The page's markdown and the problems: every module without a one-line summary, named."""
+    root = ROOT if root is None else root
     problems: list[str] = []
     out = [
         "# Modules",
