@@ -1,8 +1,8 @@
 """The demo's training transcripts: the training problems as (prompt, completion) pairs, by a mixture.
 
-The demo's training transcripts: (prompt, completion) pairs of the training problems in the four formats
-the arms use, drawn by a mixture of kinds (a family and format, or a copy drill), and the problems about new
-fictional satellites whose passage is the only way to the answer.
+Pairs of the training problems in the four prompt protocols the arms use, drawn by a mixture of kinds (a
+family and format, or a copy drill), and the problems about new fictional satellites whose passage is the only
+way to the answer.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Other tools' logs, both directions: their per-sample files into EvalLogs, and EvalLogs into Inspect's.
 
-Other tools' logs, both directions: their per-sample files into EvalLogs (`python -m interop.imports`),
-and EvalLogs into Inspect AI's logs (`python -m interop.inspect_export`).
+Their per-sample files into EvalLogs (`python -m interop.imports`), and EvalLogs into Inspect AI's logs
+(`python -m interop.inspect_export`).
 
 Nothing of the project imports this package: it turns files into files the pipeline and the analyses read
 (EvalLogs), or reads theirs. Words used throughout: a "source" is the file another tool wrote that a command

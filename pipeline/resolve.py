@@ -1,8 +1,8 @@
 """One run's inputs, read once (resolve) into one frozen ResolvedRun that every later step takes.
 
-One run's configuration, resolved once: the composed settings (pipeline.settings) made into one frozen
-object, the arm, params.yaml, the checked pins and the run's inputs hash, what its prompts are made of
-(model folder, prompt template, few-shot examples, retrieval index), the tool server's budget and the part.
+The composed settings (pipeline.settings) are made into one frozen object holding the arm, params.yaml, the
+checked pins and the run's inputs hash, what its prompts are made of (model folder, prompt template, few-shot
+examples, retrieval index), the tool server's budget and the part.
 
 Staleness, planning, generation, merging and provenance take this object and read no file of configuration
 again: the arm file, params.yaml and the arm's pin file are each read once per run. The run's own files are

@@ -1,4 +1,4 @@
-"""Which source files a stage runs: the project modules an entry module imports, followed to the end.
+"""The code a stage runs: the project modules an entry module imports, followed to the end.
 
 The generate stages depend on exactly the code that builds their prompts and drives their engine, and the
 score stages on the code that judges answers. Reading the imports (every `import` statement, including

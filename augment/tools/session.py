@@ -1,7 +1,7 @@
 """The tool session of one run: one MCP tool server under a restart budget, and the tools it serves.
 
-The tool session of one run: one MCP tool server for the whole run, under its restart budget, and the
-tools it serves in the order the prompts show them.
+One server serves the whole run, under its restart budget, and the tools it serves in the order the prompts
+show them.
 
     with open_tools(tool_timeout_s=10, max_restarts=3, restart_window=100) as client:
         specs = tool_specs(client)         # what the server lists, sorted by name
