@@ -29,6 +29,7 @@ GROUPS: tuple[tuple[str, str], ...] = (
     ("augment", ""),
     ("pipeline", ""),
     ("interop", ""),
+    ("analysis", ""),
     ("analysis/estimators", ""),
     ("analysis/reports", ""),
     ("analysis/rendering", ""),
@@ -41,8 +42,9 @@ GROUPS: tuple[tuple[str, str], ...] = (
         "The real-model worlds' scripts: each folder a world with its own params.yaml and dvc.yaml.",
     ),
 )
-# Imports of `analysis` itself count as imports of its floors; other top-level names are folders.
 TOPS = {g.split("/")[0] for g, _ in GROUPS}
+# Top-level folders that hold no project module: a Python file anywhere else must be in a group.
+NOT_MODULES = {"tests", "vendor", "site", "build", "generations.work"}
 
 
 def group_of(rel: str) -> str | None:
@@ -99,8 +101,57 @@ def _text(line: str) -> str:
     return "`".join(parts)
 
 
+def section(group: str, said: str, root: Path, problems: list[str]) -> list[str]:
+    """One folder's section of the page; each module without a one-line summary added to problems."""
+    rows: list[str] = []
+    lede = said
+    uses: set[str] = set()
+    for path in files_of(group, root):
+        rel = path.relative_to(root).as_posix()
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=rel)
+        line = summary(tree)
+        if line is None:
+            problems.append(
+                f"{rel}: no one-line summary (its docstring's first line, a sentence followed by a blank "
+                "line); write one"
+            )
+            continue
+        uses |= imported_groups(tree, rel) - {group}
+        if path == root / group / "__init__.py":
+            lede = _text(line)
+        else:
+            shown = rel.removesuffix("/__init__.py") + "/" if rel.endswith("__init__.py") else rel
+            cell = _text(line).replace("|", "\\|")
+            rows.append(f"| `{shown}` | {cell} |")
+    out = ["", f"## `{group}/`", "", lede]
+    if not rows:  # a package whose modules are all in deeper groups (analysis/)
+        return out
+    imports = ", ".join(f"`{g}/`" for g in sorted(uses, key=[g for g, _ in GROUPS].index)) or "nothing"
+    return [
+        *out,
+        "",
+        f"Imports of the project: {imports}.",
+        "",
+        "| module | what it holds |",
+        "| --- | --- |",
+        *rows,
+    ]
+
+
+def ungrouped(root: Path) -> list[str]:
+    """The project's Python files that no group holds, each named with the fix."""
+    tops = [d for d in sorted(root.iterdir()) if d.is_dir() and not d.name.startswith(".")]
+    return [
+        f"{rel}: in no folder of the module table; add its folder to GROUPS in scripts/module_table.py"
+        for top in tops
+        if top.name not in NOT_MODULES
+        for path in sorted(top.rglob("*.py"))
+        if "__pycache__" not in path.parts and group_of(rel := path.relative_to(root).as_posix()) is None
+    ]
+
+
 def build(root: Path | None = None) -> tuple[str, list[str]]:
-    """The page's markdown and the problems: every module without a one-line summary, named."""
+    """The page's markdown and the problems: every module without a one-line summary or a group, named."""
     root = ROOT if root is None else root
     problems: list[str] = []
     out = [
@@ -112,30 +163,8 @@ def build(root: Path | None = None) -> tuple[str, list[str]]:
         "fails the build.",
     ]
     for group, said in GROUPS:
-        rows: list[str] = []
-        lede = said
-        uses: set[str] = set()
-        for path in files_of(group, root):
-            rel = path.relative_to(root).as_posix()
-            tree = ast.parse(path.read_text(encoding="utf-8"), filename=rel)
-            line = summary(tree)
-            if line is None:
-                problems.append(
-                    f"{rel}: no one-line summary (its docstring's first line, a sentence followed by a blank "
-                    "line); write one"
-                )
-                continue
-            uses |= imported_groups(tree, rel) - {group}
-            if path == root / group / "__init__.py":
-                lede = _text(line)
-            else:
-                shown = rel.removesuffix("/__init__.py") + "/" if rel.endswith("__init__.py") else rel
-                cell = _text(line).replace("|", "\\|")
-                rows.append(f"| `{shown}` | {cell} |")
-        imports = ", ".join(f"`{g}/`" for g in sorted(uses, key=[g for g, _ in GROUPS].index)) or "nothing"
-        out += ["", f"## `{group}/`", "", lede, "", f"Imports of the project: {imports}.", ""]
-        out += ["| module | what it holds |", "| --- | --- |", *rows]
-    return "\n".join(out) + "\n", problems
+        out += section(group, said, root, problems)
+    return "\n".join(out) + "\n", problems + ungrouped(root)
 
 
 def on_files(files: Any, config: Any, **_: Any) -> Any:

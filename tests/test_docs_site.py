@@ -96,8 +96,12 @@ def test_module_without_a_summary_fails_the_site_build(
     (pkg / "runs_on.py").write_text('"""A first sentence that\nruns on to the next line."""\n')
     (tmp_path / "contract").mkdir()
     (tmp_path / "contract" / "jsonl.py").write_text('"""The reader."""\n')
+    for folder in ("newpkg", "tests"):  # a folder of no group is named; the tests are not modules
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "m.py").write_text('"""A module."""\n')
     page, problems = module_table.build(tmp_path)
-    assert [p.split(":")[0] for p in problems] == ["pipeline/bare.py", "pipeline/runs_on.py"]
+    assert [p.split(":")[0] for p in problems] == ["pipeline/bare.py", "pipeline/runs_on.py", "newpkg/m.py"]
+    assert problems[-1].endswith("add its folder to GROUPS in scripts/module_table.py")
     assert "| `pipeline/good.py` | One line. |" in page
     assert "Imports of the project: `contract/`." in page
     monkeypatch.setattr(module_table, "ROOT", tmp_path)
