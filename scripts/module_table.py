@@ -120,7 +120,8 @@ def section(group: str, said: str, root: Path, problems: list[str]) -> list[str]
         if path == root / group / "__init__.py":
             lede = _text(line)
         else:
-            shown = rel.removesuffix("/__init__.py") + "/" if rel.endswith("__init__.py") else rel
+            inside = path.relative_to(root / group).as_posix()  # the section's heading names the folder
+            shown = inside.removesuffix("__init__.py") if inside.endswith("__init__.py") else inside
             cell = _text(line).replace("|", "\\|")
             rows.append(f"| `{shown}` | {cell} |")
     out = ["", f"## `{group}/`", "", lede]
