@@ -205,6 +205,6 @@ def build(logs_dir: str | Path, settings: Settings, params: str | Path | None) -
             "rows": rows,
             "deltas": compared,
             "settings": {"alpha": settings.alpha, "n_boot": settings.n_boot, "n_perm": settings.n_perm},
-            "definitions": pm.__doc__,
+            "definitions": pm.DEFINITIONS,
         }
     )
