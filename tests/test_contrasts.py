@@ -363,3 +363,35 @@ def test_the_drift_stage_reports_a_scorer_change_against_the_cached_log(tmp_path
     assert row["delta"] == pytest.approx(rescored.mean() - scores["trained"].mean())
     assert row["scorer_before"]["version"] == "1" and row["scorer_after"]["version"] == "2"
     assert json.loads((out / "scorers.json").read_text())["trained"]["scorer"]["version"] == "2"
+
+
+def test_a_contrast_is_one_frozen_value_and_both_bh_paths_decide_it_alike():
+    """mean_contrast's frozen value writes the report's keys in their order, and the typed Benjamini-Hochberg
+    (bh_decisions) and the one for dict rows (decide_bh) reach the same decisions."""
+    import dataclasses
+
+    from analysis.reports import contrasts
+
+    rng = np.random.default_rng(11)
+    ref = rng.random(60)
+    shifts = [0.0, 0.05, 0.3]
+    arms = [np.clip(ref + s + rng.normal(0, 0.1, 60), 0, 1) for s in shifts]
+    stats_ = [
+        contrasts.mean_contrast(ref, arm, FAST, key=f"/{s}") for s, arm in zip(shifts, arms, strict=True)
+    ]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        stats_[0].delta = 1.0  # type: ignore[misc]
+    assert list(stats_[0].fields("naive_delta")) == [
+        "n_items", "mean_ref", "mean_arm", "naive_delta", "ci95", "ci95_method",
+        "p_value", "perm_exact", "perm_n",
+    ]  # fmt: skip
+    typed = contrasts.bh_decisions(stats_, FAST)
+    rows = [s.fields() for s in stats_]
+    contrasts.decide_bh(rows, FAST)
+    assert [{k: r[k] for k in ("q_value", "significant", "negligible", "decided_by")} for r in rows] == [
+        d.fields() for d in typed
+    ]
+    # The large shift is decided significant, and so is only a contrast whose interval excludes 0.
+    assert typed[-1].significant and all(
+        not d.significant or s.ci.excludes() for d, s in zip(typed, stats_, strict=True)
+    )
