@@ -37,11 +37,12 @@ from analysis.reports.align import load_log, logs_by_arm, one_model_differences,
 from analysis.reports.number_text import interval
 from analysis.reports.refusal import EXIT_REFUSED, Refusal
 from analysis.reports.report_models import DeltaReport
-from analysis.reports.settings import TAIL_RESAMPLES, Settings, min_resamples
+from analysis.reports.settings import Settings
 from analysis.reports.writing import write_set
 from contract.digest import file_sha256
 from contract.evallog import EvalLog, collector_paused
 from contract.files import PathCheckError, input_file, output_dir
+from contract.params import TAIL_RESAMPLES, min_resamples
 
 # What a comparison of one model is, by what its two logs differ in (the first that applies).
 ONE_MODEL_LABELS = (

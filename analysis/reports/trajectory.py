@@ -22,6 +22,7 @@ from analysis.reports.refusal import Refusal
 from analysis.reports.report_models import TrajectoryReport
 from analysis.reports.settings import (
     Settings,
+    checked,
     log_path,
     read_arm_list,
     read_section,
@@ -29,6 +30,7 @@ from analysis.reports.settings import (
     settings_dict,
 )
 from contract.evallog import EvalLog
+from contract.params import TrajectoryParams
 
 NOT_CONFIGURED, ARMS_MISSING, DONE = "not configured", "arms missing", "done"
 STEP_IN_NAME = re.compile(r"step[-_](\d+)$")
@@ -39,7 +41,7 @@ CONFIGURE = (
 )
 
 # The keys of params.yaml `trajectory` (the configuration reference of the docs lists them from here).
-TRAJECTORY_KEYS: tuple[str, ...] = ("checkpoints", "placebo")
+TRAJECTORY_KEYS: tuple[str, ...] = tuple(TrajectoryParams.model_fields)
 
 
 def swept_checkpoints(path: str | Path | None, logs_dir: str | Path) -> list[str] | None:
@@ -67,28 +69,10 @@ def read_trajectory(
         return None
     if not isinstance(section, dict):
         raise Refusal(f"{p}: trajectory: must be a mapping with checkpoints and placebo; {CONFIGURE}")
-    unknown = sorted(set(section) - set(TRAJECTORY_KEYS))
-    if unknown:
-        raise Refusal(
-            f"{p}: trajectory.{unknown[0]}: unknown key (a typo?); known keys: {', '.join(TRAJECTORY_KEYS)}"
-        )
-    checkpoints, placebo = section.get("checkpoints"), section.get("placebo")
-    if (
-        not isinstance(checkpoints, list)
-        or len(checkpoints) < 2
-        or not all(isinstance(c, str) for c in checkpoints)
-    ):
-        raise Refusal(
-            f"{p}: trajectory.checkpoints: must list at least two arms in training order, the reference "
-            f"first, e.g. [base, step-200, trained]; got {checkpoints!r}"
-        )
-    if len(set(checkpoints)) != len(checkpoints):
-        raise Refusal(f"{p}: trajectory.checkpoints: an arm is listed twice in {checkpoints!r}")
-    if placebo is not None and (not isinstance(placebo, str) or placebo in checkpoints):
-        raise Refusal(
-            f"{p}: trajectory.placebo: must be one arm that is not a checkpoint (or null); got {placebo!r}"
-        )
-    return list(checkpoints), placebo
+    # Without a sweep the checkpoints are required: an absent list is checked as an empty one would be.
+    t = checked(TrajectoryParams, {"checkpoints": None, **section}, p, "trajectory")
+    assert t.checkpoints is not None  # TrajectoryParams refuses a given None
+    return list(t.checkpoints), t.placebo
 
 
 def _row(arm: str, ref: str, data: dict[str, Any], models: dict[str, str], settings: Settings) -> dict:
