@@ -14,7 +14,7 @@ import types
 import typing
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator, model_validator
 
 # A percentile interval's tails and a permutation p-value need resamples beyond each cut: fewer than this
 # many in a tail and the interval is a few order statistics (n_boot: 1 gives an interval of one point).
@@ -30,15 +30,15 @@ class AnalysisParams(BaseModel):
     """params.yaml `analysis`: the resampling, the error rates and the claim rules of every report.
 
     Strict: `n_boot: true` would otherwise run as one resample. A message that starts with '= ' follows
-    the field's name (problem() writes `analysis.alpha = 1.5 must ...`).
+    the field's name, one that starts with '.' the section's (problem() writes `analysis.alpha = 1.5 ...`).
     """
 
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
-    # alpha first: the resample counts are checked against it.
-    alpha: float = 0.05  # significance level of the intervals and tests
-    fdr: float = 0.05  # Benjamini-Hochberg false discovery rate over a report's contrasts
+    # In this order in the configuration reference (scripts/config_reference.py) and in Settings.
     n_boot: int = 10_000  # bootstrap resamples
     n_perm: int = 10_000  # sign-flip permutations
+    alpha: float = 0.05  # significance level of the intervals and tests
+    fdr: float = 0.05  # Benjamini-Hochberg false discovery rate over a report's contrasts
     min_effect: float = 0.01  # the smallest delta worth a claim
     max_failed_tool_calls: float = 0.0  # share of a tool arm's calls the tool server may fail
     seed: int = 0  # the resampling's seed; protocol.seed where the section does not set it
@@ -54,20 +54,18 @@ class AnalysisParams(BaseModel):
             raise ValueError(f"= {v} must lie strictly between 0 and 1")
         return v
 
-    @field_validator("n_boot", "n_perm")
-    @classmethod
-    def _enough_resamples(cls, v: int, info: ValidationInfo) -> int:
-        alpha = info.data.get("alpha")
-        if alpha is None:  # alpha itself refused: that is the problem to report
-            return v
-        least = min_resamples(alpha)
-        if v < least:
-            raise ValueError(
-                f"= {v} is too few for alpha = {alpha}: each tail of a {1 - alpha:.0%} interval and the "
-                f"smallest p-value must rest on at least {TAIL_RESAMPLES} resamples; set "
-                f"analysis.{info.field_name}: {least} or more (10000 is the default)"
-            )
-        return v
+    @model_validator(mode="after")
+    def _enough_resamples(self) -> AnalysisParams:
+        # After the fields: the counts are checked against alpha, itself checked first.
+        least = min_resamples(self.alpha)
+        for name in ("n_boot", "n_perm"):
+            if getattr(self, name) < least:
+                raise ValueError(
+                    f".{name} = {getattr(self, name)} is too few for alpha = {self.alpha}: each tail of a "
+                    f"{1 - self.alpha:.0%} interval and the smallest p-value must rest on at least "
+                    f"{TAIL_RESAMPLES} resamples; set analysis.{name}: {least} or more (10000 is the default)"
+                )
+        return self
 
     @field_validator("min_effect")
     @classmethod
@@ -157,4 +155,8 @@ def problem(file: Any, e: ValidationError, model: type[BaseModel], where: tuple[
     msg = str(err["msg"]).removeprefix("Value error, ")
     if err["type"].endswith("_type"):
         msg += f", got {err['input']!r}"
-    return f"{file}: {field} {msg}" if msg.startswith("= ") else f"{file}: {field}: {msg}"
+    if msg.startswith("= "):  # a sentence on the field's value: `analysis.alpha = 1.5 must ...`
+        return f"{file}: {field} {msg}"
+    if msg.startswith("."):  # a model's sentence on one of its fields: `analysis` + `.n_boot = 1 is ...`
+        return f"{file}: {field}{msg}"
+    return f"{file}: {field}: {msg}"

@@ -30,7 +30,7 @@ from contract.judge import JudgeSettings
 from contract.names import Name
 from contract.params import AnalysisParams, TrajectoryParams, problem
 from contract.protocol import AnswerRule, Protocol, is_protocol_key
-from contract.sweep import Checkpoint, SweepError, expand
+from contract.sweep import Checkpoint, SweepError, SweepParams, expand
 from pipeline.swept import plain_arm, sweep_of, swept_arms
 
 CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
@@ -128,7 +128,7 @@ class Params(BaseModel):
     # The checkpoint trajectory's arms (contract.params; generation ignores it).
     trajectory: TrajectoryParams | None = None
     # Every checkpoint of a training run (contract.sweep): one model and one plain arm per folder of a glob.
-    sweep: dict[str, Any] | None = None
+    sweep: SweepParams | None = None
     contamination: ContaminationSettings | None = None  # the audit (contract.contamination)
     judge: JudgeSettings | None = None  # the model judge (docs/judge.md); None: the judge stage does nothing
     # The file these were read from, so that messages name the params file actually given.

@@ -27,6 +27,7 @@ from contract.atomic import atomic_write, atomic_write_set
 from contract.evallog import EvalLog, EvalLogError, ItemResult, undecided_of
 from contract.judge import JudgeRecord, JudgeSettings, asks, final_verdict, rule_verdict
 from contract.log_folder import LogFolderError, read_arm_logs
+from contract.params import problem
 from pipeline.config import ConfigError, load_params
 from pipeline.engines import EngineStartError
 from pipeline.judge_client import Call, JudgeCallError, ReplyCache, ask_all
@@ -195,9 +196,7 @@ def _settings(args: argparse.Namespace) -> tuple[JudgeSettings | None, list[str]
     except OSError as e:
         raise ConfigError(f"{args.judge}: cannot read ({e.strerror or e})") from None
     except ValidationError as e:
-        err = e.errors()[0]
-        where = ".".join(str(x) for x in err["loc"])
-        raise ConfigError(f"{args.judge}: {where}: {err['msg']}") from None
+        raise ConfigError(problem(args.judge, e, JudgeSettings)) from None
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from analysis.reports.refusal import Refusal
-from analysis.reports.settings import Settings, read_settings
+from analysis.reports.settings import Settings, read_settings, read_swept
 from analysis.reports.trajectory import read_trajectory
 from contract.params import AnalysisParams
 from pipeline.config import ConfigError, load_params
@@ -96,3 +96,22 @@ def test_the_analyses_defaults_are_the_sections(tmp_path: Path) -> None:
         ["base", "trained"],
         None,
     )
+
+
+@pytest.mark.parametrize(
+    ("sweep", "says"),
+    [
+        (
+            {"name": "r", "globs": "x", "base": "base"},
+            "sweep.globs: unknown key (a typo?); did you mean 'glob'?",
+        ),
+        ({"name": "r", "glob": "x"}, "sweep.base: must be a non-empty string (e.g. base)"),
+        ({"name": "r s", "glob": "x", "base": "base"}, "sweep.name: 'r s' must be letters, digits"),
+    ],
+)
+def test_a_sweep_is_refused_alike_by_the_pipeline_and_the_analyses(
+    tmp_path: Path, sweep: dict[str, Any], says: str
+) -> None:
+    path = params_with(tmp_path, sweep=sweep)
+    pipeline, report = both_refusals(path, lambda p: read_swept(p, tmp_path))
+    assert pipeline == report and pipeline.startswith(f"{path}: {says}") and "\n" not in pipeline

@@ -131,10 +131,10 @@ def read_swept(path: str | Path | None, logs_dir: str | Path) -> tuple[str, list
         s = check_section(section, str(path or "params.yaml"))
     except SweepError as e:
         raise Refusal(str(e)) from None
-    pattern = re.compile(rf"^{re.escape(s['name'])}-step-(\d+)$")
+    pattern = re.compile(rf"^{re.escape(s.name)}-step-(\d+)$")
     found = [(p.stem, pattern.match(p.stem)) for p in (Path(logs_dir) / SWEEP_FOLDER).glob("*.json")]
     arms = sorted(((a, int(m.group(1))) for a, m in found if m), key=lambda x: x[1])
-    return s["base"], arms
+    return s.base, arms
 
 
 def settings_dict(s: Settings) -> dict[str, Any]:

@@ -40,9 +40,6 @@ CONFIGURE = (
     "trajectory)"
 )
 
-# The keys of params.yaml `trajectory` (the configuration reference of the docs lists them from here).
-TRAJECTORY_KEYS: tuple[str, ...] = tuple(TrajectoryParams.model_fields)
-
 
 def swept_checkpoints(path: str | Path | None, logs_dir: str | Path) -> list[str] | None:
     """The checkpoints a params.yaml `sweep` makes: its base arm, then each swept arm with a log, in step
