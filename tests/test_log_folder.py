@@ -92,3 +92,21 @@ def test_drift_refuses_two_logs_of_one_arm_where_it_kept_the_last(folder: Path, 
         f"{folder / 'trained.json'} and {folder / 'zz-trained.json'}: both hold arm 'trained'" in res.stderr
     )
     assert not out.exists()
+
+
+def test_a_log_named_after_an_arm_asked_for_must_hold_it(folder: Path) -> None:
+    write_log(folder, "+rag", "+tools", seed=8)
+    with pytest.raises(LogFolderError) as refused:
+        read_arm_logs(folder, ["base", "+rag"])
+    assert str(refused.value).startswith(
+        f"{folder / '+rag.json'}: holds arm '+tools', not the '+rag' its name"
+    )
+
+
+def test_a_swept_checkpoints_log_is_found_in_the_sweep_folder(folder: Path) -> None:
+    (folder / "sweep").mkdir()
+    write_log(folder / "sweep", "run-step-2", "run-step-2", seed=9)
+    found = read_arm_logs(folder, ["base", "run-step-2"])
+    assert found["run-step-2"][0] == folder / "sweep" / "run-step-2.json"
+    # A folder read whole is its own logs: the sweep's are read only when asked for.
+    assert list(read_arm_logs(folder)) == ["base", "trained"]

@@ -87,11 +87,6 @@ def discover(logs_dir: str | Path, arms: list[str] | None = None) -> dict[str, t
     # The report reads scores, budgets, families and what the reader keeps of the samples (seeds, finish
     # reasons, path verdicts): every sample is validated, then dropped, and the logs are read side by side.
     found = arm_logs(folder, arms)
-    if arms is not None and (lost := [a for a in arms if a not in found]):
-        raise Refusal(
-            f"{folder / (lost[0] + '.json')}: holds another arm than {lost[0]!r}, which the params file's "
-            "arms lists; rename the log after its arm, or run the arm's stages (dvc repro)"
-        )
     if "base" not in found:
         raise Refusal(
             f"{folder}: no base arm (base.json or a log with arm 'base'); every arm is compared with base"

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ValidationError
 
 from analysis.reports.refusal import Refusal
 from contract.arm import arm_list_problem
+from contract.log_folder import SWEEP_FOLDER
 from contract.params import AnalysisParams, problem
 from contract.protocol import PARAMS_SECTIONS
 from contract.sweep import SweepError, check_section
@@ -108,16 +109,6 @@ def read_arm_list(path: str | Path | None) -> list[str] | None:
     if problem:
         raise Refusal(f"{p}: arms: {problem}")
     return list(arms)
-
-
-SWEEP_FOLDER = "sweep"  # <logs>/sweep/<arm>.json: the swept checkpoints' logs (pipeline.score_sweep)
-
-
-def log_path(folder: str | Path, arm: str) -> Path:
-    """An arm's log: <folder>/<arm>.json, or a swept checkpoint's <folder>/sweep/<arm>.json."""
-    direct = Path(folder) / f"{arm}.json"
-    swept = Path(folder) / SWEEP_FOLDER / f"{arm}.json"
-    return swept if not direct.is_file() and swept.is_file() else direct
 
 
 def read_swept(path: str | Path | None, logs_dir: str | Path) -> tuple[str, list[tuple[str, int]]] | None:

@@ -13,7 +13,7 @@ from typing import Any
 
 from analysis.estimators import paper_metrics as pm
 from analysis.reports import answering, contrasts, undecided
-from analysis.reports.align import ArmData, arm_arrays, check_matched, item_order, load_logs
+from analysis.reports.align import ArmData, arm_arrays, arm_logs, check_matched, item_order
 from analysis.reports.benchmark_table import answers_of
 from analysis.reports.contrasts import mean_contrast, too_few_items
 from analysis.reports.number_text import p_bound
@@ -23,13 +23,13 @@ from analysis.reports.report_models import TrajectoryReport
 from analysis.reports.settings import (
     Settings,
     checked,
-    log_path,
     read_arm_list,
     read_section,
     read_swept,
     settings_dict,
 )
 from contract.evallog import EvalLog
+from contract.log_folder import log_path
 from contract.params import TrajectoryParams
 
 NOT_CONFIGURED, ARMS_MISSING, DONE = "not configured", "arms missing", "done"
@@ -206,9 +206,8 @@ def build(logs_dir: str, settings: Settings, params: str | Path | None) -> Traje
     if placebo in absent:
         placebo = None
     present = [*checkpoints, *([placebo] if placebo else [])]
-    paths = [log_path(folder, a) for a in present]
-    # Side by side on the spare CPUs; every sample validated, then dropped.
-    logs = dict(zip(present, zip(paths, load_logs(paths, samples=False), strict=True), strict=True))
+    # Side by side on the spare CPUs; every sample validated, then dropped. Each is there (absent_arms).
+    logs = arm_logs(folder, present)
     ref = checkpoints[0]
     ref_path, ref_log = logs[ref]
     matched: dict[str, Any] = {}
