@@ -1,4 +1,4 @@
-"""The params.yaml sections the analyses read (`analysis`, `trajectory`), typed once for both sides.
+"""The params.yaml sections the analyses read (`analysis`, `trajectory`, `arms`), typed once for both sides.
 
 pipeline.config validates them inside its Params, the first stage that reads params.yaml; the analyses
 (analysis.reports.settings, analysis.reports.trajectory) validate the same models when they read the file
@@ -12,9 +12,20 @@ import difflib
 import math
 import types
 import typing
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    TypeAdapter,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+from contract.arm import arm_list_problem
 
 # A percentile interval's tails and a permutation p-value need resamples beyond each cut: fewer than this
 # many in a tail and the interval is a few order statistics (n_boot: 1 gives an interval of one point).
@@ -24,6 +35,20 @@ TAIL_RESAMPLES = 5
 def min_resamples(alpha: float) -> int:
     """The fewest resamples (n_boot, n_perm) that put TAIL_RESAMPLES in each alpha/2 tail: 200 at 0.05."""
     return math.ceil(2 * TAIL_RESAMPLES / alpha)
+
+
+def _runnable(arms: list[str]) -> list[str]:
+    # Refused by the first stage that reads the list: DVC would otherwise fail on a missing pins/arms
+    # folder (an empty list), or the sixth stage blame the logs (an arm listed twice).
+    why = arm_list_problem(arms)
+    if why:
+        raise ValueError(why)
+    return arms
+
+
+# params.yaml `arms`: the arms the pipeline runs, each once.
+ArmList = Annotated[list[str], AfterValidator(_runnable)]
+ARM_LIST: TypeAdapter[list[str]] = TypeAdapter(ArmList)
 
 
 class AnalysisParams(BaseModel):
@@ -121,7 +146,7 @@ def _without_none(node: Any) -> Any:
     return args[0] if typing.get_origin(node) in (typing.Union, types.UnionType) and len(args) == 1 else node
 
 
-def known_keys(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
+def known_keys(model: type[BaseModel] | None, loc: tuple[Any, ...]) -> list[str]:
     """The keys allowed beside the last part of loc (a path into model), for an unknown-key error."""
     node: Any = model
     for part in loc[:-1]:
@@ -137,12 +162,12 @@ def known_keys(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
     return list(getattr(_without_none(node), "model_fields", {}))
 
 
-def problem(file: Any, e: ValidationError, model: type[BaseModel], where: tuple[str, ...] = ()) -> str:
+def problem(file: Any, e: ValidationError, model: type[BaseModel] | None, where: tuple[str, ...] = ()) -> str:
     """The first thing wrong in one line: `FILE: section.field: what is wrong[; the fix]`.
 
-    model is what was validated and where the section it stands at (("analysis",) for AnalysisParams
-    read alone). An unknown key comes first: a misspelt `protocal:` would otherwise be reported as
-    "protocol: Field required".
+    model is what was validated (None: no model, as for ARM_LIST) and where the section it stands at
+    (("analysis",) for AnalysisParams read alone). An unknown key comes first: a misspelt `protocal:`
+    would otherwise be reported as "protocol: Field required".
     """
     err = next((x for x in e.errors() if x["type"] == "extra_forbidden"), e.errors()[0])
     loc = tuple(err["loc"])

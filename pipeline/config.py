@@ -23,12 +23,12 @@ from pydantic import (
     model_validator,
 )
 
-from contract.arm import ArmSpec, arm_list_problem
+from contract.arm import ArmSpec
 from contract.contamination import ContaminationSettings
 from contract.files import PathCheckError, input_file
 from contract.judge import JudgeSettings
 from contract.names import Name
-from contract.params import AnalysisParams, TrajectoryParams, problem
+from contract.params import AnalysisParams, ArmList, TrajectoryParams, problem
 from contract.protocol import AnswerRule, Protocol, is_protocol_key
 from contract.sweep import Checkpoint, SweepError, SweepParams, expand
 from pipeline.swept import plain_arm, sweep_of, swept_arms
@@ -124,7 +124,7 @@ class Params(BaseModel):
     rag: RagRef | None = None
     protocol: Protocol
     analysis: AnalysisParams | None = None  # the reports' statistics (contract.params)
-    arms: list[str] | None = None
+    arms: ArmList | None = None
     # The checkpoint trajectory's arms (contract.params; generation ignores it).
     trajectory: TrajectoryParams | None = None
     # Every checkpoint of a training run (contract.sweep): one model and one plain arm per folder of a glob.
@@ -135,16 +135,6 @@ class Params(BaseModel):
     _file: Path = PrivateAttr(default=Path("params.yaml"))
     # The checkpoints of `sweep`, in step order (load_params expands the glob once).
     _swept: list[Checkpoint] = PrivateAttr(default_factory=list)
-
-    @field_validator("arms")
-    @classmethod
-    def _arms_runnable(cls, v: list[str] | None) -> list[str] | None:
-        # Refused here, by the first stage that reads the list: DVC would otherwise fail on a missing
-        # pins/arms folder (an empty list), or the sixth stage blame the logs (an arm listed twice).
-        problem = None if v is None else arm_list_problem(v)
-        if problem:
-            raise ValueError(problem)
-        return v
 
     @property
     def file(self) -> Path:

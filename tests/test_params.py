@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from analysis.reports.refusal import Refusal
-from analysis.reports.settings import Settings, read_settings, read_swept
+from analysis.reports.settings import Settings, read_arm_list, read_settings, read_swept
 from analysis.reports.trajectory import read_trajectory
 from contract.params import AnalysisParams
 from pipeline.config import ConfigError, load_params
@@ -114,4 +114,20 @@ def test_a_sweep_is_refused_alike_by_the_pipeline_and_the_analyses(
 ) -> None:
     path = params_with(tmp_path, sweep=sweep)
     pipeline, report = both_refusals(path, lambda p: read_swept(p, tmp_path))
+    assert pipeline == report and pipeline.startswith(f"{path}: {says}") and "\n" not in pipeline
+
+
+@pytest.mark.parametrize(
+    ("arms", "says"),
+    [
+        ([], "arms: the list is empty; name the arms to run"),
+        (["base", "trained", "base"], "arms: 'base' is listed twice; list each arm once"),
+        ("base", "arms: Input should be a valid list, got 'base'"),
+    ],
+)
+def test_an_arm_list_is_refused_alike_by_the_pipeline_and_the_analyses(
+    tmp_path: Path, arms: Any, says: str
+) -> None:
+    path = params_with(tmp_path, arms=arms)
+    pipeline, report = both_refusals(path, read_arm_list)
     assert pipeline == report and pipeline.startswith(f"{path}: {says}") and "\n" not in pipeline

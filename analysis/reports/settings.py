@@ -13,9 +13,8 @@ from omegaconf import OmegaConf
 from pydantic import BaseModel, ValidationError
 
 from analysis.reports.refusal import Refusal
-from contract.arm import arm_list_problem
 from contract.log_folder import SWEEP_FOLDER
-from contract.params import AnalysisParams, problem
+from contract.params import ARM_LIST, AnalysisParams, problem
 from contract.protocol import PARAMS_SECTIONS
 from contract.sweep import SweepError, check_section
 
@@ -103,12 +102,10 @@ def read_arm_list(path: str | Path | None) -> list[str] | None:
     arms = params.get("arms")
     if arms is None:
         return None
-    if not isinstance(arms, list) or not all(isinstance(a, str) for a in arms):
-        raise Refusal(f"{p}: arms: must be a list of arm names, e.g. [base, trained, +rag]")
-    problem = arm_list_problem(arms)
-    if problem:
-        raise Refusal(f"{p}: arms: {problem}")
-    return list(arms)
+    try:
+        return ARM_LIST.validate_python(arms)
+    except ValidationError as e:
+        raise Refusal(problem(p, e, None, ("arms",))) from None
 
 
 def read_swept(path: str | Path | None, logs_dir: str | Path) -> tuple[str, list[tuple[str, int]]] | None:
