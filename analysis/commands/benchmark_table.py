@@ -1,6 +1,7 @@
-"""The benchmark table a paper prints: one row per arm (or checkpoint), one column per family of the suite,
-each cell one of the numbers RLVR papers print (analysis.estimators.paper_metrics), as markdown, CSV and
-LaTeX.
+"""The benchmark table a paper prints (the table stage): arms by families, in markdown, CSV and LaTeX.
+
+One row per arm (or checkpoint), one column per family of the suite, each cell one of the numbers RLVR papers
+print (analysis.estimators.paper_metrics), as markdown, CSV and LaTeX.
 
     python -m analysis.commands.benchmark_table --logs evallogs --out reports/table [--params params.yaml]
 

@@ -1,5 +1,7 @@
-"""The numbers RLVR papers print, from one arm's k samples per item: maj@k, pass^k, avg@k with its spread
-and Bayes@N, each per item where it has a per-item value, and the paired delta of two arms.
+"""The numbers RLVR papers print: maj@k, pass^k, avg@k with its spread, Bayes@N, and paired deltas.
+
+From one arm's k samples per item: maj@k, pass^k, avg@k with its spread and Bayes@N, each per item where it
+has a per-item value, and the paired delta of two arms.
 
 - maj@k: the majority answer of an item's k samples is right. Answers are grouped by the verifier's own
   equality where the log records it without an engine: every sample the verifier judged right gave an

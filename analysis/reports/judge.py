@@ -1,5 +1,7 @@
-"""The judge's report: its audit per arm, and every contrast three ways (rule-decided, with the judge,
-judge-corrected), with the reasons a judge is kept out of the headline.
+"""The judge's report built: its audit per arm, and every contrast three ways, with its flags.
+
+The three ways of a contrast: rule-decided, with the judge, judge-corrected; and the reasons a judge is kept
+out of the headline.
 
 A judge is unfit for an arm when its agreement with the rules on the arm's audit is under the floor
 (params.yaml judge.agreement_floor), when it gave no verdict on a quarter or more of the audit, or when the

@@ -1,4 +1,4 @@
-"""The undecided part of every report: samples the reader could not settle, kept apart from wrong ones.
+"""The undecided section of every report: samples the reader could not settle, kept apart from wrong ones.
 
 An undecided sample (EvalLog format 5: `ItemResult.undecided`) is one from which no answer was read, or
 whose reference only the `exact` fallback judges and whose words do not match: the reader cannot tell a
