@@ -13,7 +13,7 @@ from typing import Any
 from analysis.estimators.budget import BudgetAdjustment
 from analysis.reports import answering, calibration, truncation, undecided
 from analysis.reports import contrasts as ct
-from analysis.reports.align import ArmData, arm_arrays, check_matched, generated_by, item_order, load_logs
+from analysis.reports.align import ArmData, arm_arrays, arm_logs, check_matched, generated_by, item_order
 from analysis.reports.arm_contrast import (
     ArmClaim,
     ContrastPiece,
@@ -86,7 +86,6 @@ def discover(logs_dir: str | Path, arms: list[str] | None = None) -> dict[str, t
     folder = Path(logs_dir)
     if not folder.is_dir():
         raise Refusal(f"{folder}: no such folder of EvalLogs; pass --logs FOLDER")
-    found: dict[str, tuple[Path, EvalLog]] = {}
     if arms is not None:
         missing = [a for a in arms if not (folder / f"{a}.json").is_file()]
         if missing:
@@ -94,14 +93,9 @@ def discover(logs_dir: str | Path, arms: list[str] | None = None) -> dict[str, t
                 f"{folder / (missing[0] + '.json')}: no EvalLog of arm {missing[0]!r}, which the params "
                 "file's arms lists; run its stages (dvc repro) or remove it from arms"
             )
-    paths = sorted(folder.glob("*.json")) if arms is None else [folder / f"{a}.json" for a in arms]
     # The report reads scores, budgets, families and what the reader keeps of the samples (seeds, finish
     # reasons, path verdicts): every sample is validated, then dropped, and the logs are read side by side.
-    for path, log in zip(paths, load_logs(paths, samples=False), strict=True):
-        arm = log.arm or path.stem
-        if arm in found:
-            raise Refusal(f"{found[arm][0]} and {path}: both hold arm {arm!r}; keep one log per arm")
-        found[arm] = (path, log)
+    found = arm_logs(folder, arms)
     if "base" not in found:
         raise Refusal(
             f"{folder}: no base arm (base.json or a log with arm 'base'); every arm is compared with base"

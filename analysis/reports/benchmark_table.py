@@ -21,8 +21,9 @@ from analysis.reports.align import arm_arrays, check_matched, item_order, load_l
 from analysis.reports.contrasts import BCA_MIN_ITEMS, NO_FAMILY, delta_interval, mean_contrast
 from analysis.reports.refusal import Refusal
 from analysis.reports.report_parts import Bounds, MeanContrast, PaperMetrics, Real, ReportModel, ReportSection
-from analysis.reports.settings import Settings, log_path, read_arm_list, read_swept
+from analysis.reports.settings import Settings, read_arm_list, read_swept
 from contract.evallog import EvalLog
+from contract.log_folder import log_path
 
 ALL = "all"
 EXIT_REFUSED = 2

@@ -28,7 +28,7 @@ from analysis.estimators.resampling import rng_for
 from analysis.reports import contrasts as ct
 from analysis.reports.refusal import Refusal
 from analysis.reports.report_parts import MeanContrast, Real, ReportSection
-from analysis.reports.settings import Settings
+from analysis.reports.settings import Settings, checked
 from contract.contamination import (
     OVERLAP_FILE,
     PROBE_PREFIX,
@@ -76,11 +76,7 @@ def read_audit(params: str | Path | None) -> Audit | None:
     section = (yaml.safe_load(p.read_text()) or {}).get("contamination")
     if section is None:
         return None
-    try:
-        cfg = ContaminationSettings.model_validate(section)
-    except ValidationError as e:
-        err = e.errors()[0]
-        raise Refusal(f"{p}: contamination.{'.'.join(str(x) for x in err['loc'])}: {err['msg']}") from None
+    cfg = checked(ContaminationSettings, section, p, "contamination")
     folder = Path(cfg.out)
     if cfg.flag.reference is not None and cfg.flag.reference not in cfg.models:
         raise Refusal(

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from analysis.reports import arm_comparison, contrasts
 from analysis.reports import delta as delta_report
-from analysis.reports.align import arm_arrays, check_matched, item_order, load_logs
+from analysis.reports.align import arm_arrays, arm_logs, check_matched, item_order
 from analysis.reports.refusal import Refusal
 from analysis.reports.report_models import ArmComparison, DeltaReport
 from analysis.reports.report_parts import MeanContrast, Real, ReportModel, ReportSection
@@ -99,14 +99,10 @@ def scorer_of(log: EvalLog) -> dict[str, Any] | None:
 
 
 def read_folder(folder: Path, arms: list[str] | None) -> dict[str, tuple[Path, EvalLog]]:
-    """The logs of a folder by arm name (the log's arm, else its stem), limited to arms when given."""
-    paths = sorted(folder.glob("*.json")) if arms is None else [folder / f"{a}.json" for a in arms]
-    paths = [p for p in paths if p.is_file()]
-    if not paths:
+    """The logs of a folder by arm (align.arm_logs refuses two of one arm), limited to arms if given."""
+    found = arm_logs(folder, arms)
+    if not found:
         raise Refusal(f"{folder}: no EvalLog (*.json) in this folder; give the folder that holds the logs")
-    found: dict[str, tuple[Path, EvalLog]] = {}
-    for path, log in zip(paths, load_logs(paths, samples=False), strict=True):
-        found[log.arm or path.stem] = (path, log)
     return found
 
 

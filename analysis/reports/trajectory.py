@@ -14,7 +14,7 @@ from typing import Any
 from analysis.estimators import paper_metrics as pm
 from analysis.estimators.estimate import excludes
 from analysis.reports import answering, contrasts, undecided
-from analysis.reports.align import ArmData, arm_arrays, check_matched, item_order, load_logs
+from analysis.reports.align import ArmData, arm_arrays, arm_logs, check_matched, item_order
 from analysis.reports.benchmark_table import answers_of
 from analysis.reports.contrasts import mean_contrast, too_few_items
 from analysis.reports.number_text import p_bound
@@ -23,13 +23,15 @@ from analysis.reports.refusal import Refusal
 from analysis.reports.report_models import TrajectoryReport
 from analysis.reports.settings import (
     Settings,
-    log_path,
+    checked,
     read_arm_list,
     read_section,
     read_swept,
     settings_dict,
 )
 from contract.evallog import EvalLog
+from contract.log_folder import log_path
+from contract.params import TrajectoryParams
 
 NOT_CONFIGURED, ARMS_MISSING, DONE = "not configured", "arms missing", "done"
 STEP_IN_NAME = re.compile(r"step[-_](\d+)$")
@@ -38,9 +40,6 @@ CONFIGURE = (
     "placebo: <the random-reward run's plain arm>}` and those arms to `arms` (docs/worlds.md: The checkpoint "
     "trajectory)"
 )
-
-# The keys of params.yaml `trajectory` (the configuration reference of the docs lists them from here).
-TRAJECTORY_KEYS: tuple[str, ...] = ("checkpoints", "placebo")
 
 
 def swept_checkpoints(path: str | Path | None, logs_dir: str | Path) -> list[str] | None:
@@ -68,28 +67,10 @@ def read_trajectory(
         return None
     if not isinstance(section, dict):
         raise Refusal(f"{p}: trajectory: must be a mapping with checkpoints and placebo; {CONFIGURE}")
-    unknown = sorted(set(section) - set(TRAJECTORY_KEYS))
-    if unknown:
-        raise Refusal(
-            f"{p}: trajectory.{unknown[0]}: unknown key (a typo?); known keys: {', '.join(TRAJECTORY_KEYS)}"
-        )
-    checkpoints, placebo = section.get("checkpoints"), section.get("placebo")
-    if (
-        not isinstance(checkpoints, list)
-        or len(checkpoints) < 2
-        or not all(isinstance(c, str) for c in checkpoints)
-    ):
-        raise Refusal(
-            f"{p}: trajectory.checkpoints: must list at least two arms in training order, the reference "
-            f"first, e.g. [base, step-200, trained]; got {checkpoints!r}"
-        )
-    if len(set(checkpoints)) != len(checkpoints):
-        raise Refusal(f"{p}: trajectory.checkpoints: an arm is listed twice in {checkpoints!r}")
-    if placebo is not None and (not isinstance(placebo, str) or placebo in checkpoints):
-        raise Refusal(
-            f"{p}: trajectory.placebo: must be one arm that is not a checkpoint (or null); got {placebo!r}"
-        )
-    return list(checkpoints), placebo
+    # Without a sweep the checkpoints are required: an absent list is checked as an empty one would be.
+    t = checked(TrajectoryParams, {"checkpoints": None, **section}, p, "trajectory")
+    assert t.checkpoints is not None  # TrajectoryParams refuses a given None
+    return list(t.checkpoints), t.placebo
 
 
 def _row(arm: str, ref: str, data: dict[str, Any], models: dict[str, str], settings: Settings) -> dict:
@@ -226,9 +207,8 @@ def build(logs_dir: str, settings: Settings, params: str | Path | None) -> Traje
     if placebo in absent:
         placebo = None
     present = [*checkpoints, *([placebo] if placebo else [])]
-    paths = [log_path(folder, a) for a in present]
-    # Side by side on the spare CPUs; every sample validated, then dropped.
-    logs = dict(zip(present, zip(paths, load_logs(paths, samples=False), strict=True), strict=True))
+    # Side by side on the spare CPUs; every sample validated, then dropped. Each is there (absent_arms).
+    logs = arm_logs(folder, present)
     ref = checkpoints[0]
     ref_path, ref_log = logs[ref]
     matched: dict[str, Any] = {}
