@@ -81,7 +81,9 @@ def sample_tokens(log: EvalLog, order: list[str]) -> np.ndarray | None:
 def pass_at_k_rows(primary: Primary) -> list[PassAtKRow]:
     """pass@k of both arms at every k, each delta with its interval; pass@1's is the headline's."""
     passk = primary.passk
-    methods = ["percentile (cluster)"] * len(passk.ks)
+    # Each row names the method of the interval it prints: below BCA_MIN_ITEMS pass@k's intervals invert the
+    # sign-flip test or are Newcombe's, not the cluster percentile bootstrap of a large suite.
+    methods = [ci.method for ci in passk.delta_ci]
     if passk.delta_ci[0].method != "percentile (cluster)":
         methods[0] = f"{primary.stats.ci.method}, item-level (the headline interval)"
     return [
