@@ -1,5 +1,6 @@
-"""Coverage of the paper metrics' intervals (analysis.estimators.paper_metrics, the benchmark table), by
-simulation:
+"""Coverage of the paper metrics' intervals (the benchmark table's), by simulation.
+
+The metrics of analysis.estimators.paper_metrics, as the benchmark table prints them:
 `python -m benchmarks.bench_calibration --part metrics`.
 
 Each design draws per-item success rates from a Beta distribution (the regimes of bench_calibration), then k
@@ -91,7 +92,7 @@ def one_rep(n: int, k: int, regime: tuple, planted: bool, settings: Settings, rn
 
     z = float(norm.ppf(1 - settings.alpha / 2))
     mu, sd = pm.bayes_at_n(a)
-    bd = pm.bayes_delta(a, b, settings.alpha)
+    bd = pm.bayes_delta(a, b, settings.alpha).fields()
     _, spread = pm.avg_at_k(a)
     return {
         "cov_maj": covers((pm.maj_at_k_items(answers_a, a), pm.maj_at_k_items(answers_b, b)), "maj"),

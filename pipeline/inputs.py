@@ -1,5 +1,6 @@
-"""The hash of what an arm's generation reads (`inputs_sha256`), an input of the resolved run
-(pipeline.resolve) that every generations file records; pipeline.staleness compares a file's with the run's.
+"""The hash of what an arm's generation reads (`inputs_sha256`), which every generations file records.
+
+An input of the resolved run (pipeline.resolve); pipeline.staleness compares a file's with the run's.
 """
 
 from __future__ import annotations

@@ -1,6 +1,8 @@
-"""The files of one arm's run, named in one place: its generations file and provenance record in out_dir, and
-its own files beside out_dir, never inside it, in <out_dir>.work/ (the partial shard and its lock, a finished
-part waiting for the merge, the kept links of the finished files).
+"""The files of one arm's run, named in one place (`RunPaths`).
+
+Its generations file and provenance record are in out_dir; its own files are beside out_dir, never inside
+it, in <out_dir>.work/ (the partial shard and its lock, a finished part waiting for the merge, the kept
+links of the finished files).
 
 DVC owns out_dir as one output: a `dvc checkout --force` that cannot restore it from the cache deletes the
 whole folder, so what a resume needs must live where DVC never deletes (pipeline.keep).

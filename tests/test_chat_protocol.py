@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from analysis.commands import delta as delta_command
-from arms.tools.orbital import TOOLS
+from augment.tools.orbital import TOOLS
 from contract.protocol import Protocol
 from pipeline.config import ConfigError, load_arm, load_params
 from pipeline.pins import PinError, check_pins, pinned_index, suite_items
