@@ -21,6 +21,7 @@ from typing import Any
 
 from contract.evallog import EvalLog, EvalLogError, ItemResult, SampleRecord, load
 from contract.files import PathCheckError, output_dir
+from contract.log_folder import LogFolderError, by_arm
 
 # The exit status of a refusal, as every command of the project's.
 EXIT_REFUSED = 2
@@ -197,24 +198,13 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     try:
         output_dir(args.out, "--out")
-        logs = [(Path(p), load(p)) for p in args.logs]
-    except (PathCheckError, EvalLogError) as e:
+        found = by_arm((Path(p), load(p)) for p in args.logs)
+    except (PathCheckError, EvalLogError, LogFolderError) as e:
         print(f"refused: {e}", file=sys.stderr)
         return EXIT_REFUSED
-    names: dict[str, Path] = {}
-    for path, log in logs:
-        arm = log.arm or path.stem
-        if arm in names:
-            print(
-                f"refused: {names[arm]} and {path}: both are arm {arm!r}; export one log per arm",
-                file=sys.stderr,
-            )
-            return EXIT_REFUSED
-        names[arm] = path
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    for path, log in logs:
-        arm = log.arm or path.stem
+    for arm, (path, log) in found.items():
         target = out / f"{arm}.eval"
         # Under a temporary name, renamed when whole: a full disk or a kill never leaves half an .eval file.
         why = _export(log, arm, target)

@@ -114,7 +114,7 @@ def test_two_logs_of_one_arm_are_refused(tmp_path: Path, capsys: pytest.CaptureF
     assert (
         export_main([str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--out", str(tmp_path / "x")]) == 2
     )
-    assert "both are arm 'trained+rag+tools'" in capsys.readouterr().err and not (tmp_path / "x").exists()
+    assert "both hold arm 'trained+rag+tools'" in capsys.readouterr().err and not (tmp_path / "x").exists()
     (tmp_path / "bad.json").write_text("{}")
     assert export_main([str(tmp_path / "bad.json"), "--out", str(tmp_path / "x")]) == 2
     assert "bad.json: model_name: Field required" in capsys.readouterr().err
