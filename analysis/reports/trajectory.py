@@ -8,6 +8,7 @@ report is a short one saying so. The command is analysis.commands.trajectory.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from analysis.estimators.estimate import excludes
 from analysis.reports import answering, contrasts, undecided
 from analysis.reports.align import ArmData, arm_arrays, arm_logs, check_matched, item_order
 from analysis.reports.benchmark_table import answers_of
+from analysis.reports.contrast_values import ContrastStats
 from analysis.reports.contrasts import mean_contrast, too_few_items
 from analysis.reports.number_text import p_bound
 from analysis.reports.prompting import prompt_line
@@ -73,29 +75,48 @@ def read_trajectory(
     return list(t.checkpoints), t.placebo
 
 
-def _row(arm: str, ref: str, data: dict[str, Any], models: dict[str, str], settings: Settings) -> dict:
-    # The arm report's draws for the same contrast: a number carries the same interval on both pages, and
-    # trained vs base the delta report's verdict (the claim's family).
-    whole = None
+@dataclass(frozen=True)
+class StepTest:
+    """One contrast of the trajectory as computed: a checkpoint, or the placebo, against its reference."""
+
+    ref: str
+    arm: str
+    model_name: str
+    stats: ContrastStats
+    # Trained vs base: the delta report's contrast, decided by Holm over the claim's family (else None).
+    primary: contrasts.Primary | None
+
+
+def _test(
+    arm: str, ref: str, data: dict[str, ArmData], models: dict[str, str], settings: Settings
+) -> StepTest:
+    """The contrast with the arm report's draws: a number carries the same interval on both pages."""
     if contrasts.is_primary(ref, arm):
         whole = contrasts.primary_contrast(data[ref].scores, data[arm].scores, settings)
-        row = {**whole.stats.fields(), **whole.decision.fields()}
-    else:
-        row = mean_contrast(data[ref].item_mean, data[arm].item_mean, settings).fields()
-    # _primary: popped by build once the rows are decided, for trained vs base's FORMAT call.
-    return {"arm": arm, "reference": ref, "model_name": models[arm], **row, "_primary": whole}
+        return StepTest(ref, arm, models[arm], whole.stats, whole)
+    return StepTest(
+        ref, arm, models[arm], mean_contrast(data[ref].item_mean, data[arm].item_mean, settings), None
+    )
 
 
-def _format(row: dict[str, Any], readers: dict[str, Any], settings: Settings) -> None:
-    """The row under the lenient reader and its FORMAT call (as the arm comparison's row), when recorded."""
-    whole = row.pop("_primary")
-    ref, arm = readers[row["reference"]], readers[row["arm"]]
-    if whole is not None:
-        part = answering.primary_part(whole, contrasts.claim(whole, settings)[0], ref, arm, settings)
-    else:
-        part = answering.row_part(row["significant"], row["delta"], ref, arm, settings)
-    if part is not None:
-        row["format"] = part
+def _rows(tests: list[StepTest], readers: dict[str, Any], settings: Settings) -> list[dict[str, Any]]:
+    """The tests' report rows: Benjamini-Hochberg over all but the primary, then each FORMAT call."""
+    by_bh = iter(contrasts.bh_decisions([t.stats for t in tests if t.primary is None], settings))
+    rows = []
+    for t in tests:
+        decision = t.primary.decision if t.primary is not None else next(by_bh)
+        row: dict[str, Any] = {"arm": t.arm, "reference": t.ref, "model_name": t.model_name}
+        row.update({**t.stats.fields(), **decision.fields()})
+        ref, arm = readers[t.ref], readers[t.arm]
+        if t.primary is not None:
+            claim = contrasts.claim(t.primary, settings)[0]
+            part = answering.primary_part(t.primary, claim, ref, arm, settings)
+        else:
+            part = answering.row_part(decision.significant, t.stats.delta, ref, arm, settings)
+        if part is not None:
+            row["format"] = part
+        rows.append(row)
+    return rows
 
 
 def reward_claim(row: dict[str, Any] | None, settings: Settings) -> str:
@@ -217,15 +238,16 @@ def build(logs_dir: str, settings: Settings, params: str | Path | None) -> Traje
     order = item_order(ref_log)
     data = {a: arm_arrays(log, order) for a, (_, log) in logs.items()}
     models = {a: log.model_name for a, (_, log) in logs.items()}
-    rows = [_reference_row(ref, models[ref], data[ref], len(order))]
-    rows += [_row(a, ref, data, models, settings) for a in checkpoints[1:]]
-    placebo_row = _row(placebo, ref, data, models, settings) if placebo else None
-    versus = _row(checkpoints[-1], placebo, data, models, settings) if placebo else None
-    tests = [*rows[1:], *([placebo_row, versus] if placebo else [])]
-    contrasts.decide_bh([t for t in tests if "significant" not in t], settings)
+    tests = [_test(a, ref, data, models, settings) for a in checkpoints[1:]]
+    if placebo:
+        tests += [
+            _test(placebo, ref, data, models, settings),
+            _test(checkpoints[-1], placebo, data, models, settings),
+        ]
     readers = {a: answering.reader_arrays(log, order) for a, (_, log) in logs.items()}
-    for t in tests:
-        _format(t, readers, settings)
+    decided = _rows(tests, readers, settings)
+    rows = [_reference_row(ref, models[ref], data[ref], len(order)), *decided[: len(checkpoints) - 1]]
+    placebo_row, versus = (decided[-2], decided[-1]) if placebo else (None, None)
     lenient_missing = answering.missing_lenient(readers)
     notes = _notes(ref_log, len(order), config[1], placebo)
     if lenient_missing:
@@ -234,7 +256,7 @@ def build(logs_dir: str, settings: Settings, params: str | Path | None) -> Traje
         {a: g for a, (_, g) in logs.items()},
         order,
         data,
-        [(t["reference"], t["arm"]) for t in tests],
+        [(t.ref, t.arm) for t in tests],
         settings,
         notes,
     )
@@ -259,7 +281,7 @@ def build(logs_dir: str, settings: Settings, params: str | Path | None) -> Traje
         lenient_missing=lenient_missing,
         **extra,
         limits=LIMITS,
-        n_tests=sum(1 for t in tests if not contrasts.is_primary(t["reference"], t["arm"])),
+        n_tests=sum(1 for t in tests if not contrasts.is_primary(t.ref, t.arm)),
         settings=settings_dict(settings),
         notes=notes,
     )
