@@ -521,7 +521,7 @@ def test_rag_and_tool_arms_end_to_end(vllm_engine: VllmEngine, tiny_tool_model: 
     from pipeline.settings import RunSettings
     from scoring.paths import VERDICTS
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     rows = [row for _, row in read_jsonl(root / "demo/suite/sda-mini-v1.jsonl")]
     picked: list[dict] = []
     for fam in ("raise", "compute", "lookup", "compound"):
@@ -610,7 +610,7 @@ def test_a_tool_arm_whose_server_keeps_dying_with_the_real_engine(
     from pipeline.pins import write_pins
     from pipeline.settings import RunnerError, RunSettings
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     rows = []
     for tool, alts in (("orbital_period", (420, 777)), ("circular_speed", (520, 1300))):
         for alt in alts:

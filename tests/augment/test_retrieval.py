@@ -11,7 +11,7 @@ import pytest
 
 from arms.retrieval import CorpusError, Index, IndexLoadError, build_index, corpus_revision
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 DOCS = [
     {

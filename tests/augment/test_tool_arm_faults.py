@@ -1,7 +1,7 @@
 """A tool arm whose server keeps dying: the real runner, tool loop, MCP server and scorer, under faults.
 
 The engine is scripted (every sample calls a tool, then answers with the number the tool returned), so the
-calls are known in advance and each fault lands on a known call; tests/test_loop.py drives the same faults
+calls are known in advance and each fault lands on a known call; tests/augment/test_loop.py drives the same faults
 through the real vLLM engine. The server is killed from the engine between rounds, or exits by itself on
 every N-th call (arms.tools.server EXIT_EVERY_ENV, which only tests set).
 """

@@ -25,7 +25,7 @@ from arms.tools.client import DEFAULT_COMMAND, ToolClient, ToolServerError
 from arms.tools.orbital import TOOLS
 from arms.tools.server import EXIT_EVERY_ENV
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FAULTY = (*DEFAULT_COMMAND, "--fault-tools")
 
 # (tool, arguments, result key, value computed by hand)

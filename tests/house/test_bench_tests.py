@@ -10,7 +10,7 @@ from pathlib import Path
 
 from benchmarks.bench_tests import report
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_clock_counts_a_tests_subprocesses_and_names_its_group(tmp_path: Path, capsys) -> None:

@@ -15,7 +15,7 @@ import pytest
 
 from scripts import config_reference
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _build(out: Path) -> subprocess.CompletedProcess[str]:

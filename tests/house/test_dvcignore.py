@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from dvc.repo import Repo
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PROJECTS = sorted(p.parent for p in [ROOT / ".dvc", *ROOT.glob("examples/*/.dvc")] if p.is_dir())
 
 

@@ -358,7 +358,7 @@ def test_an_imported_inspect_log_with_tool_calls_is_compared(
     from inspect_ai.model import ChatMessageAssistant, ChatMessageTool
     from inspect_ai.tool import ToolCall
 
-    from tests.test_imports import EPOCHS, inspect_log
+    from tests.interop.test_imports import EPOCHS, inspect_log
 
     base_src = inspect_log(tmp_path / "b", "mockllm/base", {(0, 1), (1, 2)})
     tools_src = inspect_log(tmp_path / "t", "mockllm/tools", {(0, 1), (2, 2), (3, 3)})

@@ -26,7 +26,7 @@ from contract.evallog import load
 from interop.imports.__main__ import main as imports_main
 from interop.inspect_export import main as export_main
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 N_ITEMS, EPOCHS = 8, 3
 FAST_PARAMS = "analysis:\n  n_boot: 300\n  n_perm: 300\n"
 

@@ -17,7 +17,7 @@ from pipeline.pins import PinError, check_pins, pinned_index, suite_items
 from pipeline.plan import plan_arm
 from pipeline.prompts import CHAT_INSTRUCTION
 from tests.conftest import arithmetic_items, make_world, with_chat_template
-from tests.test_delta import write_log, write_params
+from tests.analysis.reports.test_delta import write_log, write_params
 
 # The orbital tools as the MCP server lists them (name, description, input_schema).
 TOOL_SPECS = [

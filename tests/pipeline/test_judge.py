@@ -29,7 +29,7 @@ from contract.judge import JudgeSettings, asks, final_verdict
 from pipeline import judge as stage
 from scoring import judge_prompt as jp
 from tests.conftest import ROOT, world_env
-from tests.test_item_browser import browser  # noqa: F401  (the headless Chromium fixture)
+from tests.analysis.rendering.test_item_browser import browser  # noqa: F401  (the headless Chromium fixture)
 
 ARMS = ["gpt-4", "gpt-4-turbo"]
 

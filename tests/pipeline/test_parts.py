@@ -1,7 +1,7 @@
 """An arm generated in parts (part=s/N) and merged equals the arm generated whole; bad parts are refused.
 
 The engine is the transformers one on an untrained tiny checkpoint (a real engine that starts in a second);
-tests/test_ray_run.py runs the parts as Ray tasks on vLLM.
+tests/pipeline/test_ray_run.py runs the parts as Ray tasks on vLLM.
 """
 
 from __future__ import annotations

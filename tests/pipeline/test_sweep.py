@@ -14,7 +14,7 @@ from analysis.commands import benchmark_table as benchmark_table_command
 from analysis.commands import trajectory as trajectory_command
 from contract.sweep import SweepError, expand, step_of
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "demo" / "models"
 GRPO_LOGS = ROOT / "examples" / "smollm2-grpo" / "evallogs"
 
@@ -245,7 +245,7 @@ def test_a_step_whose_checkpoint_folder_was_deleted_keeps_its_log(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from pipeline.score_sweep import score_sweep
-    from tests.test_score import write_world
+    from tests.scoring.test_score import write_world
 
     _suite, gens, params = write_world(tmp_path)
     raw = yaml.safe_load(params.read_text())

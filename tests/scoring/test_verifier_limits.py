@@ -17,7 +17,7 @@ from contract.evallog import load
 from contract.suite import SuiteItem
 from scoring.timelimit import AnswerTimeout, time_limit
 from scoring.verifiers import score
-from tests.test_verifiers import _chat_world, _score_cli
+from tests.scoring.test_verifiers import _chat_world, _score_cli
 
 HANGS = "import time\n\ndef hangs(answer, reference):\n    while True:\n        time.sleep(0.01)\n"
 # A 1,000-term polynomial: math-verify's LaTeX parser takes tens of seconds on it (47 s measured).

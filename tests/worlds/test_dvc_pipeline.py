@@ -23,7 +23,7 @@ import yaml
 from contract.jsonl import read_jsonl
 from pipeline.keep import kept_path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ARMS = ["base", "trained", "+rag", "+tools", "trained+rag", "trained+tools", "trained+rag+tools"]
 PER_FAMILY = 2
 # The pin stage runs on every repro (always_changed: it hashes the checkpoints itself, through its stat-keyed

@@ -20,7 +20,7 @@ from contract.evallog import load
 from contract.generations import Generations, GenItem, GenSample, dump_generations, prompt_sha256
 from contract.protocol import Protocol
 from tests.conftest import ROOT
-from tests.test_delta import run_cli, write_params
+from tests.analysis.reports.test_delta import run_cli, write_params
 
 SUITE = ROOT / "demo" / "suite" / "sda-mini-v1.jsonl"
 K = 4

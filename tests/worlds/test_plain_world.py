@@ -24,7 +24,7 @@ from contract.jsonl import read_jsonl
 from pipeline.settings import partial_dir
 from tests.conftest import link_or_copy, world_env
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 WORLD = ROOT / "examples" / "smollm2-plain"
 sys.path.insert(0, str(ROOT / "examples" / "smollm2"))
 from build import strip_chat_template  # noqa: E402  (the world's own build script, not a package)

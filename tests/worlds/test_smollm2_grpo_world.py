@@ -27,7 +27,7 @@ from contract.digest import file_sha256
 from contract.jsonl import read_jsonl
 from tests.conftest import link_or_copy, world_env
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 WORLD = ROOT / "examples" / "smollm2-grpo"
 TINY = ROOT / "tests" / "checkpoints" / "arith-v1"
 

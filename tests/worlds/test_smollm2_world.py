@@ -21,7 +21,7 @@ import yaml
 from contract.jsonl import read_jsonl
 from tests.conftest import link_or_copy, world_env
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 WORLD = ROOT / "examples" / "smollm2"
 sys.path.insert(0, str(WORLD))
 import problems as world  # noqa: E402  (the world's own module, not a package of the project)

@@ -26,7 +26,7 @@ from pipeline import pins
 from pipeline.config import ConfigError, load_params
 from pipeline.prompts import check_uses_question, compile_template, render_template
 from tests.conftest import ROOT
-from tests.test_delta import synthetic_scores, write_log
+from tests.analysis.reports.test_delta import synthetic_scores, write_log
 
 
 def _analysis_params(tmp_path: Path, **analysis: object) -> Path:

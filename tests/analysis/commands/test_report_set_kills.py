@@ -96,8 +96,8 @@ def test_a_set_killed_before_its_renames_is_the_old_set_and_its_temporaries_go_a
 
 @pytest.mark.slow
 def test_the_report_page_killed_between_renames_leaves_one_whole_set(tmp_path: Path) -> None:
-    from tests.test_arm_comparison import make_world
-    from tests.test_report_page import _reports
+    from tests.analysis.reports.test_arm_comparison import make_world
+    from tests.analysis.rendering.test_report_page import _reports
 
     logs = make_world(tmp_path / "evallogs", arms_=["base", "trained", "+rag"])
     reports = _reports(tmp_path, logs)

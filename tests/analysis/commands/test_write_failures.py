@@ -20,9 +20,9 @@ import pytest
 from analysis.rendering import index_page as report
 from contract.atomic import STALE_AFTER_S, atomic_write, atomic_write_set
 from tests.conftest import ROOT
-from tests.test_arm_comparison import make_world
-from tests.test_report_page import _reports
-from tests.test_score import write_world
+from tests.analysis.reports.test_arm_comparison import make_world
+from tests.analysis.rendering.test_report_page import _reports
+from tests.scoring.test_score import write_world
 
 
 def _limited(limit: int):  # noqa: ANN202 - a preexec function

@@ -15,7 +15,7 @@ from scipy.stats import beta, hypergeom
 
 from analysis.estimators import paper_metrics as pm
 
-GRPO_LOGS = Path(__file__).resolve().parents[1] / "examples" / "smollm2-grpo" / "evallogs"
+GRPO_LOGS = Path(__file__).resolve().parents[3] / "examples" / "smollm2-grpo" / "evallogs"
 
 
 def test_pass_hat_k_is_the_share_of_k_subsets_all_right_and_lighteval_g_pass_at_threshold_one() -> None:

@@ -14,7 +14,7 @@ from scipy import stats
 
 from analysis.estimators.power_planning import mde_paired, power_plan
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_the_analyses_do_not_import_scipy_stats():

@@ -82,7 +82,7 @@ def test_the_drawing_process_ends_when_its_parent_is_killed():
         "print(d._proc.pid, flush=True)\n"
         "os.kill(os.getpid(), signal.SIGKILL)\n"
     )
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[3]
     proc = subprocess.run(
         [sys.executable, "-c", script], cwd=root, capture_output=True, text=True, timeout=60
     )

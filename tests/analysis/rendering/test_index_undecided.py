@@ -10,8 +10,8 @@ import numpy as np
 
 from analysis.rendering import index_page as report
 from contract.evallog import FORMAT_VERSION
-from tests.test_arm_comparison import make_world
-from tests.test_report_page import _reports
+from tests.analysis.reports.test_arm_comparison import make_world
+from tests.analysis.rendering.test_report_page import _reports
 
 
 def undecided_world(folder: Path) -> Path:

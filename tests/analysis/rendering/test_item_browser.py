@@ -42,7 +42,7 @@ from contract.suite import load_suite, questions_sha256
 from contract.textformat import format_tool_call, format_tool_response
 from pipeline.score import score_file
 from tests.conftest import ROOT
-from tests.test_delta import run_cli, write_log, write_params
+from tests.analysis.reports.test_delta import run_cli, write_log, write_params
 
 K = 4
 FAMILIES = ["lookup", "compute", "raise", "compound"]

@@ -12,8 +12,8 @@ import pytest
 from analysis.commands import index_page as index_command
 from analysis.rendering import index_page as report
 from analysis.rendering.markdown_text import items_href
-from tests.test_arm_comparison import HOSTILE_ARM, hostile_world, make_world
-from tests.test_delta import markdown_view, run_cli, write_params
+from tests.analysis.reports.test_arm_comparison import HOSTILE_ARM, hostile_world, make_world
+from tests.analysis.reports.test_delta import markdown_view, run_cli, write_params
 
 
 def _reports(tmp_path: Path, logs: Path) -> Path:
@@ -197,7 +197,7 @@ def test_a_tool_arm_that_does_not_count_its_failed_calls_is_left_out_and_the_pag
 @pytest.mark.parametrize("world", ["examples/smollm2", "."])
 def test_the_verdict_names_the_claims_family_as_tested(tmp_path: Path, world: str) -> None:
     """At k = 1 the claim's family is pass@1 alone; above it, pass@1 and pass@k (the reports' k)."""
-    root = Path(__file__).resolve().parents[1] / world
+    root = Path(__file__).resolve().parents[3] / world
     k = json.loads((root / "reports/delta/delta_report.json").read_text())["verdict"]["top_k"]
     report.write(root / "reports/delta", root / "reports/arms", tmp_path)
     page = (tmp_path / "index.md").read_text()

@@ -19,7 +19,7 @@ from analysis.reports.design import FACTORIAL_CELLS
 from analysis.reports.report_models import ArmComparison
 from analysis.reports.settings import Settings
 from contract.evallog import EvalLog
-from tests.test_delta import (
+from tests.analysis.reports.test_delta import (
     FAMILIES,
     HOSTILE_FAMILY,
     HOSTILE_MODEL,

@@ -14,7 +14,7 @@ import pytest
 from analysis.commands import benchmark_table as benchmark_table_command
 from analysis.rendering import index_page as report
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 WORLD = ROOT / "examples" / "smollm2-grpo"
 
 

@@ -21,7 +21,7 @@ from analysis.reports.report_models import DeltaReport
 from analysis.reports.settings import Settings, read_settings
 from contract.evallog import EvalLog
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 FAMILIES = ("lookup", "compute", "raise", "compound")
 REPORT_FIELDS = [
     *("suite", "suite_revision", "n_items", "n_samples", "pre_model", "post_model", "driver", "measured_at"),

@@ -12,7 +12,7 @@ from pydantic import ValidationError
 from analysis.reports.report_models import ArmComparison, BudgetStratum, DeltaReport, TrajectoryReport
 from analysis.reports.report_parts import report_json
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 MODELS = {
     "delta_report.json": DeltaReport,
     "arm_comparison_report.json": ArmComparison,

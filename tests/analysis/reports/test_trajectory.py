@@ -10,7 +10,7 @@ import pytest
 
 from analysis.reports import arm_comparison, trajectory
 from analysis.reports.settings import Settings
-from tests.test_delta import markdown_view, run_cli, write_log
+from tests.analysis.reports.test_delta import markdown_view, run_cli, write_log
 
 FAST = Settings(n_boot=400, n_perm=400, seed=5)
 # arm -> lift of every item's success probability over base (probability scale: the lift is the true delta)

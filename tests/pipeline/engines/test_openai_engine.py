@@ -1,5 +1,5 @@
 """The openai engine against a small OpenAI-compatible HTTP server run here (retries, refusals, credentials),
-and its settings; tests/test_served_engine.py drives vLLM's real server."""
+and its settings; tests/pipeline/engines/test_served_engine.py drives vLLM's real server."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """engine=openai against vLLM's real OpenAI-compatible server on loopback (slow): the offline engine's texts,
 every arm kind, a runner SIGKILLed (no orphan server, then a resume). A server that stops answering mid-run
-is tested against a small local server (tests/test_openai_engine.py); benchmarks/bench_served.py kills
+is tested against a small local server (tests/pipeline/engines/test_openai_engine.py); benchmarks/bench_served.py kills
 vLLM's own.
 
 One server (the runner's own, started by the openai engine in this process) serves the module; the test
@@ -28,7 +28,7 @@ from pipeline.engines import make_engine
 from pipeline.generate import run
 from pipeline.settings import partial_dir
 from tests.conftest import ROOT, World, arithmetic_items, make_world
-from tests.test_runner import CORPUS
+from tests.pipeline.test_runner import CORPUS
 
 pytestmark = pytest.mark.slow
 KEY_VAR = "TEST_SERVED_KEY"

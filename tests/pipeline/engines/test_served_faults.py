@@ -29,7 +29,7 @@ from pipeline.engines.served_reply import (
     json_body,
     retry_after_s,
 )
-from tests.test_openai_engine import SAMPLED, Stub, _engine, _requests
+from tests.pipeline.engines.test_openai_engine import SAMPLED, Stub, _engine, _requests
 
 Answer = Callable[[Any, dict[str, Any]], Any]
 
