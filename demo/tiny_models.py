@@ -148,4 +148,4 @@ def train_tiny_tool_model(out: Path) -> Path:
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
     model.eval()
-    return save_checkpoint(model, out, extra_meta={"purpose": "tests/augment/test_loop.py tool-format model", **TINY})
+    return save_checkpoint(model, out, extra_meta={"purpose": "tests/test_loop.py tool-format model", **TINY})

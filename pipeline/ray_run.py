@@ -5,7 +5,7 @@ samples of an item in one part); each part runs as a Ray task with its own engin
 `--gpus-per-worker 1`) and writes its finished samples to <out_dir>.work/parts/; the driver then merges them
 into <out_dir>/<arm>.json. Every (item, sample) carries its own seed, so the merged file equals a
 one-worker run wherever the engine's outputs do not depend on the batch (checked on the CPU engine by
-tests/pipeline/test_ray_run.py; on a GPU set VLLM_BATCH_INVARIANT=1 to make vLLM batch-invariant).
+tests/test_ray_run.py; on a GPU set VLLM_BATCH_INVARIANT=1 to make vLLM batch-invariant).
 
 The same parts run without Ray as independent processes (a SLURM array, a DVC queue):
 `python -m pipeline.run_arm arm=<arm> part=<s>/<N>` for each s, then `... merge=<N>`.

@@ -1,7 +1,7 @@
 """Cohen's d_z of paired differences with its exact interval, by inverting the noncentral t.
 
 The noncentral t comes from scipy.special (nct.cdf is nctdtr), not from scipy.stats or scipy.optimize,
-which take about a second to import; tests/analysis/estimators/test_effect_size.py checks it against scipy.stats.nct.
+which take about a second to import; tests/test_effect_size.py checks it against scipy.stats.nct.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ label says nothing about an item's delta the labels are exchangeable, so they ar
 (every split of the same sizes when there are at most n_perm of them, else n_perm random ones) and the
 two-sided p is the share of splits whose statistic is at least as far from 0 as the observed one
 (Phipson & Smyth 2010's (1 + b) / (1 + n_perm) for random splits). scipy.stats.permutation_test computes
-the same test (tests/analysis/estimators/test_group_difference.py checks it on small data); here a batch of random splits is
+the same test (tests/test_group_difference.py checks it on small data); here a batch of random splits is
 one matrix product of 0/1 label rows with d, without the per-permutation Python call scipy makes.
 """
 

@@ -2,7 +2,7 @@
 
 The distributions come from scipy.special, the kernels scipy.stats itself evaluates (chi2.sf is chdtrc, a
 binomial tail is betainc), not from scipy.stats, which takes about a second to import (half the time of a
-whole delta report); tests/analysis/estimators/test_mcnemar.py checks them against scipy.stats' binomtest and chi2.
+whole delta report); tests/test_mcnemar.py checks them against scipy.stats' binomtest and chi2.
 """
 
 from __future__ import annotations

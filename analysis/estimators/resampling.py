@@ -11,7 +11,7 @@ promises (10,000 items x 10,000 resamples, every k of pass@k, several arms) scip
 resample as an array of item values (10^8 floats a statistic, or a Python-level loop over small batches)
 and recomputes every statistic from scratch; the weights formulation turns each statistic into one matrix
 product per batch, and logs of 0/1 scores (where items fall into a few hundred distinct rows) collapse to
-a multinomial draw over those rows. tests/analysis/estimators/test_bootstrap_ci.py checks it against scipy on small data (same
+a multinomial draw over those rows. tests/test_bootstrap_ci.py checks it against scipy on small data (same
 Generator, same draws).
 """
 

@@ -4,7 +4,7 @@ Why the test is hand-written instead of calling scipy.stats.permutation_test: at
 promises (10,000 items x 10,000 permutations, several arms) scipy materialises each permutation as an
 array of item values and recomputes the statistic from scratch; here a batch of permutations is one
 matrix product (or lookups of random bytes in tables of 8 items' flips), and items with identical rows
-flip together as one binomial count. tests/analysis/estimators/test_signflip.py checks it against scipy on small data.
+flip together as one binomial count. tests/test_signflip.py checks it against scipy on small data.
 """
 
 from __future__ import annotations

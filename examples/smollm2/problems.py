@@ -2,7 +2,7 @@
 
 The suite (`python problems.py suite`) and the fine-tune's training problems (`finetune.py`) come from the
 same templates with different seeds; a training problem whose question is a suite question is dropped, so
-the two are disjoint by construction (tests/worlds/test_smollm2_world.py checks it on the files).
+the two are disjoint by construction (tests/test_smollm2_world.py checks it on the files).
 
 Families: `add`, `sub`, `mul`, `div` (one step), `two_step`, `fraction` (the answer is a fraction in
 lowest terms, written in LaTeX as `\\frac{a}{b}`, or a whole number when it reduces to one). Every answer

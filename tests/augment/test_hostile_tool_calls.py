@@ -28,7 +28,7 @@ from arms.tools.client import DEFAULT_COMMAND, ToolClient
 from contract.engine import Decoding, EngineInfo, GenRequest, GenResult
 from contract.generations import ToolCallRecord
 from contract.textformat import TOOL_CALL_CLOSE, TOOL_CALL_OPEN
-from tests.conftest import ROOT
+from demo.worlds import ROOT
 
 DECODING = Decoding(temperature=1.0, top_p=1.0)
 

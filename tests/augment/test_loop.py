@@ -37,7 +37,7 @@ from demo.tiny_models import TOOL_MODEL_NAME, TOOL_QUESTIONS, train_tiny_tool_mo
 from pipeline.engines.vllm_engine import VllmEngine
 from pipeline.prompts import build_prompt
 from pipeline.settings import partial_dir
-from tests.conftest import committed_or_cached
+from tests.helpers.checkpoints import committed_or_cached
 
 Script = Sequence[str | Callable[[str], str]]
 DECODING = Decoding(temperature=1.0, top_p=1.0)

@@ -1,9 +1,9 @@
 """A tool arm whose server keeps dying: the real runner, tool loop, MCP server and scorer, under faults.
 
 The engine is scripted (every sample calls a tool, then answers with the number the tool returned), so the
-calls are known in advance and each fault lands on a known call; tests/augment/test_loop.py drives the same faults
-through the real vLLM engine. The server is killed from the engine between rounds, or exits by itself on
-every N-th call (arms.tools.server EXIT_EVERY_ENV, which only tests set).
+calls are known in advance and each fault lands on a known call; tests/augment/test_loop.py drives the same
+faults through the real vLLM engine. The server is killed from the engine between rounds, or exits by itself
+on every N-th call (arms.tools.server EXIT_EVERY_ENV, which only tests set).
 """
 
 from __future__ import annotations
@@ -24,10 +24,11 @@ from contract.evallog import FORMAT_VERSION, load
 from contract.generations import load_generations
 from contract.textformat import TOOL_RESPONSE_CLOSE, TOOL_RESPONSE_OPEN, format_tool_call
 from demo.charmodel import build_tokenizer
+from demo.tiny_models import arithmetic_items
+from demo.worlds import World, make_world
 from pipeline.config import engine_config
 from pipeline.generate import run
 from pipeline.settings import RunnerError, partial_dir
-from tests.conftest import World, arithmetic_items, make_world
 
 N_ITEMS, K, CHUNK = 6, 2, 4  # 12 samples, one call each, in 3 chunks
 FAST = Settings(n_boot=200, n_perm=200, seed=1)

@@ -14,8 +14,8 @@ from contract.arm import ArmSpec
 from contract.jsonl import read_jsonl
 from contract.names import clean_name
 from contract.suite import SuiteError, load_suite
+from demo.worlds import DEMO_SUITE, ROOT
 from pipeline.config import ConfigError, load_arm, load_params
-from tests.conftest import DEMO_SUITE, ROOT
 
 
 @pytest.mark.parametrize(

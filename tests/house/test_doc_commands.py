@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from tests.conftest import ROOT
+from demo.worlds import ROOT
 
 PAGES = sorted(
     [ROOT / "README.md", ROOT / "params.yaml", *ROOT.glob("docs/*.md"), *ROOT.glob("examples/*/README.md"),

@@ -17,7 +17,7 @@ from contract.engine import EngineInfo
 from contract.generations import Generations, GenItem, GenSample, dump_generations, prompt_sha256
 from contract.protocol import Protocol
 from contract.provenance import Provenance, provenance_path
-from tests.conftest import ROOT
+from demo.worlds import ROOT
 
 PROTOCOL = Protocol(k=2, max_tokens=16, temperature=1.0, top_p=1.0, seed=7)
 

@@ -8,7 +8,6 @@ logs by inspect-ai's own writer.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import random
 from pathlib import Path
@@ -21,79 +20,7 @@ from hypothesis import strategies as st
 from analysis.commands.compare_logs import main as compare_main
 from contract.evallog import load
 from contract.jsonl import read_jsonl
-from interop.imports.__main__ import main as imports_main
-
-DATE = "2026-01-02T03-04-05.678901"
-GREEDY = {"until": ["\nQuestion:"], "do_sample": False, "max_gen_toks": 32}
-N_DOCS = 5
-
-
-def doc_hash(doc: dict[str, Any]) -> str:
-    """lm-eval's doc_hash: sha256 of json.dumps(doc, indent=2, ensure_ascii=False)."""
-    return hashlib.sha256(json.dumps(doc, indent=2, ensure_ascii=False).encode()).hexdigest()
-
-
-def document(i: int, ids: str = "item_id") -> dict[str, Any]:
-    """Document i of the dataset; its own id under `ids` (none for "position")."""
-    doc: dict[str, Any] = {"question": f"What is {i} + 1?", "answer": str(i + 1)}
-    if ids != "position":
-        doc[ids] = f"q{i}"
-    return doc
-
-
-def text(i: int, run: int) -> str:
-    """What the model wrote for document i in run `run` (right in about half the cells)."""
-    return f" {i + 1 if (i + run) % 2 == 0 else i + 7}"
-
-
-def sample_line(doc_id: int, doc: dict[str, Any], texts: list[str], **extra: Any) -> dict[str, Any]:
-    """One --log_samples line of a generate_until task with the exact_match metric."""
-    target = doc["answer"]
-    return {
-        "doc_id": doc_id,
-        "doc": doc,
-        "target": target,
-        "arguments": {"gen_args_0": {"arg_0": f"Question: {doc['question']}\nAnswer:", "arg_1": GREEDY}},
-        "resps": [texts],
-        "filtered_resps": [texts[0]],
-        "filter": "none",
-        "metrics": ["exact_match"],
-        "doc_hash": doc_hash(doc),
-        "prompt_hash": "p",
-        "target_hash": "t",
-        "exact_match": float(texts[0].strip() == target),
-        **extra,
-    }
-
-
-def write_run(
-    folder: Path,
-    order: list[int],
-    run: int,
-    ids: str = "item_id",
-    k: int = 1,
-    model: str | None = "org/m",
-    seed: int = 0,
-) -> Path:
-    """samples_arith_<date>.jsonl of one run over the documents in `order` (doc_id = position in it)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    lines = [
-        sample_line(pos, document(i, ids), [text(i, run + j) for j in range(k)])
-        for pos, i in enumerate(order)
-    ]
-    path = folder / f"samples_arith_{DATE}.jsonl"
-    path.write_text("".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines), encoding="utf-8")
-    if model is not None:
-        results = {"versions": {"arith": 1}, "config": {"random_seed": seed}, "lm_eval_version": "0.4.13",
-                   "model_name": model}  # fmt: skip
-        (folder / f"results_{DATE}.json").write_text(json.dumps(results))
-    return path
-
-
-def imports(capsys: pytest.CaptureFixture[str], *args: str | Path) -> tuple[int, str]:
-    """(exit status, stderr) of python -m interop.imports ARGS, in this process."""
-    rc = imports_main([str(a) for a in args])
-    return rc, capsys.readouterr().err
+from tests.helpers.foreign_logs import DATE, N_DOCS, imports, text, write_run
 
 
 def expected_texts(runs: list[int], ids: str = "item_id") -> dict[str, list[str]]:
@@ -358,7 +285,7 @@ def test_an_imported_inspect_log_with_tool_calls_is_compared(
     from inspect_ai.model import ChatMessageAssistant, ChatMessageTool
     from inspect_ai.tool import ToolCall
 
-    from tests.interop.test_imports import EPOCHS, inspect_log
+    from tests.helpers.foreign_logs import EPOCHS, inspect_log
 
     base_src = inspect_log(tmp_path / "b", "mockllm/base", {(0, 1), (1, 2)})
     tools_src = inspect_log(tmp_path / "t", "mockllm/tools", {(0, 1), (2, 2), (3, 3)})

@@ -20,9 +20,9 @@ from contract.digest import file_sha256
 from contract.evallog import EvalLog, load
 from contract.generations import Generations, GenItem, GenSample, prompt_sha256
 from contract.suite import load_suite
+from demo.worlds import ROOT
 from interop.imports.__main__ import main as imports_main
 from scoring.scorer import SCORER_VERSION, score_generations
-from tests.conftest import ROOT
 
 WORLD = ROOT / "examples" / "smollm2-grpo"
 LOG = WORLD / "evallogs" / "base.json"

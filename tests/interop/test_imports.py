@@ -7,7 +7,6 @@ lighteval's DetailsLogger.Detail saved as parquet). Every command runs as a user
 
 from __future__ import annotations
 
-import itertools
 import json
 import math
 import os
@@ -25,9 +24,9 @@ from analysis.commands.compare_logs import main as compare_main
 from contract.evallog import load
 from interop.imports.__main__ import main as imports_main
 from interop.inspect_export import main as export_main
+from tests.helpers.foreign_logs import EPOCHS, N_ITEMS, inspect_log
 
 ROOT = Path(__file__).resolve().parents[2]
-N_ITEMS, EPOCHS = 8, 3
 FAST_PARAMS = "analysis:\n  n_boot: 300\n  n_perm: 300\n"
 
 
@@ -54,62 +53,6 @@ class Cli:
 def cli(capsys: pytest.CaptureFixture[str]) -> Cli:
     """Run a command's main() in this process, capturing its stderr."""
     return Cli(capsys)
-
-
-def inspect_log(
-    folder: Path, model: str, right: set[tuple[int, int]], epochs: int = EPOCHS, logprobs: bool = False
-) -> Path:
-    """An Inspect log made by inspect-ai's eval() with the offline mockllm model over N_ITEMS items.
-
-    The answer to item i in epoch e is right when (i, e) is in `right`. mockllm counts the tokens of an
-    output that has no usage with tiktoken, whose encoding file it downloads; every output here carries its
-    own ModelUsage, so mockllm never counts (and the test runs offline). logprobs: every output records its
-    tokens' log-probabilities (item i, epoch e: each word of the text at log(1 / (1 + e))).
-    """
-    from inspect_ai import Task, eval
-    from inspect_ai.dataset import MemoryDataset, Sample
-    from inspect_ai.model import ModelOutput, ModelUsage
-    from inspect_ai.scorer import match
-    from inspect_ai.solver import generate
-
-    seen: dict[str, itertools.count[int]] = defaultdict(itertools.count)
-
-    def answer(messages: list[Any], *_: Any) -> ModelOutput:
-        question = messages[-1].text
-        i, e = int(question.split()[1]), next(seen[question]) + 1
-        text = f"Item {i}: the answer is {i + 1 if (i, e) in right else i + 2}"
-        out = ModelOutput.from_content(model=model, content=text)
-        out.usage = ModelUsage(input_tokens=5, output_tokens=10 + e, total_tokens=15 + e)
-        if logprobs:
-            from inspect_ai.model import Logprob, Logprobs
-
-            lp = -math.log(1 + e)
-            out.choices[0].logprobs = Logprobs(content=[Logprob(token=w, logprob=lp) for w in text.split()])
-        return out
-
-    dataset = MemoryDataset(
-        [
-            Sample(
-                id=f"q{i}",
-                input=f"Item {i} question",
-                target=str(i + 1),
-                metadata={"family": "fam" + str(i % 2)},
-            )
-            for i in range(N_ITEMS)
-        ]
-    )
-    [log] = eval(
-        Task(dataset=dataset, solver=generate(), scorer=match(location="end"), name="arith"),
-        model=model,
-        model_args={"custom_outputs": answer},
-        epochs=epochs,
-        log_dir=str(folder),
-        display="none",
-        temperature=0.8,
-        max_tokens=64,
-        max_samples=1,
-    )
-    return Path(log.location)
 
 
 @dataclass(frozen=True)

@@ -21,9 +21,10 @@ import pytest
 
 from analysis.commands.compare_logs import main as compare_main
 from contract.evallog import load
+from demo.tiny_models import arithmetic_items
+from demo.worlds import make_world
 from interop.imports.__main__ import main as imports_main
 from pipeline.prompts import PLAIN_STOP
-from tests.conftest import arithmetic_items, make_world
 
 N_ITEMS, MAX_TOKENS = 8, 16
 

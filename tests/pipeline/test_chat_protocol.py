@@ -12,12 +12,14 @@ import yaml
 from analysis.commands import delta as delta_command
 from arms.tools.orbital import TOOLS
 from contract.protocol import Protocol
+from demo.tiny_models import arithmetic_items
+from demo.worlds import make_world, with_chat_template
 from pipeline.config import ConfigError, load_arm, load_params
 from pipeline.pins import PinError, check_pins, pinned_index, suite_items
 from pipeline.plan import plan_arm
 from pipeline.prompts import CHAT_INSTRUCTION
-from tests.conftest import arithmetic_items, make_world, with_chat_template
-from tests.analysis.reports.test_delta import write_log, write_params
+from tests.helpers.evallogs import write_log
+from tests.helpers.params import write_params
 
 # The orbital tools as the MCP server lists them (name, description, input_schema).
 TOOL_SPECS = [

@@ -166,7 +166,7 @@ def test_a_missing_file_and_a_bad_threshold_are_refused_in_one_line(tmp_path: Pa
 
 def test_the_reports_print_the_split_and_the_browser_shows_the_evidence(tmp_path: Path) -> None:
     from analysis.commands import arm_comparison, delta, index_page
-    from tests.analysis.reports.test_delta import synthetic_scores, write_log
+    from tests.helpers.evallogs import synthetic_scores, write_log
 
     rng = np.random.default_rng(1)
     ids = [f"q{i:04d}" for i in range(120)]

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from contract.suite import load_suite
+from demo.worlds import ROOT
 from scoring.verifiers import score
-from tests.conftest import ROOT
 
 # Records as MATH-500 and GSM8K publish them (fields and answer markup), a few of each.
 MATH = [

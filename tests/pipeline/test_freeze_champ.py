@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from contract.suite import load_suite
+from demo.worlds import ROOT
 from scoring.verifiers import score
-from tests.conftest import ROOT
 
 SAMPLE = ROOT / "tests" / "data" / "freeze" / "champ_sample.jsonl"
 FIELDS = ["--field", "item_id=identifier", "--field", "family=category", "--field", "question=text"]

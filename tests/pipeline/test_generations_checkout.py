@@ -19,9 +19,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from demo.tiny_models import arithmetic_items
+from demo.worlds import ROOT, make_world
 from pipeline.keep import kept_path
 from pipeline.settings import partial_dir
-from tests.conftest import ROOT, arithmetic_items, make_world
 
 pytestmark = pytest.mark.slow
 

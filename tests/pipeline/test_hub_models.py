@@ -17,25 +17,16 @@ from pathlib import Path
 import pytest
 import yaml
 
+from demo.tiny_models import arithmetic_items
+from demo.worlds import ROOT, make_world
 from pipeline.config import ModelRef, engine_config, load_arm, load_params
 from pipeline.hub import model_dir
 from pipeline.pins import PinError, check_pins, compute_pins, pinned_index, suite_items, write_pins
 from pipeline.plan import load_tokenizer
-from tests.conftest import ROOT, TINY_RECIPE, arithmetic_items, make_world
+from tests.helpers.hub import CHECKPOINT, fake_hub_cache
 
 BASE_SHA = "0123456789abcdef0123456789abcdef01234567"
 TRAINED_SHA = "89abcdef0123456789abcdef0123456789abcdef"
-CHECKPOINT = ROOT / "tests" / "checkpoints" / TINY_RECIPE
-
-
-def fake_hub_cache(cache: Path, repo_id: str, sha: str, src: Path = CHECKPOINT) -> Path:
-    """Put checkpoint src into a huggingface_hub cache at commit sha, as `hf download` lays it out."""
-    repo = cache / f"models--{repo_id.replace('/', '--')}"
-    snapshot = repo / "snapshots" / sha
-    shutil.copytree(src, snapshot)
-    (repo / "refs").mkdir(exist_ok=True)
-    (repo / "refs" / "main").write_text(sha)
-    return snapshot
 
 
 @pytest.fixture

@@ -26,12 +26,11 @@ from benchmarks.judge_champ import (
 from benchmarks.scripted_judge import ScriptedJudge, policy
 from contract.evallog import EvalLog, ItemResult, SampleRecord, load
 from contract.judge import JudgeSettings, asks, final_verdict
+from demo.worlds import ROOT
 from pipeline import judge as stage
 from scoring import judge_prompt as jp
-from tests.conftest import ROOT, world_env
-from tests.analysis.rendering.test_item_browser import browser  # noqa: F401  (the headless Chromium fixture)
-
-ARMS = ["gpt-4", "gpt-4-turbo"]
+from tests.helpers.judging import ARMS, run_report
+from tests.helpers.worlds import world_env
 
 
 @pytest.fixture(scope="module")
@@ -42,13 +41,6 @@ def champ(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 def settings(url: str, cache: Path, **extra: Any) -> JudgeSettings:
     return JudgeSettings(model="scripted", revision="r1", base_url=url, cache=str(cache), **extra)
-
-
-def run_report(champ: dict[str, Path], judged: Path, out: Path) -> dict[str, Any]:
-    logs = champ["gpt-4"].parent
-    argv = ["--logs", str(logs), "--judged", str(judged), "--out", str(out), "--arms", *ARMS]
-    assert judge_report.main([*argv, "--params", str(out / "none.yaml")]) == 0
-    return json.loads((out / "judge_report.json").read_text())
 
 
 def test_the_reply_must_be_one_strict_verdict_line() -> None:

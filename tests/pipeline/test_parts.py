@@ -10,13 +10,14 @@ from pathlib import Path
 
 import pytest
 
+from demo.tiny_models import arithmetic_items
+from demo.worlds import make_world
 from pipeline.config import engine_config
 from pipeline.engines import release_engine
 from pipeline.generate import run
 from pipeline.parts import merge_parts, part_of
 from pipeline.plan import plan_arm
 from pipeline.settings import RunnerError, partial_dir, work_dir
-from tests.conftest import arithmetic_items, make_world
 
 
 @pytest.fixture

@@ -14,6 +14,8 @@ import pytest
 import yaml
 
 from contract.suite import load_suite, questions_sha256
+from demo.tiny_models import arithmetic_items
+from demo.worlds import ROOT, make_world
 from pipeline.config import ConfigError, load_arm, load_params
 from pipeline.pins import (
     PinError,
@@ -25,7 +27,6 @@ from pipeline.pins import (
     suite_items,
     write_pins,
 )
-from tests.conftest import ROOT, arithmetic_items, make_world
 
 CORPUS = [
     {"doc_id": "d1", "title": "Kepler", "text": "The period of a circular orbit grows with its radius."},
@@ -190,7 +191,7 @@ def test_an_arm_file_changed_after_pinning_is_refused(tmp_path, untrained_checkp
 def test_hub_models_are_pinned_by_full_commit_and_branches_are_refused(tmp_path, monkeypatch) -> None:
     from huggingface_hub import constants
 
-    from tests.pipeline.test_hub_models import fake_hub_cache
+    from tests.helpers.hub import fake_hub_cache
 
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hf-cache"))
     fake_hub_cache(tmp_path / "hf-cache", "org/model", "0123456789abcdef0123456789abcdef01234567")
@@ -339,7 +340,7 @@ def test_params_has_exactly_the_documented_sections() -> None:
 def test_an_uppercase_commit_sha_is_the_same_commit_and_a_short_one_says_why(tmp_path, monkeypatch) -> None:
     from huggingface_hub import constants
 
-    from tests.pipeline.test_hub_models import fake_hub_cache
+    from tests.helpers.hub import fake_hub_cache
 
     upper = "0123456789ABCDEF0123456789ABCDEF01234567"
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hf-cache"))

@@ -13,6 +13,8 @@ import yaml
 
 from contract.protocol import Protocol
 from contract.suite import SuiteItem
+from demo.tiny_models import arithmetic_items
+from demo.worlds import make_world, with_chat_template
 from pipeline.config import CONF_DIR, ConfigError, known_presets, load_arm, load_params, template_header
 from pipeline.pins import PinError, check_pins, pinned_index, suite_items
 from pipeline.plan import check_matched_prompting, plan_arm, ships_chat_template
@@ -20,7 +22,6 @@ from pipeline.prompts import PLAIN_STOP, build_prompt, compile_template, render_
 from pipeline.settings import partial_dir
 from scoring.reading import read_answer
 from scoring.verifiers import score
-from tests.conftest import arithmetic_items, make_world, with_chat_template
 
 PROTOCOL = {"k": 1, "max_tokens": 8, "temperature": 0.0, "top_p": 1.0, "seed": 1}
 SHOTS = [

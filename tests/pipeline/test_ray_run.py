@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from demo.tiny_models import arithmetic_items
+from demo.worlds import ROOT, make_world
 from pipeline.generate import run
-from tests.conftest import ROOT, arithmetic_items, make_world
 
 pytestmark = pytest.mark.slow
 

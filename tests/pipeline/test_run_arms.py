@@ -16,11 +16,12 @@ from pathlib import Path
 
 import yaml
 
+from demo.tiny_models import arithmetic_items
+from demo.worlds import ROOT, make_world
 from pipeline.config import engine_config
 from pipeline.engines import engines_started, release_engine
 from pipeline.generate import run
 from pipeline.run_arms import by_model
-from tests.conftest import ROOT, arithmetic_items, make_world
 
 
 def _cli(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:

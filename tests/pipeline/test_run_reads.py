@@ -19,9 +19,10 @@ from typing import Any
 import pytest
 
 import pipeline.run_arm as run_arm
+from demo.tiny_models import arithmetic_items
+from demo.worlds import make_world
 from pipeline.config import CONF_DIR
 from pipeline.engines import release_engine
-from tests.conftest import arithmetic_items, make_world
 
 
 def test_one_run_reads_its_arm_params_pins_and_suite_once_each(

@@ -13,6 +13,8 @@ import pytest
 import yaml
 
 from contract.seeds import sample_seed
+from demo.tiny_models import arithmetic_items
+from demo.worlds import ROOT, make_world, with_chat_template
 from pipeline.config import ConfigError, known_arms, load_arm
 from pipeline.generate import run
 from pipeline.pins import PinError
@@ -20,22 +22,7 @@ from pipeline.plan import plan_arm
 from pipeline.prompts import CHAT_INSTRUCTION, PLAIN_STOP
 from pipeline.settings import RunSettings, partial_dir
 from pipeline.shards import Shard, ShardError
-from tests.conftest import ROOT, arithmetic_items, make_world, with_chat_template
-
-ARMS = {
-    "base": ("base", False, False, "reference"),
-    "trained": ("trained", False, False, "parametric"),
-    "+rag": ("base", True, False, "lookup"),
-    "+tools": ("base", False, True, "tool_access"),
-    "trained+rag": ("trained", True, False, "mixed"),
-    "trained+tools": ("trained", False, True, "mixed"),
-    "trained+rag+tools": ("trained", True, True, "ceiling"),
-}
-CORPUS = [
-    {"doc_id": "d1", "title": "Add", "text": "To add two numbers, count on from the first."},
-    {"doc_id": "d2", "title": "Times", "text": "Multiplying by zero gives zero."},
-    {"doc_id": "d3", "title": "Minus", "text": "Subtracting a larger number gives a negative result."},
-]
+from tests.helpers.runner import ARMS, CORPUS
 
 
 def _cli(args: list[str], cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:

@@ -22,6 +22,8 @@ from hypothesis import strategies as st
 
 from contract.engine import GenRequest
 from contract.seeds import sample_seed
+from demo.tiny_models import arithmetic_items
+from demo.worlds import ROOT, make_world
 from pipeline.config import engine_config
 from pipeline.engines import engines_started, release_engine
 from pipeline.generate import run
@@ -29,7 +31,6 @@ from pipeline.plan import Plan
 from pipeline.samples import sample_validator
 from pipeline.settings import partial_dir
 from pipeline.shards import RunLock, Shard, ShardError, fingerprint_sha256, line_check, recorded_meta
-from tests.conftest import ROOT, arithmetic_items, make_world
 
 FP = {"arm": {"name": "base"}, "protocol": {"k": 2}, "requests_sha256": "r" * 64}
 ITEMS = ["q1", "q2", "q3"]

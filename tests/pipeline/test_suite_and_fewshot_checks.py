@@ -12,6 +12,8 @@ import pytest
 from arms.tools.client import ToolServerError
 from contract.protocol import FewShot
 from contract.suite import SuiteError, load_suite
+from demo.tiny_models import arithmetic_items
+from demo.worlds import make_world
 from pipeline.config import ConfigError, engine_config
 from pipeline.engines import engines_started
 from pipeline.fewshot import load_examples
@@ -20,7 +22,6 @@ from pipeline.plan import plan_run
 from pipeline.recorder import GenerationRecorder
 from pipeline.resolve import resolve, tool_session
 from pipeline.settings import RunnerError, partial_dir
-from tests.conftest import arithmetic_items, make_world
 
 
 def _jsonl(path: Path, rows: list[dict[str, object]]) -> Path:

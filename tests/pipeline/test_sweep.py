@@ -245,7 +245,7 @@ def test_a_step_whose_checkpoint_folder_was_deleted_keeps_its_log(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from pipeline.score_sweep import score_sweep
-    from tests.scoring.test_score import write_world
+    from tests.helpers.scoring import write_world
 
     _suite, gens, params = write_world(tmp_path)
     raw = yaml.safe_load(params.read_text())

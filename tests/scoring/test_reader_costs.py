@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from contract.suite import SuiteItem
 from scoring.reading import box_spans
 from scoring.verifiers import MAX_TEXT_CHARS, score_both
-from tests.scoring.test_verifier_limits import SLOW_LATEX
+from tests.helpers.scoring import SLOW_LATEX
 
 MATH = SuiteItem.model_validate(
     {"item_id": "m", "family": "f", "question": "q?", "answer": "\\frac{1}{2}", "verifier": {"type": "math"}}

@@ -13,103 +13,15 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
-import yaml
 
 from contract.evallog import FORMAT_VERSION, EvalLog, load
-from contract.generations import prompt_sha256
-from contract.suite import load_suite, questions_sha256
+from demo.worlds import ROOT
 from pipeline.score import score_file
 from scoring.scorer import SCORER_NAME, SCORER_VERSION
-from tests.conftest import ROOT, write_generations
-
-SUITE = [
-    {"item_id": "period-1", "family": "compute", "question": "Period of a 400 km circular orbit in minutes?",
-     "answer": 92.56, "verifier": {"type": "numeric", "rel_tol": 0.01}, "tool": "orbital_period"},
-    {"item_id": "name-1", "family": "lookup", "question": "Which satellite flies at 705 km?",
-     "answer": "SDA-17", "verifier": {"type": "exact"}},
-    {"item_id": "speed-1", "family": "compute", "question": "Circular speed at 400 km in km/s?",
-     "answer": 7.67, "verifier": {"type": "numeric", "rel_tol": 0.01}},
-]  # fmt: skip
-PERIOD = {"name": "orbital_period", "arguments": {"altitude_km": 400}, "result": {"period_min": 92.56}}
-SPEED = {"name": "circular_speed", "arguments": {"altitude_km": 400}, "result": {"speed_km_s": 7.67}}
-
-
-def sample(j: int, text: str, calls: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    """One hand-written sample."""
-    s = {"index": j, "seed": 100 + j, "text": text, "finish_reason": "stop", "prompt_tokens": 20,
-         "gen_tokens": 5 + j, "rounds": 1 + len(calls or [])}  # fmt: skip
-    if calls is not None:
-        s["tool_calls"] = calls
-    return s
-
-
-def write_world(tmp_path: Path) -> tuple[Path, Path, Path]:
-    """A suite, a params.yaml naming it, and a +tools generations file written by hand."""
-    suite = tmp_path / "suite.jsonl"
-    suite.write_text("".join(json.dumps(i) + "\n" for i in SUITE))
-    items = load_suite(suite)
-    prompts = {
-        i["item_id"]: f"Tools: circular_speed, orbital_period\nQuestion: {i['question']}\n" for i in SUITE
-    }
-    texts = {
-        # right, through the item's tool; then right without any tool
-        "period-1": [
-            sample(0, "<tool_call>...</tool_call>\nAnswer: 92.6", [PERIOD]),
-            sample(1, "Answer: 92.5"),
-        ],
-        # right without a tool; then wrong (exact verifier, another string)
-        "name-1": [sample(0, "Answer: sda-17"), sample(1, "Answer: SDA-18")],
-        # the item names no tool: any tool's carried value counts; then no answer at all
-        "speed-1": [
-            sample(0, "<tool_call>...</tool_call>\nAnswer: 7.67", [SPEED]),
-            sample(1, "I do not know"),
-        ],
-    }
-    gens = {
-        "format_version": 1,
-        "arm": {
-            "name": "+tools",
-            "model": "base",
-            "retrieval": False,
-            "tools": True,
-            "attribution": "tool_access",
-        },
-        "model": "hand/written",
-        "chat": False,
-        "tools": ["circular_speed", "orbital_period"],
-        "protocol": {
-            "k": 2,
-            "max_tokens": 64,
-            "temperature": 1.0,
-            "top_p": 1.0,
-            "seed": 7,
-            "max_tool_calls": 2,
-        },
-        "pins": {"questions": f"sha256:{questions_sha256(items)}", "model": "sha256:hand"},
-        "engine": {"name": "by-hand"},
-        "finished_at": "2026-01-01T00:00:00+00:00",
-        "items": [
-            {"item_id": k, "prompt": prompts[k], "prompt_sha256": prompt_sha256(prompts[k]), "samples": v}
-            for k, v in texts.items()
-        ],
-    }
-    gdir = tmp_path / "generations"
-    gdir.mkdir()
-    write_generations(gdir / "+tools.json", gens)
-    params = tmp_path / "params.yaml"
-    params.write_text(
-        yaml.safe_dump(
-            {
-                "suite": {"path": str(suite), "name": "hand-suite", "revision": "r1"},
-                "models": {"base": {"path": str(tmp_path)}},
-                "protocol": gens["protocol"],
-            }
-        )
-    )
-    return suite, gdir / "+tools.json", params
+from tests.helpers.generations import write_generations
+from tests.helpers.scoring import PERIOD, SPEED, SUITE, sample, write_world
 
 
 def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:

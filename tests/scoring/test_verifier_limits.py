@@ -17,11 +17,9 @@ from contract.evallog import load
 from contract.suite import SuiteItem
 from scoring.timelimit import AnswerTimeout, time_limit
 from scoring.verifiers import score
-from tests.scoring.test_verifiers import _chat_world, _score_cli
+from tests.helpers.scoring import SLOW_LATEX, chat_world, score_cli
 
 HANGS = "import time\n\ndef hangs(answer, reference):\n    while True:\n        time.sleep(0.01)\n"
-# A 1,000-term polynomial: math-verify's LaTeX parser takes tens of seconds on it (47 s measured).
-SLOW_LATEX = "+".join(f"x^{{{i}}}" for i in range(1, 1001))
 
 
 def _own(tmp_path: Path, name: str, body: str) -> None:
@@ -35,10 +33,10 @@ def test_a_hanging_python_verifier_scores_0_with_its_reason_and_is_counted(tmp_p
          "verifier": {"type": "python", "function": "hang_checks:hangs", "timeout_s": 0.3}},
         {"item_id": "n", "family": "f", "question": "2+2?", "answer": 4, "verifier": {"type": "numeric"}},
     ]  # fmt: skip
-    suite_path, gens = _chat_world(tmp_path, suite, {"own": ["\\boxed{x}"] * 2, "n": ["\\boxed{4}"] * 2})
+    suite_path, gens = chat_world(tmp_path, suite, {"own": ["\\boxed{x}"] * 2, "n": ["\\boxed{4}"] * 2})
     out = tmp_path / "log.json"
     t0 = time.monotonic()
-    res = _score_cli(gens, suite_path, out)
+    res = score_cli(gens, suite_path, out)
     assert res.returncode == 0, res.stderr
     assert time.monotonic() - t0 < 30
     log = load(out)
@@ -63,10 +61,10 @@ def test_the_scorers_time_limit_is_set_on_the_command_line_and_math_verify_is_he
     suite = [{"item_id": "m", "family": "f", "question": "q?", "answer": "\\frac{1}{2}",
               "verifier": {"type": "math"}}]  # fmt: skip
     # Eight samples of the same adversarial answer: judged once, not eight times.
-    suite_path, gens = _chat_world(tmp_path, suite, {"m": [f"\\boxed{{{SLOW_LATEX}}}"] * 8})
+    suite_path, gens = chat_world(tmp_path, suite, {"m": [f"\\boxed{{{SLOW_LATEX}}}"] * 8})
     out = tmp_path / "log.json"
     t0 = time.monotonic()
-    res = _score_cli(gens, suite_path, out, "--verifier-timeout-s", "1")
+    res = score_cli(gens, suite_path, out, "--verifier-timeout-s", "1")
     took = time.monotonic() - t0
     assert res.returncode == 0, res.stderr
     assert took < 25, took
@@ -115,9 +113,9 @@ def test_a_verifier_that_exits_or_is_interrupted_ends_scoring_in_one_line(
     _own(tmp_path, "quits", body)
     suite = [{"item_id": "own", "family": "f", "question": "q?", "answer": "x",
               "verifier": {"type": "python", "function": "quits:check"}}]  # fmt: skip
-    suite_path, gens = _chat_world(tmp_path, suite, {"own": ["\\boxed{x}"]})
+    suite_path, gens = chat_world(tmp_path, suite, {"own": ["\\boxed{x}"]})
     out = tmp_path / "log.json"
-    res = _score_cli(gens, suite_path, out)
+    res = score_cli(gens, suite_path, out)
     assert res.returncode == 2 and res.stderr.count("\n") == 1 and not out.exists(), res.stderr
     assert message in res.stderr and "Traceback" not in res.stderr
 

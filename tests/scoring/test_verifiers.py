@@ -5,9 +5,6 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,13 +12,12 @@ import pytest
 
 from contract.digest import file_sha256
 from contract.evallog import load
-from contract.generations import prompt_sha256
-from contract.suite import SuiteError, SuiteItem, load_suite, questions_sha256
-from pipeline.prompts import CHAT_INSTRUCTION, build_prompt
+from contract.suite import SuiteError, SuiteItem, load_suite
+from pipeline.prompts import build_prompt
 from scoring.numbers import parse_number
 from scoring.reading import extract_answer
 from scoring.verifiers import BUILTIN_VERSION, VerifierError, describe, score, scored_text
-from tests.conftest import ROOT, write_generations
+from tests.helpers.scoring import CHAT, chat_world, score_cli
 
 
 def _num(answer: float, rel: float = 0.0, abs_: float = 0.0) -> SuiteItem:
@@ -135,8 +131,6 @@ def test_a_boolean_answer_is_refused(tmp_path) -> None:
 
 
 # --- Verifiers for real answer formats: math (math-verify), choice, exact, a user's function ---------------
-
-CHAT = CHAT_INSTRUCTION  # "Give the final answer as \\boxed{...}.", which models copy literally
 
 
 def _item(answer: str | float | int, verifier: dict[str, Any], item_id: str = "i") -> SuiteItem:
@@ -345,69 +339,6 @@ def test_a_python_verifier_reference_must_be_module_colon_function() -> None:
         _item("x", {"type": "python", "function": "just_a_module"})
 
 
-def _chat_world(
-    tmp_path: Path, suite: list[dict[str, Any]], texts: dict[str, list[str]]
-) -> tuple[Path, Path]:
-    """A suite and a chat arm's generations file written by hand (one prompt per item, its samples)."""
-    suite_path = tmp_path / "suite.jsonl"
-    suite_path.write_text("".join(json.dumps(i) + "\n" for i in suite))
-    items = load_suite(suite_path)
-    k = len(next(iter(texts.values())))
-    gens = {
-        "format_version": 1,
-        "arm": {
-            "name": "base",
-            "model": "base",
-            "retrieval": False,
-            "tools": False,
-            "attribution": "baseline",
-        },
-        "model": "hand/chat",
-        "chat": True,
-        "protocol": {
-            "k": k,
-            "max_tokens": 256,
-            "temperature": 1.0,
-            "top_p": 1.0,
-            "seed": 7,
-            "max_tool_calls": 0,
-        },
-        "pins": {"questions": f"sha256:{questions_sha256(items)}", "model": "sha256:hand"},
-        "engine": {"name": "by-hand"},
-        "items": [],
-    }
-    for it in suite:
-        prompt = f"<|user|>{it['question']}\n{CHAT}<|assistant|>"
-        samples = [
-            {"index": j, "seed": j, "text": t, "finish_reason": "stop", "prompt_tokens": 20, "gen_tokens": 10}
-            for j, t in enumerate(texts[it["item_id"]])
-        ]
-        gens["items"].append(
-            {
-                "item_id": it["item_id"],
-                "prompt": prompt,
-                "prompt_sha256": prompt_sha256(prompt),
-                "samples": samples,
-            }
-        )
-    path = tmp_path / "gens.json"
-    write_generations(path, gens)
-    return suite_path, path
-
-
-def _score_cli(gens: Path, suite: Path, out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    """python -m pipeline.score in its explicit-files form, run in the folder of the files."""
-    args = ["--generations", str(gens), "--suite", str(suite), "--out", str(out), *extra]
-    return subprocess.run(
-        [sys.executable, "-m", "pipeline.score", *args, "--params", str(out.parent / "none.yaml")],
-        cwd=out.parent,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-
-
 def test_a_chat_arm_log_scores_real_formats_and_records_each_verifier(tmp_path) -> None:
     suite = [
         {"item_id": "pencils", "family": "gsm", "question": "How many pencils?", "answer": 36,
@@ -422,9 +353,9 @@ def test_a_chat_arm_log_scores_real_formats_and_records_each_verifier(tmp_path) 
         "half": ["\\boxed{\\dfrac{1}{2}}", "\\boxed{0.5}", "\\boxed{\\frac12}", "\\boxed{...}"],
         "mcq": ["\\boxed{B}", "Answer: (B)", "The answer is (A).", "\\boxed{...}"],
     }
-    suite_path, gens = _chat_world(tmp_path, suite, texts)
+    suite_path, gens = chat_world(tmp_path, suite, texts)
     out = tmp_path / "log.json"
-    res = _score_cli(gens, suite_path, out)
+    res = score_cli(gens, suite_path, out)
     assert res.returncode == 0, res.stderr
     log = load(out)
     assert {it.item_id: it.scores for it in log.items} == {
@@ -447,9 +378,9 @@ def test_a_chat_arm_log_scores_real_formats_and_records_each_verifier(tmp_path) 
 def test_a_user_function_that_cannot_be_imported_ends_scoring_in_one_line(tmp_path) -> None:
     suite = [{"item_id": "own", "family": "f", "question": "q?", "answer": "x",
               "verifier": {"type": "python", "function": "no_such_mod_xyz:check"}}]  # fmt: skip
-    suite_path, gens = _chat_world(tmp_path, suite, {"own": ["\\boxed{x}"]})
+    suite_path, gens = chat_world(tmp_path, suite, {"own": ["\\boxed{x}"]})
     out = tmp_path / "log.json"
-    res = _score_cli(gens, suite_path, out)
+    res = score_cli(gens, suite_path, out)
     assert res.returncode == 2 and not out.exists()
     assert res.stderr.count("\n") == 1
     assert "suite item 'own': verifier.function: cannot import module 'no_such_mod_xyz'" in res.stderr

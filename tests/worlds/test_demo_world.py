@@ -228,8 +228,8 @@ def test_checkpoint_is_small_and_generates_in_transformers(name: str) -> None:
 
 @pytest.mark.slow
 # The trained checkpoint first: the session's engine (tests/conftest.py vllm_for, as the pipeline starts it
-# on a CPU) is then left on the base checkpoint, which tests/pipeline/engines/test_runner_engine.py's parity tests use next
-# in the same process: one engine start fewer.
+# on a CPU) is then left on the base checkpoint, which tests/pipeline/engines/test_runner_engine.py's parity
+# tests use next in the same process: one engine start fewer.
 @pytest.mark.parametrize("name", ["trained", "base"])
 def test_checkpoint_generates_in_vllm_like_transformers(name: str, vllm_for) -> None:
     from vllm import SamplingParams

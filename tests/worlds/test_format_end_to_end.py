@@ -19,8 +19,9 @@ from contract.engine import EngineInfo
 from contract.evallog import load
 from contract.generations import Generations, GenItem, GenSample, dump_generations, prompt_sha256
 from contract.protocol import Protocol
-from tests.conftest import ROOT
-from tests.analysis.reports.test_delta import run_cli, write_params
+from demo.worlds import ROOT
+from tests.helpers.commands import run_cli
+from tests.helpers.params import write_params
 
 SUITE = ROOT / "demo" / "suite" / "sda-mini-v1.jsonl"
 K = 4

@@ -12,7 +12,7 @@ from benchmarks.judge_champ import write_champ_world
 from contract.evallog import load
 from contract.judge import JudgeSettings
 from pipeline import judge as stage
-from tests.pipeline.test_judge import ARMS, run_report
+from tests.helpers.judging import ARMS, run_report
 
 
 @pytest.fixture(scope="module")

@@ -22,7 +22,7 @@ import yaml
 
 from contract.jsonl import read_jsonl
 from pipeline.settings import partial_dir
-from tests.conftest import link_or_copy, world_env
+from tests.helpers.worlds import link_or_copy, world_env
 
 ROOT = Path(__file__).resolve().parents[2]
 WORLD = ROOT / "examples" / "smollm2-plain"
@@ -99,7 +99,7 @@ def test_the_plain_world_runs_end_to_end_with_dvc(tmp_path: Path, plain_models: 
 def test_a_32k_context_checkpoint_runs_on_this_cpu_with_default_engine_settings(
     tmp_path: Path, plain_models: Path
 ) -> None:
-    from tests.conftest import make_world
+    from demo.worlds import make_world
 
     model = _plain_copy(plain_models / "base", tmp_path / "ctx32k")
     config = json.loads((model / "config.json").read_text())

@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from contract.jsonl import read_jsonl
-from tests.conftest import link_or_copy, world_env
+from tests.helpers.worlds import link_or_copy, world_env
 
 ROOT = Path(__file__).resolve().parents[2]
 WORLD = ROOT / "examples" / "smollm2"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from demo.worlds import ROOT
 
 CASES = [
     (["analysis.commands.delta", "--pre", "{d}", "--post", "{d}", "--out", "{o}"], r"log {d}: is a folder"),

@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import ROOT
+from demo.worlds import ROOT
 
 
 def test_an_empty_before_folder_is_refused_in_one_line(tmp_path: Path) -> None:

@@ -22,11 +22,11 @@ from analysis.reports.refusal import Refusal
 from analysis.reports.report_models import DeltaReport
 from analysis.reports.settings import Settings, read_arm_list, read_settings
 from contract.evallog import EvalLog
+from demo.worlds import ROOT
 from pipeline import pins
 from pipeline.config import ConfigError, load_params
 from pipeline.prompts import check_uses_question, compile_template, render_template
-from tests.conftest import ROOT
-from tests.analysis.reports.test_delta import synthetic_scores, write_log
+from tests.helpers.evallogs import synthetic_scores, write_log
 
 
 def _analysis_params(tmp_path: Path, **analysis: object) -> Path:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from contract.atomic import atomic_write_set, finish_interrupted_sets
-from tests.conftest import ROOT
+from demo.worlds import ROOT
 
 # The child slows each rename of a set's file (and each fsync of a temporary file) and says so on stdout,
 # so the parent can kill it between two renames; then it runs the command given.
@@ -96,11 +96,11 @@ def test_a_set_killed_before_its_renames_is_the_old_set_and_its_temporaries_go_a
 
 @pytest.mark.slow
 def test_the_report_page_killed_between_renames_leaves_one_whole_set(tmp_path: Path) -> None:
-    from tests.analysis.reports.test_arm_comparison import make_world
-    from tests.analysis.rendering.test_report_page import _reports
+    from tests.helpers.evallogs import make_world
+    from tests.helpers.reports import write_reports
 
     logs = make_world(tmp_path / "evallogs", arms_=["base", "trained", "+rag"])
-    reports = _reports(tmp_path, logs)
+    reports = write_reports(tmp_path, logs)
     args = ["--delta", str(reports / "delta"), "--arms", str(reports / "arms"), "--logs", str(logs),
             "--out", str(reports)]  # fmt: skip
     page = "from analysis.commands.index_page import main\nsys.exit(main(sys.argv[1:]))\n"

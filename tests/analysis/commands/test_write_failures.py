@@ -19,10 +19,10 @@ import pytest
 
 from analysis.rendering import index_page as report
 from contract.atomic import STALE_AFTER_S, atomic_write, atomic_write_set
-from tests.conftest import ROOT
-from tests.analysis.reports.test_arm_comparison import make_world
-from tests.analysis.rendering.test_report_page import _reports
-from tests.scoring.test_score import write_world
+from demo.worlds import ROOT
+from tests.helpers.evallogs import make_world
+from tests.helpers.reports import write_reports
+from tests.helpers.scoring import write_world
 
 
 def _limited(limit: int):  # noqa: ANN202 - a preexec function
@@ -53,7 +53,7 @@ def _temporaries(folder: Path) -> list[Path]:
 
 def test_a_report_that_cannot_be_written_leaves_the_previous_pages_all_old(tmp_path: Path) -> None:
     logs = make_world(tmp_path / "evallogs")
-    reports = _reports(tmp_path, logs)
+    reports = write_reports(tmp_path, logs)
     written = report.write(reports / "delta", reports / "arms", reports, logs)
     # Mark the previous set, so that a page the failed run replaced would show.
     old = {p: b"previous " + p.read_bytes() for p in written}

@@ -10,8 +10,8 @@ import numpy as np
 
 from analysis.rendering import index_page as report
 from contract.evallog import FORMAT_VERSION
-from tests.analysis.reports.test_arm_comparison import make_world
-from tests.analysis.rendering.test_report_page import _reports
+from tests.helpers.evallogs import make_world
+from tests.helpers.reports import write_reports
 
 
 def undecided_world(folder: Path) -> Path:
@@ -32,7 +32,7 @@ def undecided_world(folder: Path) -> Path:
 def test_the_page_and_metrics_show_each_arms_undecided_share_and_each_contrasts_decided_delta(
     tmp_path: Path,
 ) -> None:
-    out = _reports(tmp_path, undecided_world(tmp_path / "evallogs"))
+    out = write_reports(tmp_path, undecided_world(tmp_path / "evallogs"))
     report.write(out / "delta", out / "arms", out)
     part = json.loads((out / "arms" / "arm_comparison_report.json").read_text())["undecided"]
     shares = {a["arm"]: a["undecided_share"] for a in part["arms"]}
@@ -63,7 +63,7 @@ def judge_json(headline: str, reasons: list[str]) -> dict:
 
 
 def test_the_page_links_the_judge_report_and_says_fit_or_flagged_and_why(tmp_path: Path) -> None:
-    out = _reports(tmp_path, make_world(tmp_path / "evallogs", arms_=["base", "trained"]))
+    out = write_reports(tmp_path, make_world(tmp_path / "evallogs", arms_=["base", "trained"]))
     (out / "judge").mkdir()
     (out / "judge" / "judge_report.md").write_text("# Model judge: audit and contrasts\n")
     (out / "judge" / "judge_report.json").write_text("{}\n")  # the stage without a judge
@@ -83,7 +83,7 @@ def test_the_page_links_the_judge_report_and_says_fit_or_flagged_and_why(tmp_pat
 
 
 def test_at_k_1_the_page_prints_pass_at_1_once(tmp_path: Path) -> None:
-    out = _reports(tmp_path, make_world(tmp_path / "evallogs", k=1, arms_=["base", "trained"]))
+    out = write_reports(tmp_path, make_world(tmp_path / "evallogs", k=1, arms_=["base", "trained"]))
     report.write(out / "delta", out / "arms", out)
     d = json.loads((out / "delta" / "delta_report.json").read_text())
     page, html = (out / "index.md").read_text(), (out / "index.html").read_text()

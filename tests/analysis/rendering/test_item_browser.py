@@ -14,7 +14,6 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -40,9 +39,11 @@ from contract.protocol import Protocol
 from contract.seeds import sample_seed
 from contract.suite import load_suite, questions_sha256
 from contract.textformat import format_tool_call, format_tool_response
+from demo.worlds import ROOT
 from pipeline.score import score_file
-from tests.conftest import ROOT
-from tests.analysis.reports.test_delta import run_cli, write_log, write_params
+from tests.helpers.commands import run_cli
+from tests.helpers.evallogs import write_log
+from tests.helpers.params import write_params
 
 K = 4
 FAMILIES = ["lookup", "compute", "raise", "compound"]
@@ -54,10 +55,6 @@ ARMS = {
     "+rag": ("base", True, False, "lookup", 0.3, ("lookup", 0.6)),
     "+tools": ("base", False, True, "tool_access", 0.3, ("compute", 0.6)),
 }
-BROWSER_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-]  # fmt: skip
 
 
 def suite_rows() -> list[dict[str, Any]]:
@@ -295,29 +292,6 @@ class Offline:
         page.goto(path.as_uri() + fragment)
         page.wait_for_load_state("load")
         return page
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    """Headless Chromium (Debian's /usr/bin/chromium) through playwright; in CI both must be there."""
-    chromium = shutil.which("chromium") or (
-        "/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None
-    )
-    why = None
-    if chromium is None:
-        why = "no chromium on this machine (apt-get install chromium)"
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        why = why or "playwright is not installed (pip install -e '.[dev]')"
-    if why is not None:
-        if os.environ.get("CI"):
-            pytest.fail(f"the browser test must run in CI: {why}; .ci/run installs chromium")
-        pytest.skip(f"{why}; the browser test runs in CI")
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=chromium, args=BROWSER_ARGS)
-        yield b
-        b.close()
 
 
 def images_loaded(page: Any) -> list[tuple[str, int]]:

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from analysis.rendering.markdown_text import md
-from tests.analysis.reports.test_delta import markdown_view
+from tests.helpers.markdown import markdown_view
 
 # Printable text with every ASCII punctuation mark, spaces, tabs and line breaks.
 texts = st.text(

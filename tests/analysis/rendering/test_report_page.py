@@ -12,47 +12,21 @@ import pytest
 from analysis.commands import index_page as index_command
 from analysis.rendering import index_page as report
 from analysis.rendering.markdown_text import items_href
-from tests.analysis.reports.test_arm_comparison import HOSTILE_ARM, hostile_world, make_world
-from tests.analysis.reports.test_delta import markdown_view, run_cli, write_params
-
-
-def _reports(tmp_path: Path, logs: Path) -> Path:
-    params = write_params(tmp_path / "params.yaml", n_boot=300, n_perm=300)
-    out = tmp_path / "reports"
-    pre, post = str(logs / "base.json"), str(logs / "trained.json")
-    done = run_cli(
-        "analysis.commands.delta",
-        "--pre",
-        pre,
-        "--post",
-        post,
-        "--out",
-        str(out / "delta"),
-        "--params",
-        str(params),
-    )
-    assert done.returncode == 0, done.stderr
-    done = run_cli(
-        "analysis.commands.arm_comparison",
-        "--logs",
-        str(logs),
-        "--out",
-        str(out / "arms"),
-        "--params",
-        str(params),
-    )
-    assert done.returncode == 0, done.stderr
-    return out
+from tests.helpers.commands import run_cli
+from tests.helpers.evallogs import HOSTILE_ARM, hostile_world, make_world
+from tests.helpers.markdown import markdown_view
+from tests.helpers.params import write_params
+from tests.helpers.reports import write_reports
 
 
 @pytest.fixture()
 def reports(tmp_path: Path) -> Path:
-    return _reports(tmp_path, make_world(tmp_path / "evallogs"))
+    return write_reports(tmp_path, make_world(tmp_path / "evallogs"))
 
 
 def test_names_reach_the_page_as_written(tmp_path: Path) -> None:
     """The markdown page escapes what the html page's autoescape does: table cells and HTML in names."""
-    out = _reports(tmp_path, hostile_world(tmp_path / "evallogs"))
+    out = write_reports(tmp_path, hostile_world(tmp_path / "evallogs"))
     report.write(out / "delta", out / "arms", out)
     tables, html = markdown_view((out / "index.md").read_text())
     assert html == []

@@ -19,81 +19,25 @@ from analysis.reports.design import FACTORIAL_CELLS
 from analysis.reports.report_models import ArmComparison
 from analysis.reports.settings import Settings
 from contract.evallog import EvalLog
-from tests.analysis.reports.test_delta import (
-    FAMILIES,
+from tests.helpers.commands import run_cli
+from tests.helpers.evallogs import (
+    HOSTILE_ARM,
     HOSTILE_FAMILY,
-    HOSTILE_MODEL,
-    markdown_view,
-    run_cli,
-    synthetic_scores,
+    PATHS,
+    WORLD,
+    hostile_world,
+    make_world,
     write_log,
-    write_params,
 )
+from tests.helpers.markdown import markdown_view
+from tests.helpers.params import write_params
 
 ROW_FIELDS = [
     *("arm", "attribution", "naive_delta", "adjusted_delta", "budget_confound", "ci95", "cohens_dz"),
     *("mean_gen_tokens", "flips_fixed_b", "flips_broke_c", "mcnemar_p", "claim"),
     *("p_value", "q_value", "significant", "negligible"),
 ]
-# arm -> (logit lift on every item, extra lift on lookup items, mean generated tokens)
-WORLD = {
-    "base": (0.0, 0.0, 40),
-    "trained": (0.7, 0.0, 44),
-    "+rag": (0.0, 3.0, 50),
-    "+tools": (1.2, 0.0, 60),
-    "trained+rag": (0.7, 3.0, 52),
-    "trained+tools": (1.6, 0.0, 62),
-    "trained+rag+tools": (1.9, 3.0, 70),
-}
-PATHS = ["clean", "answer_without_tool", "tool_result_ignored", "tool_error", "no_answer"]
 FAST = Settings(n_boot=400, n_perm=400, seed=3)
-
-
-def make_world(
-    folder: Path, n_items: int = 96, k: int = 4, arms_: list[str] | None = None, seed: int = 0
-) -> Path:
-    """One EvalLog per arm with shared item difficulty, budgets, families and tool paths."""
-    folder.mkdir(parents=True, exist_ok=True)
-    rng = np.random.default_rng(seed)
-    fam = [FAMILIES[i % 4] for i in range(n_items)]
-    lookup = np.array([f == "lookup" for f in fam])
-    logit = rng.normal(-0.3, 1.3, n_items)
-    for name in arms_ or list(WORLD):
-        lift, lookup_lift, tokens = WORLD[name]
-        p = 1 / (1 + np.exp(-(logit + lift + lookup_lift * lookup)))
-        scores = (rng.random((n_items, k)) < p[:, None]).astype(float)
-        gen = rng.integers(tokens - 8, tokens + 9, (n_items, k))
-        samples = None
-        if "tools" in name:
-            samples = [
-                [
-                    {"index": j, "seed": j, "score": float(scores[i, j]), "path": PATHS[(i + j) % 5]}
-                    for j in range(k)
-                ]
-                for i in range(n_items)
-            ]
-        model = "demo-trained" if name.startswith("trained") else "demo-base"
-        write_log(folder / f"{name}.json", scores, families=fam, gen_tokens=gen, samples=samples, arm=name,
-                  attribution=arm_comparison.DEFAULT_ATTRIBUTION[name], model_name=model)  # fmt: skip
-    return folder
-
-
-# An arm name with a table separator, HTML and a mathtext formula.
-HOSTILE_ARM = "+rag$^$|<b>x</b>"
-
-
-def hostile_world(folder: Path) -> Path:
-    """base, trained and an arm named HOSTILE_ARM, over families named HOSTILE_FAMILY and 'plain'."""
-    folder.mkdir(parents=True, exist_ok=True)
-    rng = np.random.default_rng(5)
-    fam = [HOSTILE_FAMILY if i % 2 else "plain" for i in range(48)]
-    base, logit = synthetic_scores(rng, 48, 4)
-    for name, arm, lift, model in (("base", "base", 0.0, HOSTILE_MODEL), ("trained", "trained", 0.8, "m1"),
-                                   ("odd", HOSTILE_ARM, 1.5, HOSTILE_MODEL)):  # fmt: skip
-        scores = base if name == "base" else synthetic_scores(rng, 48, 4, lift=lift, base=logit)[0]
-        write_log(folder / f"{name}.json", scores, families=fam, arm=arm, model_name=model,
-                  attribution="lookup" if name == "odd" else None)  # fmt: skip
-    return folder
 
 
 def test_names_reach_the_markdown_and_the_forest_plot_as_written(tmp_path):

@@ -22,7 +22,8 @@ from analysis.reports import arm_comparison, calibration, crossover, trajectory
 from analysis.reports.report_models import ArmComparison, DeltaReport
 from analysis.reports.settings import Settings
 from contract.evallog import EvalLog
-from tests.analysis.reports.test_delta import build, write_log
+from tests.helpers.evallogs import write_log
+from tests.helpers.reports import build
 
 FAST = Settings(n_boot=400, n_perm=400, seed=7)
 

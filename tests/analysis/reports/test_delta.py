@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
 from fractions import Fraction
 from pathlib import Path
 
@@ -16,122 +14,21 @@ from hypothesis import strategies as st
 
 from analysis.commands import delta as delta_command
 from analysis.rendering import delta_report as delta_rendering
-from analysis.reports import delta
 from analysis.reports.report_models import DeltaReport
 from analysis.reports.settings import Settings, read_settings
 from contract.evallog import EvalLog
+from tests.helpers.commands import run_cli
+from tests.helpers.evallogs import FAMILIES, HOSTILE_FAMILY, HOSTILE_MODEL, synthetic_scores, write_log
+from tests.helpers.markdown import markdown_view
+from tests.helpers.params import write_params
+from tests.helpers.reports import build, build_typed
 
-ROOT = Path(__file__).resolve().parents[3]
-FAMILIES = ("lookup", "compute", "raise", "compound")
 REPORT_FIELDS = [
     *("suite", "suite_revision", "n_items", "n_samples", "pre_model", "post_model", "driver", "measured_at"),
     *("mean_pre", "mean_post", "delta_mean", "delta_ci95", "perm_p", "cohens_dz", "pair_correlation_rho"),
     *("flips_wrong_to_right", "flips_right_to_wrong", "mcnemar_chi2", "mcnemar_p", "pass_at_k_pre"),
     *("pass_at_k_post", "claim"),
 ]
-FAST = Settings(n_boot=400, n_perm=400, seed=7)
-
-
-def write_log(
-    path: Path,
-    scores,
-    *,
-    item_ids=None,
-    families=None,
-    gen_tokens=None,
-    samples=None,
-    protocol: dict | None = None,
-    **fields,
-) -> Path:
-    """Write a real EvalLog JSON built through the pydantic schema (so it is what the runner would write).
-
-    Each file is of its own model (demo-<stem>) unless model_name is given: a delta compares two models.
-    """
-    scores = np.asarray(scores, dtype=float)
-    n_items, k = scores.shape
-    item_ids = item_ids or [f"q{i:04d}" for i in range(n_items)]
-    items = []
-    for i in range(n_items):
-        it = {"item_id": item_ids[i], "scores": scores[i].tolist()}
-        if families is not None:
-            it["family"] = families[i]
-        if gen_tokens is not None:
-            it["gen_tokens"] = [int(t) for t in gen_tokens[i]]
-        if samples is not None:
-            it["samples"] = samples[i]
-        items.append(it)
-    proto = {"k": k, "max_tokens": 64, "temperature": 1.0, "top_p": 1.0, "seed": 1234, "max_tool_calls": 4}
-    proto.update(protocol or {})
-    record = {
-        "model_name": f"demo-{path.stem}",
-        "suite": "sda-mini",
-        "suite_revision": "v1.0",
-        "n_samples": k,
-        "temperature": 1.0,
-        "max_tokens": 64,
-        "driver": "cpu test",
-        "measured_at": "2026-01-01T00:00:00Z",
-        "top_p": 1.0,
-        "seed": 1234,
-        "protocol": proto,
-        "items": items,
-    }
-    record.update(fields)
-    log = EvalLog.model_validate(record)
-    path.write_text(log.model_dump_json(exclude_none=True, indent=1))
-    return path
-
-
-def synthetic_scores(rng: np.random.Generator, n_items: int, k: int, lift: float = 0.0, base=None):
-    """0/1 scores with item difficulty shared across arms; returns (scores, item probabilities)."""
-    logit = base if base is not None else rng.normal(0.0, 1.5, n_items)
-    p = 1 / (1 + np.exp(-(logit + lift)))
-    return (rng.random((n_items, k)) < p[:, None]).astype(float), logit
-
-
-def write_params(path: Path, **analysis) -> Path:
-    body = {"n_boot": 2000, "n_perm": 2000, "alpha": 0.05, "fdr": 0.05, "min_effect": 0.01, **analysis}
-    lines = ["protocol: {k: 8, max_tokens: 64, temperature: 1.0, top_p: 1.0, seed: 1234}", "analysis:"]
-    lines += [f"  {k}: {v}" for k, v in body.items()]
-    path.write_text("\n".join(lines) + "\n")
-    return path
-
-
-def markdown_view(text: str) -> tuple[list[list[list[str]]], list[str]]:
-    """What a markdown reader shows: each table as rows of cell texts, and any raw HTML that would render."""
-    from markdown_it import MarkdownIt
-
-    tables: list[list[list[str]]] = []
-    html: list[str] = []
-    row: list[str] | None = None
-    for tok in MarkdownIt("commonmark").enable(["table", "strikethrough"]).parse(text):
-        if tok.type == "html_block":
-            html.append(tok.content)
-        elif tok.type == "table_open":
-            tables.append([])
-        elif tok.type == "tr_open":
-            row = []
-        elif tok.type == "tr_close" and row is not None:
-            tables[-1].append(row)
-            row = None
-        elif tok.type == "inline":
-            html += [c.content for c in tok.children or [] if c.type == "html_inline"]
-            if row is not None:
-                row.append(
-                    "".join(c.content for c in tok.children or [] if c.type in ("text", "code_inline"))
-                )
-    return tables, html
-
-
-# Names a log may carry that mean something to markdown (table cells, HTML) or to matplotlib (mathtext).
-HOSTILE_FAMILY = "a|b <i>x</i>"
-HOSTILE_MODEL = "<img src=x onerror=alert(1)> org/m$^$_v*2*"
-
-
-def run_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", *args], cwd=ROOT, capture_output=True, text=True, timeout=300
-    )
 
 
 def write_pair(folder: Path) -> tuple[Path, Path]:
@@ -168,16 +65,6 @@ def cli_twice(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Pat
         assert r.returncode == 0, r.stderr
         outs.append(out)
     return pre, post, params, outs
-
-
-def build_typed(pre: Path, post: Path, s: Settings = FAST) -> DeltaReport:
-    return delta.build(str(pre), EvalLog.model_validate_json(pre.read_text()), str(post),
-                       EvalLog.model_validate_json(post.read_text()), s)  # fmt: skip
-
-
-def build(pre: Path, post: Path, s: Settings = FAST) -> dict:
-    """The report as plain data (its fields as assembled), as the tests below read it."""
-    return build_typed(pre, post, s).model_dump()
 
 
 # ------------------------------------------------------------------------------------------- the CLI

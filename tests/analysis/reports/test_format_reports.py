@@ -13,8 +13,10 @@ from analysis.rendering.delta_report import delta_markdown
 from analysis.reports import arm_comparison, delta, trajectory
 from analysis.reports.report_models import ArmComparison, DeltaReport
 from analysis.reports.settings import Settings
-from tests.analysis.reports.test_delta import run_cli, write_log, write_params
-from tests.analysis.reports.test_trajectory import params as trajectory_params
+from tests.helpers.commands import run_cli
+from tests.helpers.evallogs import write_log
+from tests.helpers.params import write_params
+from tests.helpers.params import write_trajectory_params as trajectory_params
 
 FAST = Settings(n_boot=400, n_perm=400, seed=11)
 N, K = 80, 4

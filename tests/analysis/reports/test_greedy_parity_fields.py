@@ -12,8 +12,8 @@ import pytest
 from analysis.reports.align import check_matched
 from analysis.reports.refusal import Refusal
 from contract.evallog import EvalLog, load
-from tests.analysis.reports.test_delta import write_log
-from tests.interop.test_import_alignment import N_DOCS, imports, write_run
+from tests.helpers.evallogs import write_log
+from tests.helpers.foreign_logs import N_DOCS, imports, write_run
 
 
 def _pair(tmp_path: Path, temperature: float) -> tuple[Path, EvalLog, Path, EvalLog]:

@@ -15,8 +15,7 @@ from analysis.rendering.trajectory_report import metrics_markdown
 from analysis.reports import arm_comparison
 from analysis.reports.report_models import ArmComparison, TrajectoryReport
 from analysis.reports.settings import Settings
-from tests.analysis.reports.test_arm_comparison import make_world
-from tests.analysis.reports.test_delta import synthetic_scores, write_log
+from tests.helpers.evallogs import make_world, synthetic_scores, write_log
 
 OLD_WORDINGS = (
     "no material shift",

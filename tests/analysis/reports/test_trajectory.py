@@ -10,7 +10,10 @@ import pytest
 
 from analysis.reports import arm_comparison, trajectory
 from analysis.reports.settings import Settings
-from tests.analysis.reports.test_delta import markdown_view, run_cli, write_log
+from tests.helpers.commands import run_cli
+from tests.helpers.evallogs import write_log
+from tests.helpers.markdown import markdown_view
+from tests.helpers.params import write_trajectory_params
 
 FAST = Settings(n_boot=400, n_perm=400, seed=5)
 # arm -> lift of every item's success probability over base (probability scale: the lift is the true delta)
@@ -28,22 +31,12 @@ def world(folder: Path, lifts: dict[str, float] = LIFTS, n_items: int = 300, k: 
     return folder
 
 
-def params(path: Path, arms: list[str], section: str | None) -> Path:
-    body = [
-        "protocol: {k: 4, max_tokens: 64, temperature: 1.0, top_p: 1.0, seed: 1234}",
-        "analysis: {n_boot: 400, n_perm: 400}",
-        f"arms: [{', '.join(arms)}]",
-    ]
-    path.write_text("\n".join([*body, *([section] if section else [])]) + "\n")
-    return path
-
-
 CONFIGURED = "trajectory: {checkpoints: [base, step-200, trained], placebo: placebo}"
 
 
 def test_every_checkpoint_over_base_and_the_reward_against_the_placebo(tmp_path):
     logs = world(tmp_path / "logs")
-    p = params(tmp_path / "params.yaml", list(LIFTS), CONFIGURED)
+    p = write_trajectory_params(tmp_path / "params.yaml", list(LIFTS), CONFIGURED)
     r = trajectory.build(str(logs), FAST, p).model_dump()
     assert r["status"] == "done"
     assert [row["arm"] for row in r["trajectory"]] == ["base", "step-200", "trained"]
@@ -76,7 +69,7 @@ def test_a_placebo_that_scores_as_the_rewarded_run_carries_no_reward_claim(tmp_p
     scores = [it["scores"] for it in trained["items"]]
     write_log(logs / "placebo.json", scores, arm="placebo", model_name="demo/models/placebo")
     r = trajectory.build(
-        str(logs), FAST, params(tmp_path / "params.yaml", list(LIFTS), CONFIGURED)
+        str(logs), FAST, write_trajectory_params(tmp_path / "params.yaml", list(LIFTS), CONFIGURED)
     ).model_dump()
     assert r["reward_contrast"]["delta"] == 0.0 and r["reward_contrast"]["ci95"] == [0.0, 0.0]
     assert r["reward_claim"].startswith("no difference between the rewarded run and the placebo detected")
@@ -85,7 +78,7 @@ def test_a_placebo_that_scores_as_the_rewarded_run_carries_no_reward_claim(tmp_p
 
 def test_cli_writes_the_report_the_figure_and_states_the_claim_and_its_limits(tmp_path):
     logs = world(tmp_path / "logs")
-    p = params(tmp_path / "params.yaml", list(LIFTS), CONFIGURED)
+    p = write_trajectory_params(tmp_path / "params.yaml", list(LIFTS), CONFIGURED)
     out = tmp_path / "out"
     done = run_cli("analysis.commands.trajectory", "--logs", str(logs), "--out", str(out), "--params", str(p))
     assert done.returncode == 0, done.stderr
@@ -109,7 +102,7 @@ def test_cli_writes_the_report_the_figure_and_states_the_claim_and_its_limits(tm
 )
 def test_without_a_section_or_the_logs_a_short_report_and_exit_0(tmp_path, arms, section, status, says):
     logs = world(tmp_path / "logs", {"base": 0.0, "trained": 0.1})
-    p = params(tmp_path / "params.yaml", arms, section)
+    p = write_trajectory_params(tmp_path / "params.yaml", arms, section)
     out = tmp_path / "out"
     done = run_cli("analysis.commands.trajectory", "--logs", str(logs), "--out", str(out), "--params", str(p))
     assert done.returncode == 0, done.stderr
@@ -123,7 +116,9 @@ def test_without_a_section_or_the_logs_a_short_report_and_exit_0(tmp_path, arms,
 def test_a_log_of_an_arm_not_in_the_arm_list_is_not_used(tmp_path):
     logs = world(tmp_path / "logs")
     r = trajectory.build(
-        str(logs), FAST, params(tmp_path / "p.yaml", ["base", "trained", "placebo"], CONFIGURED)
+        str(logs),
+        FAST,
+        write_trajectory_params(tmp_path / "p.yaml", ["base", "trained", "placebo"], CONFIGURED),
     ).model_dump()
     assert r["status"] == "arms missing" and r["missing"] == ["step-200"]
 
@@ -131,7 +126,9 @@ def test_a_log_of_an_arm_not_in_the_arm_list_is_not_used(tmp_path):
 def test_a_missing_placebo_leaves_the_trajectory_without_a_reward_claim(tmp_path):
     logs = world(tmp_path / "logs", {"base": 0.0, "step-200": 0.08, "trained": 0.16})
     r = trajectory.build(
-        str(logs), FAST, params(tmp_path / "p.yaml", ["base", "step-200", "trained"], CONFIGURED)
+        str(logs),
+        FAST,
+        write_trajectory_params(tmp_path / "p.yaml", ["base", "step-200", "trained"], CONFIGURED),
     ).model_dump()
     assert r["status"] == "done" and r["placebo"] is None and r["reward_contrast"] is None
     assert "no placebo configured" in r["reward_claim"] and "placebo arm placebo has no log" in r["notes"][0]
@@ -149,7 +146,7 @@ def test_a_missing_placebo_leaves_the_trajectory_without_a_reward_claim(tmp_path
 )
 def test_a_bad_section_is_refused_in_one_line_naming_the_field(tmp_path, section, field):
     logs = world(tmp_path / "logs", {"base": 0.0, "trained": 0.1})
-    p = params(tmp_path / "params.yaml", ["base", "trained"], section)
+    p = write_trajectory_params(tmp_path / "params.yaml", ["base", "trained"], section)
     out = tmp_path / "out"
     done = run_cli("analysis.commands.trajectory", "--logs", str(logs), "--out", str(out), "--params", str(p))
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
@@ -159,7 +156,9 @@ def test_a_bad_section_is_refused_in_one_line_naming_the_field(tmp_path, section
 def test_checkpoints_of_one_model_are_refused(tmp_path):
     logs = world(tmp_path / "logs", {"base": 0.0, "trained": 0.1})
     write_log(logs / "trained.json", np.zeros((300, 4)), arm="trained", model_name="demo/models/base")
-    p = params(tmp_path / "params.yaml", ["base", "trained"], "trajectory: {checkpoints: [base, trained]}")
+    p = write_trajectory_params(
+        tmp_path / "params.yaml", ["base", "trained"], "trajectory: {checkpoints: [base, trained]}"
+    )
     done = run_cli(
         "analysis.commands.trajectory", "--logs", str(logs), "--out", str(tmp_path / "o"), "--params", str(p)
     )

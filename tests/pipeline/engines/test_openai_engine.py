@@ -3,8 +3,6 @@ and its settings; tests/pipeline/engines/test_served_engine.py drives vLLM's rea
 
 from __future__ import annotations
 
-import asyncio
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -12,93 +10,12 @@ from typing import Any
 import pytest
 import yaml
 
-from contract.engine import Decoding, GenRequest
+from contract.engine import GenRequest
 from pipeline.config import CONF_DIR, ConfigError, engine_config
 from pipeline.engines import EngineStartError, settings_record
 from pipeline.engines import openai_engine as oe
 from pipeline.engines.vllm_server import server_flags
-
-SAMPLED = Decoding(temperature=1.0, top_p=1.0)
-
-
-class Stub:
-    """An OpenAI-compatible server in a thread: /v1/models lists `served`, completions answer from the seed.
-
-    fail[seed] answers with that many 503s before the real answer; refuse answers 400; dead_after answers
-    that many requests, then 503 to every one.
-    """
-
-    def __init__(self, served: dict[str, Any]) -> None:
-        self.served = served
-        self.bodies: list[dict[str, Any]] = []
-        self.headers: list[dict[str, str]] = []
-        self.fail: dict[int, int] = {}
-        self.refuse = False
-        self.dead_after: int | None = None
-        self.answered = 0
-        self.url = ""
-
-    async def _models(self, request: Any) -> Any:
-        from aiohttp import web
-
-        self.headers.append(dict(request.headers))
-        return web.json_response({"object": "list", "data": [self.served]})
-
-    async def _version(self, request: Any) -> Any:
-        from aiohttp import web
-
-        return web.json_response({"version": "0.0.stub"})
-
-    async def _complete(self, request: Any) -> Any:
-        from aiohttp import web
-
-        body = await request.json()
-        self.bodies.append(body)
-        self.headers.append(dict(request.headers))
-        seed = body["seed"]
-        if self.refuse:
-            return web.json_response({"error": {"message": "This model's maximum context is 8"}}, status=400)
-        if self.fail.get(seed, 0) > 0:
-            self.fail[seed] -= 1
-            return web.json_response({"error": {"message": "busy"}}, status=503)
-        if self.dead_after is not None and self.answered >= self.dead_after:
-            return web.json_response({"error": {"message": "engine dead"}}, status=503)
-        self.answered += 1
-        stop = (body["stop"] or [None])[0]
-        choice = {"text": f"seed {seed}", "finish_reason": "stop", "stop_reason": stop, "token_ids": [5, 6]}
-        return web.json_response({
-            "choices": [choice],
-            "usage": {"prompt_tokens": len(body["prompt"]), "completion_tokens": 2},
-        })  # fmt: skip
-
-    def _routes(self, app: Any) -> None:
-        """More routes a subclass serves."""
-
-    def serve(self) -> Iterator[Stub]:
-        """Run the server on a free loopback port while the caller holds it."""
-        from aiohttp import web
-
-        loop = asyncio.new_event_loop()
-        app = web.Application()
-        app.router.add_get("/v1/models", self._models)
-        app.router.add_get("/version", self._version)
-        app.router.add_post("/v1/completions", self._complete)
-        self._routes(app)
-        runner = web.AppRunner(app)
-        loop.run_until_complete(runner.setup())
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        loop.run_until_complete(site.start())
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        self.url = f"http://127.0.0.1:{port}"
-        thread = threading.Thread(target=loop.run_forever, daemon=True)
-        thread.start()
-        try:
-            yield self
-        finally:
-            loop.call_soon_threadsafe(loop.stop)
-            thread.join(5)
-            loop.run_until_complete(runner.cleanup())
-            loop.close()
+from tests.helpers.openai_stub import SAMPLED, Stub, stub_engine, stub_requests
 
 
 @pytest.fixture
@@ -107,25 +24,14 @@ def stub(untrained_checkpoint: Path) -> Iterator[Stub]:
     yield from Stub({"id": str(untrained_checkpoint), "root": str(untrained_checkpoint)}).serve()
 
 
-def _requests(n: int) -> list[GenRequest]:
-    return [
-        GenRequest(key=(f"q{i}", 0), prompt=f"Question: {i}\n", seed=100 + i, max_tokens=4, stop=("\n",))
-        for i in range(n)
-    ]
-
-
-def _engine(checkpoint: Path, base_url: Any, **kw: Any) -> oe.OpenAIEngine:
-    return oe.OpenAIEngine(str(checkpoint), base_url=base_url, **kw)
-
-
 def test_a_request_answered_with_503_is_sent_again_with_the_same_seed_and_prompt(
     stub: Stub, untrained_checkpoint: Path, monkeypatch: pytest.MonkeyPatch
 ):
     monkeypatch.setattr(oe, "BACKOFF_S", 0.01)
     stub.fail = {100: 2, 103: 1}
-    engine = _engine(untrained_checkpoint, stub.url, retries=2)
+    engine = stub_engine(untrained_checkpoint, stub.url, retries=2)
     got: list[Any] = []
-    results = engine.generate(_requests(5), SAMPLED, on_result=got.append)
+    results = engine.generate(stub_requests(5), SAMPLED, on_result=got.append)
     assert [r.text for r in results] == [f"seed {100 + i}\n" for i in range(5)]  # the stop string kept
     assert sorted(r.key for r in got) == sorted(r.key for r in results)
     sent = [b for b in stub.bodies if b["seed"] == 100]
@@ -143,10 +49,10 @@ def test_a_server_that_stops_answering_ends_the_call_in_one_line_with_the_finish
 ):
     monkeypatch.setattr(oe, "BACKOFF_S", 0.01)
     stub.dead_after = 6
-    engine = _engine(untrained_checkpoint, stub.url, retries=2, concurrency=2)
+    engine = stub_engine(untrained_checkpoint, stub.url, retries=2, concurrency=2)
     got: list[Any] = []
     with pytest.raises(oe.ServerGoneError) as e:
-        engine.generate(_requests(20), SAMPLED, on_result=got.append)
+        engine.generate(stub_requests(20), SAMPLED, on_result=got.append)
     assert len(got) == 6
     message = str(e.value)
     assert "\n" not in message and "did not answer after 2 retries" in message and "HTTP 503" in message
@@ -155,11 +61,11 @@ def test_a_server_that_stops_answering_ends_the_call_in_one_line_with_the_finish
 
 def test_a_refused_request_is_one_line_naming_the_sample(stub: Stub, untrained_checkpoint: Path):
     stub.refuse = True
-    engine = _engine(untrained_checkpoint, stub.url)
+    engine = stub_engine(untrained_checkpoint, stub.url)
     with pytest.raises(
         oe.RunnerError, match=r"refused sample 0 of item 'q0' \(HTTP 400: This model's max"
     ) as e:
-        engine.generate(_requests(1), SAMPLED)
+        engine.generate(stub_requests(1), SAMPLED)
     assert "\n" not in str(e.value) and len(stub.bodies) == 1  # a 400 is not sent again
 
 
@@ -168,13 +74,13 @@ def test_a_server_of_another_model_is_refused_in_one_line(untrained_checkpoint: 
         with pytest.raises(
             EngineStartError, match="serves org/other \\(root /models/other\\), not the arm's model"
         ) as e:
-            _engine(untrained_checkpoint, served.url)
+            stub_engine(untrained_checkpoint, served.url)
         assert "\n" not in str(e.value)
         # Served under another name: accepted when served_model names it (and recorded).
-        engine = _engine(untrained_checkpoint, served.url, served_model="org/other")
+        engine = stub_engine(untrained_checkpoint, served.url, served_model="org/other")
         assert engine.info.served_model == "org/other"
         with pytest.raises(EngineStartError, match="no model with id 'org/nope'"):
-            _engine(untrained_checkpoint, served.url, served_model="org/nope")
+            stub_engine(untrained_checkpoint, served.url, served_model="org/nope")
 
 
 def test_two_servers_share_the_requests_and_an_items_samples_go_to_one(untrained_checkpoint: Path):
@@ -182,7 +88,7 @@ def test_two_servers_share_the_requests_and_an_items_samples_go_to_one(untrained
     one, two = Stub(served), Stub(served)
     for a in one.serve():
         for b in two.serve():
-            engine = _engine(untrained_checkpoint, [a.url, f"{b.url}/v1/"])
+            engine = stub_engine(untrained_checkpoint, [a.url, f"{b.url}/v1/"])
             reqs = [
                 GenRequest(key=(f"q{i // 4}", i % 4), prompt=f"Q{i // 4}", seed=i, max_tokens=4)
                 for i in range(80)
@@ -201,10 +107,10 @@ def test_credentials_come_from_the_environment_and_are_never_recorded(
         oe.parse_urls(f"http://me:s3cret@{stub.url[7:]}")
     assert "s3cret" not in str(e.value)
     with pytest.raises(ConfigError, match="'NO_SUCH_KEY_VAR': that environment variable is not set"):
-        _engine(untrained_checkpoint, stub.url, api_key_env="NO_SUCH_KEY_VAR")
+        stub_engine(untrained_checkpoint, stub.url, api_key_env="NO_SUCH_KEY_VAR")
     monkeypatch.setenv("SERVED_KEY", "s3cret-key")
-    engine = _engine(untrained_checkpoint, stub.url, api_key_env="SERVED_KEY")
-    engine.generate(_requests(1), SAMPLED)
+    engine = stub_engine(untrained_checkpoint, stub.url, api_key_env="SERVED_KEY")
+    engine.generate(stub_requests(1), SAMPLED)
     assert all(h.get("Authorization") == "Bearer s3cret-key" for h in stub.headers)
     assert "s3cret" not in engine.info.model_dump_json()
 
@@ -253,7 +159,8 @@ def test_a_server_that_dies_mid_run_stops_the_command_with_exit_2_and_the_rerun_
     import subprocess
     import sys
 
-    from tests.conftest import ROOT, arithmetic_items, make_world
+    from demo.tiny_models import arithmetic_items
+    from demo.worlds import ROOT, make_world
 
     w = make_world(tmp_path / "w", {"base": untrained_checkpoint}, arithmetic_items(10), k=4, max_tokens=8)
     out = tmp_path / "out"
@@ -285,11 +192,11 @@ def test_a_server_that_dies_mid_run_stops_the_command_with_exit_2_and_the_rerun_
 def test_a_chat_prompt_is_sent_as_the_offline_engines_tokens_with_one_bos(
     tmp_path: Path, untrained_checkpoint: Path
 ):
-    from tests.conftest import with_chat_template
+    from demo.worlds import with_chat_template
 
     chat = with_chat_template(untrained_checkpoint, tmp_path / "chat")
     for served in Stub({"id": "chat-model", "root": str(chat)}).serve():
-        engine = _engine(chat, served.url)
+        engine = stub_engine(chat, served.url)
         assert engine.chat
         prompt = "<s><|user|>What is 2 + 3?\n<|assistant|>"
         engine.generate([GenRequest(key=("q", 0), prompt=prompt, seed=1, max_tokens=4)], SAMPLED)
@@ -302,8 +209,10 @@ def test_a_base_url_per_model_sends_each_arm_to_the_servers_of_its_model(
     tmp_path: Path, untrained_checkpoint: Path
 ):
     from contract.generations import load_generations
+    from demo.tiny_models import arithmetic_items
+    from demo.worlds import make_world
     from pipeline.generate import run
-    from tests.conftest import arithmetic_items, link_or_copy, make_world
+    from tests.helpers.worlds import link_or_copy
 
     trained = tmp_path / "trained"
     trained.mkdir()

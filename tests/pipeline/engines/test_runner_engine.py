@@ -18,14 +18,15 @@ from contract.engine import Decoding, GenRequest
 from contract.evallog import EvalLog
 from contract.seeds import sample_seed
 from contract.suite import load_suite
+from demo.tiny_models import arithmetic_items
+from demo.worlds import DEMO_SUITE, ROOT, World, make_world, with_chat_template
 from pipeline.config import engine_config
 from pipeline.engines import make_engine
 from pipeline.generate import run
 from pipeline.prompts import CHAT_INSTRUCTION, PLAIN_STOP, build_prompt
 from pipeline.score import score_file
 from pipeline.settings import partial_dir
-from tests.conftest import DEMO_SUITE, ROOT, World, arithmetic_items, make_world, with_chat_template
-from tests.pipeline.test_runner import ARMS, CORPUS
+from tests.helpers.runner import ARMS, CORPUS
 
 pytestmark = pytest.mark.slow
 
@@ -46,7 +47,8 @@ def scored(w: World, generations: Path) -> EvalLog:
 
 # First in the module: the session's engine (tests/conftest.py) is left on the demo base checkpoint by
 # tests/worlds/test_demo_world.py, so these start one engine (the chat copy's) before the tiny checkpoint's
-# tests below, which tests/pipeline/test_ray_run.py and tests/pipeline/engines/test_served_engine.py then share.
+# tests below, which tests/pipeline/test_ray_run.py and tests/pipeline/engines/test_served_engine.py then
+# share.
 def _parity_requests(demo_base: Path | None, tiny_checkpoint: Path) -> tuple[Path, list[GenRequest]]:
     """50 greedy requests: the demo suite on demo/models/base once it exists, else arithmetic (tiny model)."""
     if demo_base is not None:

@@ -1,7 +1,7 @@
 """engine=openai against vLLM's real OpenAI-compatible server on loopback (slow): the offline engine's texts,
 every arm kind, a runner SIGKILLed (no orphan server, then a resume). A server that stops answering mid-run
-is tested against a small local server (tests/pipeline/engines/test_openai_engine.py); benchmarks/bench_served.py kills
-vLLM's own.
+is tested against a small local server (tests/pipeline/engines/test_openai_engine.py);
+benchmarks/bench_served.py kills vLLM's own.
 
 One server (the runner's own, started by the openai engine in this process) serves the module; the test
 that kills the runner starts its own through the command line. This module is in the vllm-in-process group
@@ -23,12 +23,13 @@ from typing import Any
 import pytest
 
 from contract.generations import load_generations
+from demo.tiny_models import arithmetic_items
+from demo.worlds import ROOT, World, make_world
 from pipeline.config import engine_config
 from pipeline.engines import make_engine
 from pipeline.generate import run
 from pipeline.settings import partial_dir
-from tests.conftest import ROOT, World, arithmetic_items, make_world
-from tests.pipeline.test_runner import CORPUS
+from tests.helpers.runner import CORPUS
 
 pytestmark = pytest.mark.slow
 KEY_VAR = "TEST_SERVED_KEY"

@@ -29,7 +29,7 @@ from pipeline.engines.served_reply import (
     json_body,
     retry_after_s,
 )
-from tests.pipeline.engines.test_openai_engine import SAMPLED, Stub, _engine, _requests
+from tests.helpers.openai_stub import SAMPLED, Stub, stub_engine, stub_requests
 
 Answer = Callable[[Any, dict[str, Any]], Any]
 
@@ -151,10 +151,10 @@ def test_a_reply_that_is_not_a_completion_is_refused_in_one_line_and_the_finishe
 ):
     monkeypatch.setattr(oe, "BACKOFF_S", 0.01)
     hostile.good_first, (hostile.bad, why) = 3, MALFORMED[kind]
-    engine = _engine(untrained_checkpoint, hostile.url, retries=2, concurrency=1)
+    engine = stub_engine(untrained_checkpoint, hostile.url, retries=2, concurrency=1)
     got: list[Any] = []
     with pytest.raises(oe.RunnerError) as e:
-        engine.generate(_requests(6), SAMPLED, on_result=got.append)
+        engine.generate(stub_requests(6), SAMPLED, on_result=got.append)
     message = str(e.value)
     assert "\n" not in message and why in message, message
     assert "the finished samples are kept" in message and "of item 'q" in message
@@ -169,10 +169,10 @@ def test_a_200_whose_body_is_not_json_is_retried_then_ends_in_one_line(
 ):
     monkeypatch.setattr(oe, "BACKOFF_S", 0.01)
     hostile.good_first, hostile.bad = 2, answer
-    engine = _engine(untrained_checkpoint, hostile.url, retries=2, concurrency=1)
+    engine = stub_engine(untrained_checkpoint, hostile.url, retries=2, concurrency=1)
     got: list[Any] = []
     with pytest.raises(oe.ServerGoneError) as e:
-        engine.generate(_requests(4), SAMPLED, on_result=got.append)
+        engine.generate(stub_requests(4), SAMPLED, on_result=got.append)
     message = str(e.value)
     assert "\n" not in message and "did not answer after 2 retries" in message, message
     assert "HTTP 200" in message or "ClientPayloadError" in message or "ServerDisconnected" in message
@@ -192,8 +192,8 @@ def test_a_cut_body_is_sent_again_and_the_second_answer_is_kept(
         return await Stub._complete(hostile, request)
 
     hostile.bad = once
-    engine = _engine(untrained_checkpoint, hostile.url, retries=1, concurrency=1)
-    results = engine.generate(_requests(1), SAMPLED)
+    engine = stub_engine(untrained_checkpoint, hostile.url, retries=1, concurrency=1)
+    results = engine.generate(stub_requests(1), SAMPLED)
     assert [r.text for r in results] == ["seed 100\n"] and len(hostile.times) == 2
 
 
@@ -210,8 +210,8 @@ def test_a_busy_server_is_left_alone_for_the_retry_after_it_asks_for(
         return await Stub._complete(hostile, request)
 
     hostile.bad = until_a_second
-    engine = _engine(untrained_checkpoint, hostile.url, retries=2, concurrency=1)
-    results = engine.generate(_requests(1), SAMPLED)
+    engine = stub_engine(untrained_checkpoint, hostile.url, retries=2, concurrency=1)
+    results = engine.generate(stub_requests(1), SAMPLED)
     assert [r.text for r in results] == ["seed 100\n"]
     assert len(hostile.times) == 2 and hostile.times[1] - hostile.times[0] >= 1.0
 
@@ -221,11 +221,11 @@ def test_a_retry_after_beyond_the_timeout_ends_the_run_at_once_in_one_line(
 ):
     monkeypatch.setattr(oe, "BACKOFF_S", 0.01)
     hostile.bad = _json({"error": {"message": "maintenance"}}, status=503, headers={"Retry-After": "7200"})
-    engine = _engine(untrained_checkpoint, hostile.url, retries=3, timeout_s=60)
+    engine = stub_engine(untrained_checkpoint, hostile.url, retries=3, timeout_s=60)
     with pytest.raises(
         oe.ServerGoneError, match=r"asks to retry after 7200 s .*longer than timeout_s \(60 s\)"
     ):
-        engine.generate(_requests(1), SAMPLED)
+        engine.generate(stub_requests(1), SAMPLED)
     assert len(hostile.times) == 1
 
 
@@ -245,13 +245,13 @@ def test_a_server_whose_model_list_or_tokenizer_is_not_json_is_refused_in_one_li
 ):
     setattr(hostile, endpoint, payload)
     with pytest.raises(EngineStartError) as e:
-        _engine(untrained_checkpoint, hostile.url)
+        stub_engine(untrained_checkpoint, hostile.url)
     assert "\n" not in str(e.value) and why in str(e.value), str(e.value)
     assert f"the server at {hostile.url[7:]}" in str(e.value)
 
 
 def _run_arm(w: Any, out: Path, url: str) -> subprocess.CompletedProcess[str]:
-    from tests.conftest import ROOT
+    from demo.worlds import ROOT
 
     cmd = [
         sys.executable, "-m", "pipeline.run_arm", "arm=base", f"params={w.params}", f"pins={w.pins}",
@@ -272,7 +272,8 @@ def test_a_malformed_reply_through_the_cli_is_one_line_exit_2_and_the_saved_samp
     tmp_path: Path, untrained_checkpoint: Path
 ):
     from contract.generations import load_generations
-    from tests.conftest import arithmetic_items, make_world
+    from demo.tiny_models import arithmetic_items
+    from demo.worlds import make_world
 
     w = make_world(tmp_path / "w", {"base": untrained_checkpoint}, arithmetic_items(5), k=2, max_tokens=8)
     out = tmp_path / "out"
@@ -371,10 +372,11 @@ def test_a_run_resumed_on_another_server_names_both_and_one_on_another_version_i
 ):
     from contract.generations import load_generations
     from contract.provenance import provenance_path
+    from demo.tiny_models import arithmetic_items
+    from demo.worlds import make_world
     from pipeline.config import engine_config
     from pipeline.generate import run
     from pipeline.settings import RunnerError
-    from tests.conftest import arithmetic_items, make_world
 
     monkeypatch.setattr(oe, "BACKOFF_S", 0.01)
     w = make_world(tmp_path / "w", {"base": untrained_checkpoint}, arithmetic_items(4), k=2, max_tokens=8)
@@ -412,9 +414,9 @@ def test_a_server_that_dies_after_the_checks_is_named_stopped_with_the_command_t
 ):
     monkeypatch.setattr(oe, "BACKOFF_S", 0.01)
     for server in Stub({"id": str(untrained_checkpoint), "root": str(untrained_checkpoint)}).serve():
-        engine = _engine(untrained_checkpoint, server.url, retries=1)
+        engine = stub_engine(untrained_checkpoint, server.url, retries=1)
     with pytest.raises(oe.ServerGoneError) as e:  # the server has stopped: its port refuses connections
-        engine.generate(_requests(1), SAMPLED)
+        engine.generate(stub_requests(1), SAMPLED)
     message = str(e.value)
     assert "\n" not in message and "accepted the checks and now refuses connections" in message
     assert "python -m pipeline.engines.serve <model>" in message
@@ -423,9 +425,9 @@ def test_a_server_that_dies_after_the_checks_is_named_stopped_with_the_command_t
 def test_the_serve_command_gives_a_cpu_server_the_runners_flags_and_the_gpu_page_shows_it(
     untrained_checkpoint: Path,
 ):
+    from demo.worlds import ROOT
     from pipeline.engines.hardware import platform_info
     from pipeline.engines.serve import command, main
-    from tests.conftest import ROOT
 
     cmd, env = command(str(untrained_checkpoint), "127.0.0.1", 8123)
     assert cmd[1:3] == ["-m", "vllm.entrypoints.openai.api_server"] and "--port" in cmd

@@ -16,10 +16,10 @@ import torch
 from transformers import LlamaConfig, PretrainedConfig
 
 from contract.engine import Decoding, GenRequest
+from demo.worlds import ROOT
 from pipeline.config import ConfigError
 from pipeline.engines import release_engine
 from pipeline.prompts import build_prompt
-from tests.conftest import ROOT
 
 # What drives vLLM's engine below its public `LLM` class, whose names change between releases.
 # vllm.LLMEngine's own two public methods through LLM.llm_engine are allowed (the vllm engine steps the batch
