@@ -1,18 +1,34 @@
-"""Every DVC project here leaves a run's provenance records and partial shards out of its generations' hash.
+"""Every DVC project here keeps a run's own files out of its generations' hash, and out of git.
 
-They differ on every run (wall-clock times, host), so a project that hashed them would leave `dvc.lock`
-changed after every `dvc repro` in a fresh clone.
+A run's provenance records lie beside the generations files and differ on every run (wall-clock times, host):
+a project that hashed them would leave `dvc.lock` changed after every `dvc repro` in a fresh clone. The run's
+partial shards, finished parts and kept links lie in <generations>.work/ (pipeline.settings.work_dir), beside
+the output: never hashed, never deleted by a `dvc checkout --force`, and never shown by `git status`.
 """
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
 from dvc.repo import Repo
 
+from contract.provenance import provenance_path
+from pipeline.keep import kept_path
+from pipeline.settings import part_path, partial_dir
+
 ROOT = Path(__file__).resolve().parents[2]
 PROJECTS = sorted(p.parent for p in [ROOT / ".dvc", *ROOT.glob("examples/*/.dvc")] if p.is_dir())
+
+
+def run_files(generations: Path) -> list[Path]:
+    """The files a run of arm `base` keeps of its own while it generates into generations/."""
+    return [
+        partial_dir(generations) / "base.jsonl",
+        part_path(generations, "base", (0, 2)),
+        kept_path(generations / "base.json"),
+    ]
 
 
 def test_there_is_more_than_one_project() -> None:
@@ -20,10 +36,23 @@ def test_there_is_more_than_one_project() -> None:
 
 
 @pytest.mark.parametrize("project", PROJECTS, ids=lambda p: p.name)
-def test_provenance_and_partial_shards_are_not_outputs(project: Path) -> None:
+def test_provenance_records_are_not_outputs(project: Path) -> None:
+    gens = project / "generations"
     with Repo(str(project)) as repo:
         ignored = repo.dvcignore.is_ignored_file
-        gens = project / "generations"
-        assert ignored(str(gens / "base.provenance.json")), f"{project / '.dvcignore'}: add *.provenance.json"
-        assert ignored(str(gens / ".partial" / "base.0.jsonl")), f"{project / '.dvcignore'}: add .partial/"
+        record = provenance_path(gens / "base.json")
+        assert ignored(str(record)), f"{project / '.dvcignore'}: add *{record.name.removeprefix('base')}"
         assert not ignored(str(gens / "base.json"))
+
+
+@pytest.mark.parametrize("project", PROJECTS, ids=lambda p: p.name)
+def test_a_runs_own_files_lie_outside_every_output_and_out_of_git(project: Path) -> None:
+    gens = project / "generations"
+    with Repo(str(project)) as repo:
+        outs = [Path(out.fs_path) for out in repo.index.outs]
+    assert gens in outs, f"{project / 'dvc.yaml'}: no stage writes generations/ ({outs})"
+    for path in run_files(gens):
+        inside = [out for out in outs if path.is_relative_to(out)]
+        assert not inside, f"{path.relative_to(ROOT)} is inside the DVC output {inside[0].relative_to(ROOT)}"
+        shown = subprocess.run(["git", "check-ignore", "-q", str(path)], cwd=project).returncode
+        assert shown == 0, f"{project / '.gitignore'}: add /{path.relative_to(project).parts[0]}/"

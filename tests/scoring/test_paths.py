@@ -139,5 +139,16 @@ def test_a_thousands_comma_answer_is_clean_when_the_oracle_says_right() -> None:
     assert path_verdict("orbital_period", [call], "1,436 min", correct=True) == CLEAN
 
 
-def test_there_are_five_verdicts() -> None:
-    assert set(VERDICTS) == {"clean", "answer_without_tool", "tool_result_ignored", "tool_error", "no_answer"}
+def test_the_verdicts_named_are_the_ones_given() -> None:
+    """VERDICTS (the reports' path tables follow it) holds what path_verdict gives over a grid of paths: every
+    expected tool, record and answer above, right or wrong; no verdict it never gives, none it gives missing."""
+    records = [PERIOD_OK, SPEED_OK, PERIOD_BAD_ARGS, MALFORMED, PERIOD_WRONG_ALT]
+    paths = [[], *([r] for r in records), [PERIOD_BAD_ARGS, PERIOD_OK]]
+    given = {
+        path_verdict(expected, calls, answer, correct=correct)
+        for expected in ("orbital_period", "circular_speed", None)
+        for calls in paths
+        for answer in ("92.56", "7.67", "94.62", "95.1", "about ninety", None)
+        for correct in (True, False)
+    }
+    assert given == set(VERDICTS)
