@@ -141,7 +141,7 @@ def test_a_thousands_comma_answer_is_clean_when_the_oracle_says_right() -> None:
 
 def test_the_verdicts_named_are_the_ones_given() -> None:
     """VERDICTS (the reports' path tables follow it) holds what path_verdict gives over a grid of paths: every
-    expected tool, record and answer above, right or wrong; no verdict it never gives, none it gives missing."""
+    expected tool, record and answer above, right or wrong; none it never gives, none it gives missing."""
     records = [PERIOD_OK, SPEED_OK, PERIOD_BAD_ARGS, MALFORMED, PERIOD_WRONG_ALT]
     paths = [[], *([r] for r in records), [PERIOD_BAD_ARGS, PERIOD_OK]]
     given = {
