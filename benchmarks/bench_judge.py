@@ -1,6 +1,7 @@
-"""The judge stage on CHAMP's hand-labelled responses: a perfect judge, one that always says equivalent, and
-(--vllm CHECKPOINT) a real checkpoint served by vLLM, each audited, each run twice (the rerun must make no
-call), each read against the people's labels.
+"""The judge stage on CHAMP's hand-labelled responses: three judges, each audited and read against people.
+
+The judges: a perfect one, one that always says equivalent, and (--vllm CHECKPOINT) a real checkpoint served
+by vLLM, each audited, each run twice (the rerun must make no call), each read against the people's labels.
 
     python -m benchmarks.bench_judge --out /tmp/judge-bench [--vllm examples/smollm2/models/base]
         [--ask wrong] [--labelled 40]

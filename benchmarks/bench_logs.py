@@ -163,7 +163,7 @@ c3 = time.process_time()
 report = delta.build(pre_path, pre, post_path, post, read_settings(params))
 c4 = time.process_time()
 from analysis.rendering import figures
-figures.passk_figure(report.model_dump())
+figures.passk_figure(report)
 c5 = time.process_time()
 print(json.dumps({"imports": c1 - c0, "read": c2 - c1, "handover": c3 - c2, "statistics": c4 - c3,
                   "figure": c5 - c4}))

@@ -61,7 +61,7 @@ def demo_world(tmp: Path, items: int) -> tuple[Path, Path]:
     """params.yaml and pins of the demo world under tmp (own index, first `items` suite items)."""
     import yaml
 
-    from arms.retrieval import build_index
+    from augment.retrieval import build_index
     from contract.jsonl import jsonl_lines, read_jsonl_text
     from pipeline.config import load_params
     from pipeline.pins import write_pins
@@ -83,7 +83,7 @@ def demo_world(tmp: Path, items: int) -> tuple[Path, Path]:
 
 def instrument(engine: Any, clock_of: Callable[[], Clock]) -> None:
     """Time the engine's `LLM.generate` calls and steps and the MCP client's calls into clock_of()."""
-    from arms.tools.client import ToolClient
+    from augment.tools.client import ToolClient
 
     llm = engine.llm
     core = llm.llm_engine

@@ -1,5 +1,6 @@
-"""Coverage of the paper metrics' intervals (analysis.estimators.paper_metrics, the benchmark table), by
-simulation:
+"""Coverage of the paper metrics' intervals (the benchmark table's), by simulation.
+
+The metrics of analysis.estimators.paper_metrics, as the benchmark table prints them:
 `python -m benchmarks.bench_calibration --part metrics`.
 
 Each design draws per-item success rates from a Beta distribution (the regimes of bench_calibration), then k

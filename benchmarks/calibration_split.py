@@ -1,5 +1,6 @@
-"""Error rates of the seen/clean split's calls (analysis.reports.contamination_split), by simulation:
-`python -m benchmarks.bench_calibration --part split`.
+"""Error rates of the seen/clean split's calls (analysis.reports.contamination_split), by simulation.
+
+Run as `python -m benchmarks.bench_calibration --part split`.
 
 Each design draws per-item success rates from a Beta distribution (the regimes of bench_calibration) and
 flags a share of the items as possibly seen, at random. Base's k samples per item come from those rates;

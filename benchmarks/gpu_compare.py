@@ -1,5 +1,7 @@
-"""Compare one run's generations with a reference run's: per arm, the share of identical samples, and the
-run's throughput, engine, device and driver (what scripts/gpu_check.sh reports after a GPU run).
+"""Compare a run's generations with a reference run's: identical samples, throughput, engine and device.
+
+Per arm, the share of identical samples, and the run's throughput, engine, device and driver (what
+scripts/gpu_check.sh reports after a GPU run).
 
     python -m benchmarks.gpu_compare --run GPU_GENERATIONS_DIR [--reference CPU_GENERATIONS_DIR]
                                      [--world demo] [--pipeline-s S] [--device-line LINE]

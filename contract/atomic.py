@@ -1,6 +1,8 @@
-"""The atomic writes of the project: a temporary file beside the target, synced, renamed over it; and a set
-of files written the same way, all temporary files first, so that a failure or a kill leaves the old set
-whole or the new set whole, never a mix.
+"""The atomic writes of the project: one file, or a set of files, replaced whole or not at all.
+
+One file: a temporary file beside the target, synced, renamed over it; a set of files written the same way,
+all temporary files first, so that a failure or a kill leaves the old set whole or the new set whole, never a
+mix.
 
 A set (a report's pages) is committed in three steps: every file written and synced under its temporary
 name; a journal (`.set-journal.<pid>-<host>.tmp` in the folder that holds the set) naming each temporary

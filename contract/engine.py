@@ -1,7 +1,7 @@
 """The engine interface: a batch of seeded requests in, one result per request out.
 
 The engines (pipeline/engines: vllm, hf, openai) implement it with the same semantics, so the runner and
-the tool loop (arms/loop.py) never know which one they drive. Each request is one sample of one item (n=1)
+the tool loop (augment/loop.py) never know which one they drive. Each request is one sample of one item (n=1)
 with its own seed; all requests of a round are submitted in one call.
 """
 

@@ -1,5 +1,7 @@
-"""The one path check of every command: an input that is a folder, missing, a symlink loop or unreadable,
-and an output that is a folder or cannot be written, are each refused in one line before any work is done.
+"""The one path check of every command: a path it cannot use is refused in one line, before any work.
+
+An input that is a folder, missing, a symlink loop or unreadable, and an output that is a folder or cannot be
+written, are each refused that way.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""The matched protocol: the settings every arm of a comparison shares, the one list of their keys, and the
-sections of params.yaml it lives among."""
+"""The matched protocol: the settings every arm of a comparison shares, and the one list of their keys.
+
+Also the sections of params.yaml it lives among."""
 
 from __future__ import annotations
 

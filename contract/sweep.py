@@ -1,5 +1,6 @@
-"""Every checkpoint of a training run: params.yaml `sweep`, a glob over checkpoint folders, made into models,
-plain arms and the trajectory without writing each by hand.
+"""Every checkpoint of a training run (params.yaml `sweep`) made into models, plain arms and a trajectory.
+
+A glob over checkpoint folders, made into models, plain arms and the trajectory without writing each by hand.
 
     sweep:
       name: grpo                                         # arm prefix: grpo-step-12, grpo-step-24, ...

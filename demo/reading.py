@@ -2,7 +2,7 @@
 
     python -m demo.reading          # prints the table demo/README.md ("Reading passages") quotes
 
-Two sets of look-ups: the 70 suite look-ups with the runner's BM25 top-3 (arms.retrieval.passages_for,
+Two sets of look-ups: the 70 suite look-ups with the runner's BM25 top-3 (augment.retrieval.passages_for,
 both `rag.order` settings), and 100 training look-ups rewritten about new fictional satellites that are in no
 catalog (transcripts.fresh_satellite_problem, the new passage at the gold passage's BM25 rank), so the
 effect is also shown on data that is not the suite.
@@ -34,7 +34,7 @@ def greedy_correct(model: Any, prompts: list[str], problems: list[dict[str, Any]
 
 def suite_lookups(model: Any, index: Any) -> dict[str, int]:
     """Right answers on the 70 suite look-ups without passages and with the BM25 top-3 in each order."""
-    from arms.retrieval import passages_for
+    from augment.retrieval import passages_for
 
     suite = [row for _, row in read_jsonl(DEMO / "suite" / "sda-mini-v1.jsonl")]
     lookups = [s for s in suite if s["family"] == "lookup"]
@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
     from transformers import LlamaForCausalLM
 
-    from arms.retrieval import Index, build_index
+    from augment.retrieval import Index, build_index
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--models", nargs="+", default=["base", "trained"], help="checkpoints under demo/models")

@@ -1,5 +1,6 @@
-"""The demo's two training stages: base (SFT from scratch in phases) and trained (expert iteration from the
-base, the oracle or a seeded random coin as reward)."""
+"""The demo's two training stages: base (SFT from scratch) and trained (expert iteration from base).
+
+Base is trained in phases; trained's reward is the oracle or a seeded random coin."""
 
 from __future__ import annotations
 

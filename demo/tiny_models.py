@@ -15,7 +15,7 @@ import random
 from pathlib import Path
 from typing import Any
 
-from arms.tools.orbital import TOOLS, call_tool
+from augment.tools.orbital import TOOLS, call_tool
 from contract.textformat import format_tool_call, format_tool_response
 from pipeline.prompts import build_prompt
 

@@ -1,5 +1,6 @@
-"""Transcripts as one token stream for training: tokenized once, joined, with a loss mask on what the model
-writes, cut into windows that start at a transcript."""
+"""Transcripts as one token stream for training, with a loss mask on what the model writes.
+
+Tokenized once, joined, and cut into windows that start at a transcript."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""The demo trainer's settings (TrainConfig), its log, and the training loop: AdamW on packed windows,
-resumable from a saved state."""
+"""The demo trainer: its settings (TrainConfig), its log, and the resumable AdamW training loop.
+
+It trains on packed windows and resumes from a saved state."""
 
 from __future__ import annotations
 

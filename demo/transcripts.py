@@ -1,6 +1,8 @@
-"""The demo's training transcripts: (prompt, completion) pairs of the training problems in the four formats
-the arms use, drawn by a mixture of kinds (a family and format, or a copy drill), and the problems about new
-fictional satellites whose passage is the only way to the answer.
+"""The demo's training transcripts: the training problems as (prompt, completion) pairs, by a mixture.
+
+Pairs of the training problems in the four prompt protocols the arms use, drawn by a mixture of kinds (a
+family and format, or a copy drill), and the problems about new fictional satellites whose passage is the only
+way to the answer.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ import random
 from pathlib import Path
 from typing import Any
 
-from arms.tools.orbital import TOOLS
+from augment.tools.orbital import TOOLS
 from contract.jsonl import read_jsonl
 from contract.textformat import ANSWER_TAG, format_tool_call, format_tool_response
 from pipeline.prompts import build_prompt

@@ -1,5 +1,6 @@
-"""A runner world in a folder (suite, params.yaml, pins) for given checkpoints: what the tests and the
-benchmarks run the pipeline's own functions on, without DVC.
+"""A runner world in a folder (suite, params.yaml, pins) for given checkpoints, without DVC.
+
+What the tests and the benchmarks run the pipeline's own functions on.
 """
 
 from __future__ import annotations
@@ -111,7 +112,7 @@ def make_world(
         "protocol": proto,
     }
     if corpus is not None:
-        from arms.retrieval import build_index
+        from augment.retrieval import build_index
 
         corpus_path = write_jsonl(root / "corpus.jsonl", corpus)
         build_index(corpus_path, root / "index")

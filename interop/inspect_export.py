@@ -1,4 +1,4 @@
-"""Export EvalLogs to Inspect AI's log format, so that `inspect view` browses every arm's transcripts.
+"""Export EvalLogs as Inspect AI logs, so that `inspect view` browses every arm's transcripts.
 
     python -m interop.inspect_export evallogs/*.json --out DIR
 

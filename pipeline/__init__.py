@@ -1,1 +1,1 @@
-"""Generation: configuration, pins, prompts, engines, the runner, the scorer, importers of other logs."""
+"""Generation: configuration, pins, prompts, engines and the runner; the score, judge and freeze commands."""

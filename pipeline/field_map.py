@@ -1,4 +1,4 @@
-"""`--field TARGET=SOURCE` options (pipeline.freeze, interop.imports jsonl): a field's name in a source.
+"""`--field TARGET=SOURCE` options (pipeline.freeze, interop.imports jsonl): the input field of each target.
 
 A source is the file such a command is given to convert (SRC: a dataset to freeze, another tool's texts to
 import); SOURCE names one of its records' fields, read for the project's field TARGET.

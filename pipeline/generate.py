@@ -68,7 +68,7 @@ def generate_chunk(
     on_round each of a tool arm's rounds as it starts."""
     by_key = {r.key: r for r in chunk}
     if tools_client is not None:
-        from arms.loop import LoopOutcome, run_tool_loop
+        from augment.loop import LoopOutcome, run_tool_loop
 
         def finished(o: LoopOutcome) -> None:
             on_outcome(
@@ -212,7 +212,7 @@ def _tools(run: ResolvedRun) -> Iterator[Any]:
 def _tool_specs(tools_client: Any) -> list[dict[str, Any]]:
     if tools_client is None:
         return []
-    from arms.tools.session import tool_specs
+    from augment.tools.session import tool_specs
 
     return tool_specs(tools_client)
 
@@ -299,7 +299,7 @@ def _loop(
     restarts()
     recorder.close()
     if tools_client is not None and tools_client.dead_reason is not None:
-        from arms.tools.client import ToolServerError
+        from augment.tools.client import ToolServerError
 
         # Never write the log of an arm whose tool server is gone, whatever swallowed its error.
         raise ToolServerError(tools_client.dead_reason)

@@ -1,5 +1,7 @@
-"""The judge's calls: an OpenAI-compatible endpoint (or a vLLM server started for a local checkpoint), a
-cache of every reply, and the calls made in parallel.
+"""The judge's calls: an OpenAI-compatible endpoint or a local vLLM server, a reply cache, in parallel.
+
+An OpenAI-compatible endpoint (or a vLLM server started for a local checkpoint), a cache of every reply, and
+the calls made in parallel.
 
 A call is chat completion at temperature 0 with its own seed and the judge's max_tokens; a transport error
 or a 5xx/429 is retried by the openai client (`max_retries`); a call that still fails stops the stage with

@@ -1,5 +1,7 @@
-"""An arm in parts: part s of N generates the items at suite positions i with i % N == s (each item whole),
-and the merge writes the arm's generations file from the N finished parts.
+"""An arm in parts (`part=s/N`): a fixed slice of its items each, and the merge of the N finished parts.
+
+Part s of N generates the items at suite positions i with i % N == s (each item whole), and the merge writes
+the arm's generations file from the N finished parts.
 
 A worker (pipeline.ray_run, a SLURM array, a DVC queue) runs `part=s/N`: its finished shard moves to
 <out_dir>.work/parts/<arm>.part-s-of-N.jsonl with a record of where and how fast it ran
@@ -63,7 +65,7 @@ def recorded_tool_specs(run: ResolvedRun, paths: list[Path]) -> list[dict[str, A
             if specs is not None:
                 return list(specs)
             break
-    from arms.tools.session import tool_specs
+    from augment.tools.session import tool_specs
 
     with tool_session(run) as client:
         return tool_specs(client)

@@ -83,10 +83,10 @@ def model_pin(
 
 
 def index_revision(index_dir: str | Path) -> str | None:
-    """Revision of the retrieval index in index_dir (arms.retrieval), or None when no index is built there."""
+    """Revision of the retrieval index in index_dir (augment.retrieval), or None when none is built there."""
     if not Path(index_dir).is_dir():
         return None
-    from arms.retrieval import Index, IndexLoadError
+    from augment.retrieval import Index, IndexLoadError
 
     try:
         return Index.load(index_dir).revision
@@ -194,7 +194,7 @@ def arm_pin(
         if index is None:
             raise PinError(
                 f"{params.rag.index}: no retrieval index for arm {arm_name!r}; build it with `python -m "
-                f"arms.retrieval build --corpus {params.rag.corpus} --out {params.rag.index}`"
+                f"augment.retrieval build --corpus {params.rag.corpus} --out {params.rag.index}`"
             )
         pin["index"] = index
         pin["rag"] = params.rag.model_dump()
@@ -306,11 +306,11 @@ class CheckedPins:
 
 
 def pinned_index(params: Params) -> Any:
-    """The retrieval index params.yaml rag.index names (arms.retrieval.Index), loaded once for the pin check
-    and the plan; None when rag is unset or no index is built there."""
+    """The retrieval index params.yaml rag.index names (augment.retrieval.Index), loaded once for the pin
+    check and the plan; None when rag is unset or no index is built there."""
     if params.rag is None or not Path(params.rag.index).is_dir():
         return None
-    from arms.retrieval import Index, IndexLoadError
+    from augment.retrieval import Index, IndexLoadError
 
     try:
         return Index.load(params.rag.index)

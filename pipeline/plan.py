@@ -231,7 +231,7 @@ def plan_run(prompting: Prompting, tools: Sequence[dict[str, Any]]) -> Plan:
         check_uses_question(*user, tools, examples)
     index = prompting.index if arm.retrieval else None
     if index is not None:
-        from arms.retrieval import passages_for
+        from augment.retrieval import passages_for
     proto = params.protocol
     stop = stops_for(chat, proto.stop)
     requests: list[GenRequest] = []

@@ -1,4 +1,4 @@
-"""The prompts of the arms: the plain format the demo models were trained on, or a model's chat template.
+"""The prompts of the arms: plain (as the demo models were trained), from a template, or by a chat template.
 
 Plain models (the demo):
     plain   "Question: {q}\\nAnswer:"                       the model writes " {answer}\\n"

@@ -1,6 +1,7 @@
-"""The record of one generation run: started with the run's fingerprint, each finished sample recorded as it
-comes, finished into the arm's generations file and its provenance record (or, for a part, into the finished
-part the merge reads).
+"""The record of one generation run: each finished sample kept as it comes, then the generations file.
+
+The record is started with the run's fingerprint, each finished sample recorded as it comes, finished into the
+arm's generations file and its provenance record (or, for a part, into the finished part the merge reads).
 
 The storage is the run's shard in <out_dir>.work/partial/ (pipeline.shards): each sample is appended and
 flushed as it finishes, so a killed run loses nothing it finished. The samples a previous run with the same

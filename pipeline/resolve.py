@@ -1,6 +1,8 @@
-"""One run's configuration, resolved once: the composed settings (pipeline.settings) made into one frozen
-object, the arm, params.yaml, the checked pins and the run's inputs hash, what its prompts are made of
-(model folder, prompt template, few-shot examples, retrieval index), the tool server's budget and the part.
+"""One run's inputs, read once (resolve) into one frozen ResolvedRun that every later step takes.
+
+The composed settings (pipeline.settings) are made into one frozen object holding the arm, params.yaml, the
+checked pins and the run's inputs hash, what its prompts are made of (model folder, prompt template, few-shot
+examples, retrieval index), the tool server's budget and the part.
 
 Staleness, planning, generation, merging and provenance take this object and read no file of configuration
 again: the arm file, params.yaml and the arm's pin file are each read once per run. The run's own files are
@@ -98,12 +100,12 @@ def resolve(settings: RunSettings, *, matched_prompting: bool) -> ResolvedRun:
 
 @contextmanager
 def tool_session(run: ResolvedRun) -> Iterator[Any]:
-    """The run's tool session (arms.tools.session.open_tools) under its tool_server budget.
+    """The run's tool session (augment.tools.session.open_tools) under its tool_server budget.
 
     A server that does not start, or dies beyond the budget, becomes the one-line RunnerError that says
     how to resume: the run's own command (with its part) and the shard that keeps its finished samples.
     """
-    from arms.tools.session import ToolSessionError, open_tools
+    from augment.tools.session import ToolSessionError, open_tools
 
     cfg = run.tool_server
     if cfg is None:

@@ -1,5 +1,7 @@
-"""The settings of one generation run, made once: from the composed conf/config.yaml (the Hydra command line,
-hydra.compose) or by a caller (tests, benchmarks), then handed unchanged to the run (pipeline.generate).
+"""The settings of one generation run (RunSettings), made once from the composed conf/config.yaml.
+
+Made from the composed conf/config.yaml (the Hydra command line, hydra.compose) or by a caller (tests,
+benchmarks), then handed unchanged to the run (pipeline.generate).
 
 The run_arm, run_arms and ray_run commands all make their settings here, and word a file that could not be
 written or read the same way (os_error_line). A part's settings name its shard, lock and finished file

@@ -1,4 +1,4 @@
-"""Which source files a stage runs: the project modules an entry module imports, followed to the end.
+"""The code a stage runs: the project modules an entry module imports, followed to the end.
 
 The generate stages depend on exactly the code that builds their prompts and drives their engine, and the
 score stages on the code that judges answers. Reading the imports (every `import` statement, including
@@ -15,13 +15,13 @@ from pathlib import Path
 from contract.digest import file_sha256
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("contract", "pipeline", "arms", "scoring", "analysis", "interop", "demo")
+PACKAGES = ("contract", "pipeline", "augment", "scoring", "analysis", "interop", "demo")
 
 # What an arm's generation runs: the runner's own code, plus the augmentations the arm uses. The tool server
-# is started as a subprocess (python -m arms.tools.server), so no import reaches it: it is named here.
+# is started as a subprocess (python -m augment.tools.server), so no import reaches it: it is named here.
 GENERATION_ENTRY = "pipeline.run_arm"
-RETRIEVAL_ENTRIES = ("arms.retrieval",)
-TOOL_ENTRIES = ("arms.loop", "arms.tools.client", "arms.tools.server", "arms.tools.session")
+RETRIEVAL_ENTRIES = ("augment.retrieval",)
+TOOL_ENTRIES = ("augment.loop", "augment.tools.client", "augment.tools.server", "augment.tools.session")
 SCORING_ENTRY = "pipeline.score"
 
 
@@ -100,7 +100,7 @@ def source_files(modules: Iterable[str], root: Path = ROOT) -> list[str]:
 
 def generation_sources(retrieval: bool, tools: bool, root: Path = ROOT) -> list[str]:
     """The source files an arm's generation runs: the runner, plus retrieval and tool code if it uses them."""
-    mods = closure([GENERATION_ENTRY], stop=lambda m: m.split(".")[0] == "arms", root=root)
+    mods = closure([GENERATION_ENTRY], stop=lambda m: m.split(".")[0] == "augment", root=root)
     if retrieval:
         mods |= closure(RETRIEVAL_ENTRIES, root=root)
     if tools:

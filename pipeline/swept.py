@@ -1,6 +1,7 @@
-"""The swept checkpoints' arms as the commands look them up before reading params.yaml (contract.sweep
-expands the glob; pipeline.config makes the models and arms): which params file a command line names,
-which arms its sweep makes, and why a sweep cannot be expanded."""
+"""The swept checkpoints' arms as the commands look them up, before they read params.yaml.
+
+contract.sweep expands the glob and pipeline.config makes the models and arms; this names the params file a
+command line names, the arms its sweep makes, and why a sweep cannot be expanded."""
 
 from __future__ import annotations
 

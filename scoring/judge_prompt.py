@@ -1,4 +1,4 @@
-"""The model judge's prompt: a versioned template, the part of a response it sees, and its strict reply.
+"""The model judge's prompt: a versioned template, the end of a response it sees, and its strict reply.
 
 The judge sees the question, the reference and the response's concluding part only (its last
 `concluding_chars` characters, after any reasoning block), quoted between markers that the response cannot

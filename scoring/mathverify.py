@@ -1,5 +1,6 @@
-"""The one place that calls math-verify: its reading of a whole response, of one answer, of a reference, and
-its equality of two readings.
+"""The one place that calls math-verify: the readings of a response, an answer and a reference.
+
+Its reading of a whole response, of one answer, of a reference, and its equality of two readings.
 
 The extraction targets are those of Math-Verify's own test harness and of lighteval's math metrics:
 LaTeX with `\\boxed{}` matched first (boxed_match_priority 0), then plain expressions and numbers. Within

@@ -63,8 +63,8 @@ def main(argv: list[str] | None = None) -> int:
         except Refusal as e:
             print(f"refused: {e}", file=sys.stderr)
             return EXIT_REFUSED
-        forest = drawing.submit("forest_figure", report.model_dump())
-        diagram = drawing.submit("reliability_figure", report.model_dump())
+        forest = drawing.submit("forest_figure", report)
+        diagram = drawing.submit("reliability_figure", report)
         try:
             write_outputs(Path(args.out), outputs(report, forest, diagram))
         except Refusal as e:

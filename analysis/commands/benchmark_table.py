@@ -1,6 +1,7 @@
-"""The benchmark table a paper prints: one row per arm (or checkpoint), one column per family of the suite,
-each cell one of the numbers RLVR papers print (analysis.estimators.paper_metrics), as markdown, CSV and
-LaTeX.
+"""The benchmark table a paper prints (the table stage): arms by families, in markdown, CSV and LaTeX.
+
+One row per arm (or checkpoint), one column per family of the suite, each cell one of the numbers RLVR papers
+print (analysis.estimators.paper_metrics), as markdown, CSV and LaTeX.
 
     python -m analysis.commands.benchmark_table --logs evallogs --out reports/table [--params params.yaml]
 
@@ -21,8 +22,9 @@ from pathlib import Path
 from analysis.rendering.benchmark_table_text import csv_text, latex, markdown
 from analysis.reports.benchmark_table import EXIT_REFUSED, build
 from analysis.reports.refusal import Refusal
+from analysis.reports.report_files import report_json
 from analysis.reports.settings import read_settings
-from analysis.reports.writing import clean, dump_json, out_folder, write_outputs
+from analysis.reports.writing import out_folder, write_outputs
 from contract.evallog import collector_paused
 
 
@@ -45,13 +47,13 @@ def main(argv: list[str] | None = None) -> int:
     write_outputs(
         Path(args.out),
         {
-            "benchmark_table.json": dump_json(clean(table)),
+            "benchmark_table.json": report_json(table),
             "benchmark_table.md": markdown(table).encode(),
             "benchmark_table.csv": csv_text(table).encode(),
             "benchmark_table.tex": latex(table).encode(),
         },
     )
-    print(f"benchmark_table: {len(table['rows'])} arms x {len(table['families'])} columns -> {args.out}")
+    print(f"benchmark_table: {len(table.rows)} arms x {len(table.families)} columns -> {args.out}")
     return 0
 
 

@@ -24,6 +24,7 @@ from analysis.reports.contamination_split import read_audit
 from analysis.reports.delta import build
 from analysis.reports.number_text import interval
 from analysis.reports.refusal import EXIT_REFUSED, Refusal
+from analysis.reports.report_models import PassAtKFigure
 from analysis.reports.settings import read_settings
 from analysis.reports.writing import out_folder, write_outputs
 from contract.evallog import collector_paused
@@ -48,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
         figure: list[Callable[[], bytes]] = []
 
         def draw(part: dict[str, Any]) -> None:
-            figure.append(drawing.submit("passk_figure", part))
+            figure.append(drawing.submit("passk_figure", PassAtKFigure.model_validate(part)))
 
         try:
             out_folder(args.out)
@@ -60,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
         except Refusal as e:
             print(f"refused: {e}", file=sys.stderr)
             return EXIT_REFUSED
-        diagram = drawing.submit("reliability_figure", report.model_dump())
+        diagram = drawing.submit("reliability_figure", report)
         try:
             write_outputs(Path(args.out), outputs(report, figure[0], diagram))
         except Refusal as e:

@@ -32,10 +32,11 @@ from analysis.rendering.drift_report import markdown
 from analysis.rendering.html_page import markdown_page
 from analysis.rendering.markdown_text import md
 from analysis.reports.align import load_logs
-from analysis.reports.drift import build, read_folder, scorer_of
+from analysis.reports.drift import DriftReport, build, read_folder, scorer_of
 from analysis.reports.refusal import EXIT_REFUSED, Refusal
+from analysis.reports.report_files import report_json
 from analysis.reports.settings import Settings, read_arm_list, read_settings
-from analysis.reports.writing import dump_json, write_outputs
+from analysis.reports.writing import write_outputs
 from contract.evallog import EvalLog, collector_paused
 from contract.files import PathCheckError, input_dir, output_dir
 
@@ -72,7 +73,7 @@ def check_recorded(
     status: dict[str, Any] = {"report": "drift", "changed_arms": moved, "missing_from_cache": []}
     if not moved:
         status["detail"] = "no log's scorer differs from the recorded one: no drift to report"
-        files["drift_report.json"] = dump_json(status)
+        files["drift_report.json"] = report_json(DriftReport.model_validate(status))
         files["drift_report.md"] = f"# Verifier drift\n\n{status['detail'].capitalize()}.\n".encode()
         return files
     before: dict[str, tuple[Path, EvalLog]] = {}
@@ -90,13 +91,13 @@ def check_recorded(
             f"({cache}); check out the logs of the previous revision into a folder and run python -m "
             "analysis.commands.drift --before THAT_FOLDER --after evallogs --out reports/drift"
         )
-        files["drift_report.json"] = dump_json(status)
+        files["drift_report.json"] = report_json(DriftReport.model_validate(status))
         files["drift_report.md"] = f"# Verifier drift\n\n{md(status['detail'])}.\n".encode()
         return files
     # The unchanged arms enter both sides, so that every verdict is computed over the same arms.
     full_before = {**{a: v for a, v in current.items() if a not in before}, **before}
-    report = {**build(full_before, current, settings), **status}
-    files["drift_report.json"] = dump_json(report)
+    report = build(full_before, current, settings).with_fields(**status)
+    files["drift_report.json"] = report_json(report)
     files["drift_report.md"] = markdown(report).encode()
     return files
 
@@ -128,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
             before = read_folder(input_dir(args.before, "--before"), arms)
             after = read_folder(input_dir(args.after, "--after"), arms)
             report = build(before, after, settings)
-            files = {"drift_report.json": dump_json(report), "drift_report.md": markdown(report).encode()}
+            files = {"drift_report.json": report_json(report), "drift_report.md": markdown(report).encode()}
     except (Refusal, PathCheckError) as e:
         print(f"drift: {e}", file=sys.stderr)
         return EXIT_REFUSED

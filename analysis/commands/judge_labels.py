@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import csv
 import io
-import json
 import random
 import sys
 from pathlib import Path
@@ -30,7 +29,8 @@ import numpy as np
 
 from analysis.estimators.ppi import ppi_mean
 from analysis.estimators.proportions import wilson_interval
-from analysis.reports.judge import read_labels
+from analysis.reports.judge import LabelsReport, read_labels
+from analysis.reports.report_files import report_json
 from contract.atomic import atomic_write_set
 from contract.evallog import EvalLog, EvalLogError, load
 from contract.judge import rule_verdict
@@ -137,9 +137,10 @@ def read(args: argparse.Namespace) -> str:
                 args.alpha,
             )
             report["deltas"][f"{arm} - {ref}"] = res.__dict__
+    typed = LabelsReport.model_validate(report)
     atomic_write_set(
-        {args.out / "labels_report.json": json.dumps(report, indent=1) + "\n",
-         args.out / "labels_report.md": labels_markdown(report)}
+        {args.out / "labels_report.json": report_json(typed),
+         args.out / "labels_report.md": labels_markdown(typed)}
     )  # fmt: skip
     return f"judge_labels: {len(labels)} labels read; wrote {args.out / 'labels_report.md'}"
 
@@ -148,20 +149,20 @@ def _ci(ci: Any) -> str:
     return "-" if ci is None else f"[{ci[0]:.3f}, {ci[1]:.3f}]"
 
 
-def labels_markdown(report: dict[str, Any]) -> str:
+def labels_markdown(report: LabelsReport) -> str:
     """The labels' report: each arm's verdicts against people, and the PPI estimates."""
     lines = ["# Machine verdicts against people", ""]
     lines += ["| arm | labelled | rules agree | judge agrees (where it gave a verdict) | final agrees | "
               "PPI accuracy | labels alone |", "|---|---|---|---|---|---|---|"]  # fmt: skip
-    for arm, p in report["arms"].items():
-        cells = [f"{p[k]['agree']}/{p[k]['n']} {_ci(p[k]['ci'])}" for k in ("rules", "judge", "final")]
-        ppi = p.get("ppi")
-        est = "-" if ppi is None else f"{ppi['estimate']:.3f} {_ci(ppi['ci'])}"
-        cls = "-" if ppi is None else f"{ppi['classical']:.3f} {_ci(ppi['classical_ci'])}"
-        lines.append(f"| {arm} | {p['labelled']} | " + " | ".join(cells) + f" | {est} | {cls} |")
+    for arm, p in report.arms.items():
+        cells = [f"{a.agree}/{a.n} {_ci(a.ci)}" for a in (p.rules, p.judge, p.final)]
+        ppi = p.ppi
+        est = "-" if ppi is None else f"{ppi.estimate:.3f} {_ci(ppi.ci)}"
+        cls = "-" if ppi is None else f"{ppi.classical:.3f} {_ci(ppi.classical_ci)}"
+        lines.append(f"| {arm} | {p.labelled} | " + " | ".join(cells) + f" | {est} | {cls} |")
     lines += ["", "| paired delta | PPI estimate | labels alone |", "|---|---|---|"]
-    for name, d in report["deltas"].items():
-        est, cls = f"{d['estimate']:+.3f} {_ci(d['ci'])}", f"{d['classical']:+.3f} {_ci(d['classical_ci'])}"
+    for name, d in report.deltas.items():
+        est, cls = f"{d.estimate:+.3f} {_ci(d.ci)}", f"{d.classical:+.3f} {_ci(d.classical_ci)}"
         lines.append(f"| {name} | {est} | {cls} |")
     return "\n".join(lines) + "\n"
 

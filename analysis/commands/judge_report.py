@@ -16,8 +16,9 @@ import sys
 from pathlib import Path
 
 from analysis.rendering.judge_report import judge_markdown
-from analysis.reports.judge import judge_report, read_labels
+from analysis.reports.judge import JudgeReport, judge_report, read_labels
 from analysis.reports.refusal import Refusal
+from analysis.reports.report_files import report_json
 from analysis.reports.settings import read_arm_list, read_settings
 from contract.atomic import atomic_write_set
 from contract.evallog import EvalLogError, load
@@ -45,7 +46,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     if not configured:
-        atomic_write_set({md: "# Model judge\n\nNo judge configured (params.yaml `judge`).\n", js: "{}\n"})
+        none = report_json(JudgeReport())
+        atomic_write_set({md: "# Model judge\n\nNo judge configured (params.yaml `judge`).\n", js: none})
         print(f"judge_report: no judge configured; wrote {md}")
         return 0
     try:
@@ -65,8 +67,8 @@ def main(argv: list[str] | None = None) -> int:
     except (EvalLogError, ValueError, Refusal, OSError, KeyError) as e:
         print(f"judge_report: {e}", file=sys.stderr)
         return 2
-    atomic_write_set({md: judge_markdown(report), js: json.dumps(report, indent=1) + "\n"})
-    heads = ", ".join(f"{c['post']}-{c['pre']}: {c['headline']}" for c in report["contrasts"])
+    atomic_write_set({md: judge_markdown(report), js: report_json(report)})
+    heads = ", ".join(f"{c.post}-{c.pre}: {c.headline}" for c in report.contrasts or [])
     print(f"judge_report: wrote {md} ({heads})")
     return 0
 

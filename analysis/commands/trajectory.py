@@ -49,8 +49,8 @@ def main(argv: list[str] | None = None) -> int:
         except Refusal as e:
             print(f"refused: {e}", file=sys.stderr)
             return EXIT_REFUSED
-        figure = drawing.submit("trajectory_figure", report.model_dump())
-        metrics_figure = drawing.submit("trajectory_metrics_figure", report.model_dump())
+        figure = drawing.submit("trajectory_figure", report)
+        metrics_figure = drawing.submit("trajectory_metrics_figure", report)
         try:
             write_outputs(Path(args.out), outputs(report, figure, metrics_figure))
         except Refusal as e:

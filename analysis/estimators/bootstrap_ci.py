@@ -1,5 +1,6 @@
-"""Bootstrap intervals of means: BCa, bootstrap-t and percentile, item-level and cluster (items with their
-k samples), from the draws of analysis.estimators.resampling."""
+"""Bootstrap intervals of means: BCa, bootstrap-t and percentile, item-level and cluster.
+
+A cluster is an item with its k samples; the draws come from analysis.estimators.resampling."""
 
 from __future__ import annotations
 

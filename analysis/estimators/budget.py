@@ -1,5 +1,7 @@
-"""Accuracy at a token budget: the budget curve (a sample that did not finish within B generated tokens
-counts as wrong) and the budget-stratified adjustment of a delta (strata of generated tokens)."""
+"""Accuracy at a token budget: the budget curve and the budget-stratified adjustment of a delta.
+
+A sample that did not finish within B generated tokens counts as wrong on the curve; the adjustment
+stratifies by generated tokens."""
 
 from __future__ import annotations
 

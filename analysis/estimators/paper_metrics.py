@@ -1,4 +1,22 @@
-"""The numbers RLVR papers print, from one arm's k samples per item: maj@k, pass^k, avg@k with its spread
+"""The numbers RLVR papers print: maj@k, pass^k, avg@k with its spread, Bayes@N, and paired deltas.
+
+Their definitions are DEFINITIONS below, which the benchmark table reprints word for word.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy.special import comb
+from scipy.stats import norm
+
+# What each number means, as the benchmark table prints it (its `definitions` field).
+DEFINITIONS = """\
+The numbers RLVR papers print, from one arm's k samples per item: maj@k, pass^k, avg@k with its spread
 and Bayes@N, each per item where it has a per-item value, and the paired delta of two arms.
 
 - maj@k: the majority answer of an item's k samples is right. Answers are grouped by the verifier's own
@@ -24,17 +42,6 @@ and Bayes@N, each per item where it has a per-item value, and the paired delta o
 Per-item values (maj@k, pass^k) take the paired interval every mean contrast of the project takes
 (analysis.reports.contrasts.mean_contrast); avg@k's delta is pass@1's.
 """
-
-from __future__ import annotations
-
-from collections import Counter
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
-
-import numpy as np
-from scipy.special import comb
-from scipy.stats import norm
 
 RIGHT = "\x00right"  # the answer class of every sample the verifier judged right
 THRESHOLD = 0.5  # a score at or above it counts as right (analysis.estimators.passk.correct_counts)

@@ -1,5 +1,6 @@
-"""pass@k: the unbiased estimator, per item and per k, its cluster bootstrap over items with their k
-samples, and the Beta-binomial fit of per-item success rates."""
+"""pass@k: the unbiased estimator per item and per k, its cluster bootstrap, the Beta-binomial fit.
+
+The bootstrap resamples items with their k samples; the fit is of per-item success rates."""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
-"""Prediction-powered inference (Angelopoulos et al. 2023, "Prediction-powered inference", Science
-382:669) of a mean from a few human labels and many machine verdicts, through the authors' `ppi-python`.
+"""Prediction-powered inference of a mean from a few human labels and many machine verdicts (ppi-python).
+
+The method of Angelopoulos et al. 2023 ("Prediction-powered inference", Science 382:669), through the
+authors' `ppi-python`.
 
 The machine verdicts (the rules', or the judge's final ones) are the predictions on every sample; the
 people's labels on a random sample of them rectify the predictions' bias. The estimate is the power-tuned

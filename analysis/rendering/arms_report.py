@@ -24,8 +24,8 @@ from analysis.rendering.markdown_text import (
     significance_text,
 )
 from analysis.reports.number_text import interval, num, pvalue
+from analysis.reports.report_files import report_json
 from analysis.reports.report_models import ArmComparison, ArmContrast, Factorial
-from analysis.reports.report_parts import report_json
 
 
 def _contrast_row(c: ArmContrast, fdr: float) -> list[str]:
@@ -255,10 +255,10 @@ def outputs(
     """The files of an arm comparison: its JSON, markdown, forest plot and reliability diagram.
 
     figure, reliability: the forest plot and the diagram already under way (Drawing.submit), else each is
-    drawn here (the figures read the report as plain data, report.model_dump()).
+    drawn here.
     """
-    figure = figure or (lambda: draw_here("forest_figure", report.model_dump()))
-    diagram = reliability or (lambda: draw_here("reliability_figure", report.model_dump()))
+    figure = figure or (lambda: draw_here("forest_figure", report))
+    diagram = reliability or (lambda: draw_here("reliability_figure", report))
     return {
         "arm_comparison_report.json": report_json(report),
         "arm_comparison_report.md": arms_markdown(report).encode(),

@@ -1,5 +1,7 @@
-"""The seen/clean split in words: the verdict line, the delta report's section, the arm comparison's table,
-the index page's line (analysis.reports.contamination_split computes every number)."""
+"""The seen/clean split in words, for the delta report, the arm comparison and the index page.
+
+The verdict line, the delta report's section, the arm comparison's table and the index page's line;
+analysis.reports.contamination_split computes every number."""
 
 from __future__ import annotations
 

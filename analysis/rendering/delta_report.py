@@ -28,8 +28,8 @@ from analysis.rendering.markdown_text import (
     significance_text,
 )
 from analysis.reports.number_text import interval, num, pvalue
+from analysis.reports.report_files import report_json
 from analysis.reports.report_models import Crossover, DeltaReport, NoiseFloor, Verdict
-from analysis.reports.report_parts import report_json
 from contract.protocol import LOG_FIELDS, MATCHED_LOG_FIELDS
 
 # ---------------------------------------------------------------------------------------------------------
@@ -308,10 +308,10 @@ def outputs(
     """The files of a delta report: delta_report.json and its renderings (markdown, pass@k figure, diagram).
 
     figure, reliability: the pass@k figure and the reliability diagram already under way (Drawing.submit),
-    else each is drawn here (the figures read the report as plain data, report.model_dump()).
+    else each is drawn here.
     """
-    figure = figure or (lambda: draw_here("passk_figure", report.model_dump()))
-    diagram = reliability or (lambda: draw_here("reliability_figure", report.model_dump()))
+    figure = figure or (lambda: draw_here("passk_figure", report))
+    diagram = reliability or (lambda: draw_here("reliability_figure", report))
     return {
         "delta_report.json": report_json(report),
         "delta_report.md": delta_markdown(report).encode(),

@@ -18,7 +18,10 @@ from collections.abc import Callable, Iterator
 from multiprocessing.connection import Connection
 from typing import Any
 
-Report = dict[str, Any]
+from analysis.reports.report_parts import ReportSection
+
+# A report model (or the part of one a figure draws), sent to the child by pickling.
+Report = ReportSection
 
 
 def draw_here(name: str, report: Report) -> bytes:

@@ -1,4 +1,4 @@
-"""The format parts in markdown (analysis.reports.answering): answered shares, the lenient reader, FORMAT.
+"""The FORMAT sections in markdown (analysis.reports.answering): answered shares, the lenient reader, FORMAT.
 
 Printed only where the logs record the lenient reader's scores; otherwise a report carries one note line
 (analysis.reports.answering.not_recorded) and renders as it did before.

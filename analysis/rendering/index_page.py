@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
-from pydantic import ValidationError
 
 from analysis.rendering import contamination_text
 from analysis.rendering.headline import plain_sentence
@@ -38,42 +37,28 @@ from analysis.rendering.markdown_text import (
     p_text,
     significance_text,
 )
+from analysis.reports import report_files
+from analysis.reports.benchmark_table import BenchmarkTable
 from analysis.reports.number_text import num, pvalue, signed
 from analysis.reports.refusal import Refusal
 from analysis.reports.report_models import ArmComparison, DeltaReport
-from analysis.reports.report_parts import ReportPart
+from analysis.reports.report_parts import ReportModel
 from analysis.reports.writing import write_set
 from contract.atomic import finish_interrupted_sets
-from contract.files import PathCheckError, input_file
 from contract.protocol import MATCHED_LOG_FIELDS
 
 TEMPLATES = Path(__file__).parents[1] / "templates"
 # The two reports' markdown, rendered to HTML beside it.
 RENDERED = {"delta": "delta_report", "arms": "arm_comparison_report"}
-R = TypeVar("R", bound=ReportPart)
+R = TypeVar("R", bound=ReportModel)
 
 
 def read_report(path: Path, model: type[R]) -> R:
-    """Load one report JSON as its typed model; a Refusal naming the file and what to run first."""
+    """Load one report JSON as its typed model (analysis.reports.report_files); a Refusal naming the file."""
     # A report set whose writer was killed while renaming it is finished first (contract.atomic): its
     # JSON is then the one its pages were written with.
     finish_interrupted_sets(path.parent)
-    if not path.exists() and not path.is_symlink():
-        raise Refusal(f"{path}: not found; run the stage that writes it first (dvc repro)")
-    try:
-        raw = json.loads(input_file(path, "report").read_text())
-    except PathCheckError as e:
-        raise Refusal(str(e)) from None
-    except json.JSONDecodeError as e:
-        raise Refusal(f"{path}: not valid JSON (line {e.lineno}): {e.msg}") from None
-    try:
-        return model.model_validate(raw)
-    except ValidationError as e:
-        first = e.errors()[0]
-        where = ".".join(str(x) for x in first["loc"]) or "(top)"
-        raise Refusal(
-            f"{path}: not a {model.__name__} report ({where}: {first['msg']}); rerun the stage that writes it"
-        ) from None
+    return report_files.read_report(path, model)
 
 
 # The reports the page links besides the two it renders, where their stages wrote them (a world without a
@@ -94,26 +79,23 @@ TABLE_FILE = "benchmark_table.json"
 TABLE_METRICS = ("avg", "avg_sd", "maj", "pass_at_k", "pass_hat", "bayes", "bayes_sd")
 
 
-def read_table(table_dir: Path | None) -> dict[str, Any] | None:
-    """The benchmark table's JSON, or None when there is no table folder or file (a run without the stage)."""
+def read_table(table_dir: Path | None) -> BenchmarkTable | None:
+    """The benchmark table, or None when there is no table folder or file (a run without the stage)."""
     if table_dir is None or not (table_dir / TABLE_FILE).is_file():
         return None
-    try:
-        return json.loads((table_dir / TABLE_FILE).read_text())
-    except (OSError, json.JSONDecodeError) as e:
-        raise Refusal(f"{table_dir / TABLE_FILE}: cannot read: {e}; rerun the table stage (dvc repro)") from e
+    return read_report(table_dir / TABLE_FILE, BenchmarkTable)
 
 
-def table_rows(table: dict[str, Any] | None) -> list[dict[str, Any]]:
+def table_rows(table: BenchmarkTable | None) -> list[dict[str, Any]]:
     """Each arm's overall paper metrics (the table's `all` column), for the page and metrics.json."""
     if table is None:
         return []
-    return [{"arm": r["arm"], "step": r["step"], **{m: r["cells"]["all"][m] for m in TABLE_METRICS}}
-            for r in table["rows"]]  # fmt: skip
+    return [{"arm": r.arm, "step": r.step, **{m: getattr(r.cells["all"], m) for m in TABLE_METRICS}}
+            for r in table.rows]  # fmt: skip
 
 
 def context(
-    delta: DeltaReport, arms: ArmComparison, table: dict[str, Any] | None = None, out: Path | None = None
+    delta: DeltaReport, arms: ArmComparison, table: BenchmarkTable | None = None, out: Path | None = None
 ) -> dict[str, Any]:
     """Everything the templates need, taken from the two reports (and the benchmark table, when made).
 
@@ -170,12 +152,12 @@ def context(
         "undecided": undecided_section(delta, arms),
         "undecided_note": undecided_note(delta, arms),
         "judge": judge_summary(out),
-        "table_k": table["k"] if table else None,
-        "table_families": [f for f in table["families"] if f != "all"] if table else [],
+        "table_k": table.k if table else None,
+        "table_families": [f for f in table.families if f != "all"] if table else [],
     }
 
 
-def metrics(delta: DeltaReport, arms: ArmComparison, table: dict[str, Any] | None = None) -> dict[str, Any]:
+def metrics(delta: DeltaReport, arms: ArmComparison, table: BenchmarkTable | None = None) -> dict[str, Any]:
     """The headline numbers DVC tracks as metrics: what a person compares across experiments.
 
     trained minus base (mean, interval, p, verdict), the claim, every arm's naive delta over base and its

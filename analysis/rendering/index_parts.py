@@ -9,11 +9,11 @@ the headline and, where not, why (analysis.reports.judge). Nothing is computed h
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from analysis.reports.refusal import Refusal
+from analysis.reports.judge import JudgeReport
+from analysis.reports.report_files import read_report
 from analysis.reports.report_models import ArmComparison, DeltaReport
 from analysis.reports.undecided import UndecidedSection
 
@@ -54,17 +54,12 @@ def judge_summary(out: Path | None) -> dict[str, Any] | None:
     """The judge's link and one line on the page, or None where no judge ran (no report, or none set)."""
     if out is None or not (out / JUDGE_JSON).is_file():
         return None
-    try:
-        report = json.loads((out / JUDGE_JSON).read_text())
-    except (OSError, json.JSONDecodeError) as e:
-        raise Refusal(
-            f"{out / JUDGE_JSON}: cannot read: {e}; rerun the judge-report stage (dvc repro)"
-        ) from e
-    if not report.get("judge"):
+    report = read_report(out / JUDGE_JSON, JudgeReport)
+    if not report.judge:
         return None
-    model = report["judge"].get("model") or "the judge"
-    flagged = [(f"{c['post']} vs {c['pre']}", c["reasons"]) for c in report.get("contrasts", [])
-               if c.get("headline") != "with_judge"]  # fmt: skip
+    model = report.judge.get("model") or "the judge"
+    flagged = [(f"{c.post} vs {c.pre}", c.reasons) for c in report.contrasts or []
+               if c.headline != "with_judge"]  # fmt: skip
     if not flagged:
         line = f"{model}: fit on every arm's audit; its verdicts are in the judged contrasts' headline"
     else:

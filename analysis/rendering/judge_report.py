@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from analysis.reports.judge import ArmAuditSection, JudgedContrast, JudgeRate, JudgeReport
 
 WAYS = {
     "rule_decided": "rule-decided",
@@ -15,15 +15,15 @@ def _num(x: float | None, signed: bool = False) -> str:
     return "-" if x is None else (f"{x:+.3f}" if signed else f"{x:.3f}")
 
 
-def _ci(ci: list[float] | tuple[float, float] | None, signed: bool = False) -> str:
+def _ci(ci: list[float] | None, signed: bool = False) -> str:
     return "-" if ci is None else f"[{_num(ci[0], signed)}, {_num(ci[1], signed)}]"
 
 
-def _rate(r: dict[str, Any]) -> str:
-    return "-" if r["value"] is None else f"{r['value']:.3f} {_ci(r['ci'])} ({r['k']}/{r['n']})"
+def _rate(r: JudgeRate) -> str:
+    return "-" if r.value is None else f"{r.value:.3f} {_ci(r.ci)} ({r.k}/{r.n})"
 
 
-def audit_table(arms: dict[str, Any], key: str = "audit") -> list[str]:
+def audit_table(arms: dict[str, ArmAuditSection], key: str = "audit") -> list[str]:
     """One row per arm: the audit's size, agreement, sensitivity, specificity, kappa, no verdict, judged."""
     lines = [
         "| arm | audited | agreement | sensitivity | specificity | kappa | no verdict | judge decided "
@@ -31,22 +31,22 @@ def audit_table(arms: dict[str, Any], key: str = "audit") -> list[str]:
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for arm, a in arms.items():
-        au = a[key]
+        au = a.audit if key == "audit" else a.people
         if au is None:
             continue
-        kappa = "-" if au["kappa"] is None else f"{au['kappa']:.3f} {_ci(au['kappa_ci'])}"
+        kappa = "-" if au.kappa is None else f"{au.kappa:.3f} {_ci(au.kappa_ci)}"
         lines.append(
-            f"| {arm} | {au['audited']} | {_rate(au['agreement'])} | {_rate(au['sensitivity'])} | "
-            f"{_rate(au['specificity'])} | {kappa} | {_rate(au['no_verdict'])} | "
-            f"{a['judge_decided']}/{a['samples']} | "
-            f"{'-' if a['reference'] != key.replace('audit', 'rules') else 'no' if a['reasons'] else 'yes'} |"
+            f"| {arm} | {au.audited} | {_rate(au.agreement)} | {_rate(au.sensitivity)} | "
+            f"{_rate(au.specificity)} | {kappa} | {_rate(au.no_verdict)} | "
+            f"{a.judge_decided}/{a.samples} | "
+            f"{'-' if a.reference != key.replace('audit', 'rules') else 'no' if a.reasons else 'yes'} |"
         )
     return lines
 
 
-def people_part(report: dict[str, Any]) -> list[str]:
+def people_part(report: JudgeReport) -> list[str]:
     """The judge against people's labels, where labels were given."""
-    if not report.get("labels"):
+    if not report.labels:
         return []
     return [
         "## Audit: the judge against people's labels",
@@ -56,36 +56,36 @@ def people_part(report: dict[str, Any]) -> list[str]:
         "`fit` column says it in the table that decided) and gives the correction its error rates: rules "
         "that are often wrong themselves make a good judge look unfit.",
         "",
-        *audit_table(report["arms"], "people"),
+        *audit_table(report.arms or {}, "people"),
         "",
     ]
 
 
-def contrast_lines(c: dict[str, Any]) -> list[str]:
+def contrast_lines(c: JudgedContrast) -> list[str]:
     """A contrast's three ways, its headline and the reasons."""
-    head = WAYS[c["headline"]]
-    lines = [f"### {c['post']} - {c['pre']}", "", f"Headline: **{head}** delta.", ""]
+    head = WAYS[c.headline]
+    lines = [f"### {c.post} - {c.pre}", "", f"Headline: **{head}** delta.", ""]
     lines += ["| way | delta | interval | on |", "|---|---|---|---|"]
     for key, name in WAYS.items():
-        d = c[key]
-        on = d["on"] + (f"; {d['note']}" if d.get("note") else "")
-        mark = " (headline)" if key == c["headline"] else ""
-        lines.append(f"| {name}{mark} | {_num(d['delta'], True)} | {_ci(d['ci'], True)} | {on} |")
-    if c["reasons"]:
+        d = getattr(c, key)
+        on = d.on + (f"; {d.note}" if d.note else "")
+        mark = " (headline)" if key == c.headline else ""
+        lines.append(f"| {name}{mark} | {_num(d.delta, True)} | {_ci(d.ci, True)} | {on} |")
+    if c.reasons:
         lines += ["", "The judge is kept out of this headline:", ""]
-        lines += [f"- {r}" for r in c["reasons"]]
+        lines += [f"- {r}" for r in c.reasons]
     return lines + [""]
 
 
-def judge_markdown(report: dict[str, Any]) -> str:
-    """The whole report."""
-    j = report["judge"] or {}
+def judge_markdown(report: JudgeReport) -> str:
+    """The whole report (one with a judge)."""
+    j = report.judge or {}
     lines = ["# Model judge: audit and contrasts", ""]
     lines.append(
         f"Judge: `{j.get('model')}` revision `{j.get('revision')}`, template `{j.get('template')}` "
         f"(sha256 {str(j.get('template_sha256'))[:12]}), asked where the rules said: {j.get('ask')}; "
         f"audit of {j.get('audit_size')} rule-decided samples per arm; agreement floor "
-        f"{report['agreement_floor']:g}; intervals at {1 - report['alpha']:.0%}."
+        f"{report.agreement_floor:g}; intervals at {1 - (report.alpha or 0.0):.0%}."
     )
     lines += [
         "",
@@ -96,7 +96,7 @@ def judge_markdown(report: dict[str, Any]) -> str:
         "reply with no verdict as disagreeing. The audit measures the judge where the rules can check it; "
         "the samples it decides are the ones the rules could not, which may be harder.",
         "",
-        *audit_table(report["arms"]),
+        *audit_table(report.arms or {}),
         "",
         *people_part(report),
         "## Contrasts, three ways",
@@ -107,8 +107,8 @@ def judge_markdown(report: dict[str, Any]) -> str:
         "items and the audits together.",
         "",
     ]
-    for c in report["contrasts"]:
+    for c in report.contrasts or []:
         lines += contrast_lines(c)
-    if not report["contrasts"]:
+    if not report.contrasts:
         lines.append("One arm: no contrast.")
     return "\n".join(lines).rstrip() + "\n"

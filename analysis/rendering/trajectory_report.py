@@ -20,8 +20,8 @@ from analysis.rendering.markdown_text import (
     significance_text,
 )
 from analysis.reports.number_text import interval, num, pvalue
+from analysis.reports.report_files import report_json
 from analysis.reports.report_models import TrajectoryReport, TrajectoryRow
-from analysis.reports.report_parts import report_json
 
 
 def _trajectory_row(row: TrajectoryRow, fdr: float) -> list[str]:
@@ -119,23 +119,23 @@ def metrics_markdown(report: TrajectoryReport) -> str:
     rows = report.metrics
     if not rows:
         return ""
-    k = rows[0]["k"]
+    k = rows[0].k
     lines = [
         "",
         "## Paper metrics by step",
         "",
-        f"Over all {rows[0]['n_items']} items (analysis/estimators/paper_metrics.py; the benchmark table has "
+        f"Over all {rows[0].n_items} items (analysis/estimators/paper_metrics.py; the benchmark table has "
         "them per family).",
         "",
         f"| arm | step | avg@{k} ± sd over runs | maj@{k} | pass@{k} | pass^{k} | Bayes@{k} ± sd |",
         "| --- | ---: | --- | ---: | ---: | ---: | --- |",
     ]
     for r in rows:
-        maj = "n/a" if r["maj"] is None else f"{r['maj']:.3f}"
-        step = "n/a" if r["step"] is None else str(r["step"])
+        maj = "n/a" if r.maj is None else f"{r.maj:.3f}"
+        step = "n/a" if r.step is None else str(r.step)
         lines.append(
-            f"| {md(r['arm'])} | {step} | {_with_sd(r['avg'], r['avg_sd'])} | {maj} | "
-            f"{r['pass_at_k']:.3f} | {r['pass_hat']:.3f} | {r['bayes']:.3f} ± {r['bayes_sd']:.3f} |"
+            f"| {md(r.arm)} | {step} | {_with_sd(r.avg, r.avg_sd)} | {maj} | "
+            f"{r.pass_at_k:.3f} | {r.pass_hat:.3f} | {r.bayes:.3f} ± {r.bayes_sd:.3f} |"
         )
     return "\n".join(lines) + "\n"
 

@@ -1,5 +1,7 @@
-"""The undecided part in markdown (analysis.reports.undecided): per arm the share of samples the reader could
-not settle, per contrast its change and the delta on the samples both arms decided, beside the headline.
+"""The undecided section in markdown: per arm the unsettled share, per contrast its change and delta.
+
+From analysis.reports.undecided: per arm the share of samples the reader could not settle, per contrast its
+change and the delta on the samples both arms decided, beside the headline.
 
 Printed only where the logs record verdicts (EvalLog format 5); otherwise the report carries one note line.
 """

@@ -1,4 +1,4 @@
-"""Shared plumbing of the analyses: settings, loading and aligning logs, the protocol refusal, writing.
+"""Logs loaded and aligned for a comparison: the matched-protocol refusal, each arm's scores in item order.
 
 A comparison is meaningful only at a matched protocol on the same items, scored the same way, so two logs
 that differ in n_samples, temperature, top_p, max_tokens, seed, the suite, the `protocol` block, the

@@ -1,4 +1,4 @@
-"""The format parts of every report: each arm's answered share and the lenient reader's view of a contrast.
+"""The FORMAT sections of every report: each arm's answered share and the lenient reader's view of a contrast.
 
 Reads from a log what analysis.reports.format_effect estimates from (which samples the report's reader read an
 answer from, the lenient reader's scores) and assembles the report parts: one row per arm (answered share,

@@ -1,5 +1,6 @@
-"""The rows of the arm comparison: a contrast and its claim, an arm's path verdicts, the factorial read-out,
-and whether a tool arm's log can stand for its tool access.
+"""The rows of the arm comparison: contrasts and claims, path verdicts, the factorial read-out.
+
+Also whether a tool arm's log can stand for its tool access.
 """
 
 from __future__ import annotations

@@ -1,14 +1,15 @@
 """The benchmark table built: one row per arm (or checkpoint), one column per family of the suite.
 
 Each cell is one of the numbers RLVR papers print (analysis.estimators.paper_metrics); each arm's paired
-deltas against the reference arm come with their intervals. analysis.rendering.benchmark_table_text writes it
-as markdown, CSV and LaTeX; the command is analysis.commands.benchmark_table.
+deltas against the reference arm come with their intervals. The table is a BenchmarkTable;
+analysis.rendering.benchmark_table_text writes it as markdown, CSV and LaTeX; the command is
+analysis.commands.benchmark_table.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -19,6 +20,7 @@ from analysis.estimators.signflip import small_suite_interval
 from analysis.reports.align import arm_arrays, check_matched, item_order, load_logs
 from analysis.reports.contrasts import BCA_MIN_ITEMS, NO_FAMILY, delta_interval, mean_contrast
 from analysis.reports.refusal import Refusal
+from analysis.reports.report_parts import Bounds, MeanContrast, PaperMetrics, Real, ReportModel, ReportSection
 from analysis.reports.settings import Settings, log_path, read_arm_list, read_swept
 from contract.evallog import EvalLog
 
@@ -32,6 +34,66 @@ METRICS: list[tuple[str, str, str, str, str | None]] = [
     ("pass_hat", "pass^{k} (all {k} right)", r"pass\textasciicircum{{}}{k}", "pass_hat", None),
     ("bayes", "Bayes@{k} ± posterior sd", r"Bayes@{k} $\pm$ sd", "bayes", "bayes_sd"),
 ]
+
+
+class MetricDelta(MeanContrast):
+    """A metric's paired delta of an arm against the reference (avg@k's with the sd over runs)."""
+
+    run_sd: Real | None = None
+
+
+class BayesDelta(ReportSection):
+    """The posterior of the arm's Bayes@N minus the reference's, with its normal credible interval."""
+
+    delta: Real
+    sd: Real
+    ci95: Bounds
+    ci95_method: str
+
+
+class ArmDeltas(ReportSection):
+    """One arm's paired deltas against the reference, metric by metric (maj@k: where answers are recorded)."""
+
+    arm: str
+    reference: str
+    avg: MetricDelta
+    maj: MetricDelta | None = None
+    pass_hat: MetricDelta
+    bayes: BayesDelta
+
+
+class TableRow(ReportSection):
+    """One arm's (or checkpoint's) paper metrics per family and over all items (`all`)."""
+
+    arm: str
+    model_name: str
+    step: int | None
+    cells: dict[str, PaperMetrics]
+
+
+class TableSettings(ReportSection):
+    """The analysis settings the table's intervals were computed with."""
+
+    alpha: Real
+    n_boot: int
+    n_perm: int
+
+
+class BenchmarkTable(ReportModel):
+    """The benchmark table: rows of paper metrics per family, each arm's deltas against the reference."""
+
+    report: Literal["benchmark_table"]
+    suite: str
+    suite_revision: str
+    n_items: int
+    k: int
+    reference: str
+    families: list[str]
+    family_items: dict[str, int]
+    rows: list[TableRow]
+    deltas: list[ArmDeltas]
+    settings: TableSettings
+    definitions: str | None
 
 
 def answers_of(log: EvalLog, order: list[str]) -> list[tuple[str | None, ...]] | None:
@@ -106,8 +168,8 @@ def arms_to_table(params: str | Path | None, logs_dir: str | Path) -> tuple[list
     return arms, steps
 
 
-def build(logs_dir: str | Path, settings: Settings, params: str | Path | None) -> dict[str, Any]:
-    """The table as a JSON-ready dict; a Refusal when no arm has a log or two logs are not matched."""
+def build(logs_dir: str | Path, settings: Settings, params: str | Path | None) -> BenchmarkTable:
+    """The benchmark table; a Refusal when no arm has a log or two logs are not matched."""
     arms, steps = arms_to_table(params, logs_dir)
     if not arms:
         raise Refusal(f"{logs_dir}: no EvalLog of any arm of the params file; run dvc repro")
@@ -130,26 +192,19 @@ def build(logs_dir: str | Path, settings: Settings, params: str | Path | None) -
         if a != ref
     ]
     families = list(rows[0]["cells"])
-    return {
-        "report": "benchmark_table",
-        "suite": logs[ref].suite,
-        "suite_revision": logs[ref].suite_revision,
-        "n_items": len(order),
-        "k": logs[ref].n_samples,
-        "reference": ref,
-        "families": families,
-        "family_items": {f: rows[0]["cells"][f]["n_items"] for f in families},
-        "rows": rows,
-        "deltas": compared,
-        "settings": {"alpha": settings.alpha, "n_boot": settings.n_boot, "n_perm": settings.n_perm},
-        "definitions": pm.__doc__,
-    }
-
-
-def headline(t: dict[str, Any]) -> dict[str, Any]:
-    """metrics.json's part: each arm's overall value of each metric (short keys for `dvc exp show`)."""
-    return {
-        r["arm"]: {key: r["cells"][ALL][field] for key, _l, _t, field, _s in METRICS}
-        | {"avg_sd": r["cells"][ALL]["avg_sd"], "bayes_sd": r["cells"][ALL]["bayes_sd"]}
-        for r in t["rows"]
-    }
+    return BenchmarkTable.model_validate(
+        {
+            "report": "benchmark_table",
+            "suite": logs[ref].suite,
+            "suite_revision": logs[ref].suite_revision,
+            "n_items": len(order),
+            "k": logs[ref].n_samples,
+            "reference": ref,
+            "families": families,
+            "family_items": {f: rows[0]["cells"][f]["n_items"] for f in families},
+            "rows": rows,
+            "deltas": compared,
+            "settings": {"alpha": settings.alpha, "n_boot": settings.n_boot, "n_perm": settings.n_perm},
+            "definitions": pm.DEFINITIONS,
+        }
+    )

@@ -27,7 +27,7 @@ from analysis.estimators.group_difference import group_difference_test
 from analysis.estimators.resampling import rng_for
 from analysis.reports import contrasts as ct
 from analysis.reports.refusal import Refusal
-from analysis.reports.report_parts import MeanContrast, Real, ReportPart
+from analysis.reports.report_parts import MeanContrast, Real, ReportSection
 from analysis.reports.settings import Settings
 from contract.contamination import (
     OVERLAP_FILE,
@@ -38,7 +38,7 @@ from contract.contamination import (
     ProbeItem,
 )
 
-R = TypeVar("R", bound=ReportPart)
+R = TypeVar("R", bound=ReportSection)
 ONLY_SEEN = "GAIN ONLY ON POSSIBLY-SEEN ITEMS"
 DIFFERS = "DELTA DIFFERS BETWEEN SEEN AND CLEAN"
 NO_DIFFERENCE = "no difference detected"
@@ -172,7 +172,7 @@ class SplitRow(MeanContrast):
     items: str  # "all", "possibly seen" or "clean"
 
 
-class ContaminationSplit(ReportPart):
+class ContaminationSplit(ReportSection):
     """One contrast on all, possibly-seen and clean items, the difference test and its call."""
 
     reference: str

@@ -2,21 +2,92 @@
 
 Per arm the paired change of the score (after - before, the one rule of analysis.reports.contrasts), every
 item whose majority verdict changed, and every verdict of the delta report and of the arm comparison that the
-new scorer changes. The command, and the drift stage's record, is analysis.commands.drift.
+new scorer changes, as a DriftReport. The command, and the drift stage's record, is analysis.commands.drift.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from analysis.reports import arm_comparison, contrasts
 from analysis.reports import delta as delta_report
 from analysis.reports.align import arm_arrays, check_matched, item_order, load_logs
 from analysis.reports.refusal import Refusal
 from analysis.reports.report_models import ArmComparison, DeltaReport
+from analysis.reports.report_parts import MeanContrast, Real, ReportModel, ReportSection
 from analysis.reports.settings import Settings
 from contract.evallog import EvalLog
+
+
+class Scorer(ReportSection):
+    """The scorer a log records: name, version and each verifier as type:name=version."""
+
+    name: str
+    version: str
+    verifiers: list[str]
+
+
+class ItemVerdict(ReportSection):
+    """One side of an item whose majority verdict changed: its mean score, verdict and answers read."""
+
+    mean: Real
+    right: bool
+    answers: list[str | None]
+
+
+class ItemChange(ReportSection):
+    """An item whose majority verdict changed between the two scorers."""
+
+    item_id: str
+    reference_answer: str | None
+    before: ItemVerdict
+    after: ItemVerdict
+
+
+class DriftArm(MeanContrast):
+    """One arm's paired change of the score (after - before), Benjamini-Hochberg over the arms."""
+
+    arm: str
+    scorer_before: Scorer | None
+    scorer_after: Scorer | None
+    samples_rescored: int
+    verdict_changes: list[ItemChange]
+
+
+class VerdictChange(ReportSection):
+    """A verdict of the delta report or the arm comparison that the new scorer changes."""
+
+    verdict: str
+    before: bool | str | None
+    after: bool | str | None
+
+
+class DriftSettings(ReportSection):
+    """The analysis settings the drift report was computed with."""
+
+    alpha: Real
+    fdr: Real
+    n_boot: int
+    n_perm: int
+    seed: int
+
+
+class DriftReport(ReportModel):
+    """The drift report; the drift stage's status fields (changed_arms, ...) where the stage wrote it, and
+    only those (with `detail`) where it had no drift to report."""
+
+    report: Literal["drift"]
+    arms: list[DriftArm] | None = None
+    arms_only_before: list[str] | None = None
+    arms_only_after: list[str] | None = None
+    verdicts_checked: int | None = None
+    verdicts_changed: list[VerdictChange] | None = None
+    verdicts_not_compared: str | None = None
+    settings: DriftSettings | None = None
+    changed_arms: list[str] | None = None
+    missing_from_cache: list[str] | None = None
+    detail: str | None = None
 
 
 def scorer_of(log: EvalLog) -> dict[str, Any] | None:
@@ -144,7 +215,7 @@ def build(
         if old is not None and new is not None
         else None
     )
-    return {
+    return DriftReport.model_validate({
         "report": "drift",
         "arms": rows,
         "arms_only_before": sorted(set(before) - set(shared)),
@@ -154,4 +225,4 @@ def build(
         "verdicts_not_compared": None if changed is not None else why_old or why_new,
         "settings": {"alpha": settings.alpha, "fdr": settings.fdr, "n_boot": settings.n_boot,
                      "n_perm": settings.n_perm, "seed": settings.seed},
-    }  # fmt: skip
+    })  # fmt: skip

@@ -1,4 +1,4 @@
-"""Format separated from reasoning: answered share, accuracy among answered, the lenient delta, FORMAT.
+"""Answering separated from reasoning: answered share, accuracy among answered, the lenient delta, FORMAT.
 
 Every log is scored by two readers of the same generations: the report's reader (the prompt's rule, else
 the parity reader: `scores`) and a lenient reader (every reading rule, the verifier's fallbacks included:

@@ -1,5 +1,7 @@
-"""The judge's report: its audit per arm, and every contrast three ways (rule-decided, with the judge,
-judge-corrected), with the reasons a judge is kept out of the headline.
+"""The judge's report built: its audit per arm, and every contrast three ways, with its flags.
+
+The three ways of a contrast: rule-decided, with the judge, judge-corrected; and the reasons a judge is kept
+out of the headline.
 
 A judge is unfit for an arm when its agreement with the rules on the arm's audit is under the floor
 (params.yaml judge.agreement_floor), when it gave no verdict on a quarter or more of the audit, or when the
@@ -10,7 +12,7 @@ its own preferences into the delta. A flagged contrast's headline is the rule-de
 The audit's reference is the rules: where they are often wrong themselves (answers in words), a good judge
 disagrees with them and looks unfit. Given people's labels (judge_labels' CSV), the judge is measured
 against the people on every labelled sample it was asked about, and where at least MIN_PEOPLE such samples
-exist that audit decides fitness and feeds the correction instead of the rules'.
+exist that audit decides fitness and feeds the correction instead of the rules'. The report is a JudgeReport.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from __future__ import annotations
 import csv
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -32,6 +34,7 @@ from analysis.estimators.judge_error import (
     differing_error,
 )
 from analysis.estimators.resampling import rng_for
+from analysis.reports.report_parts import ReportModel, ReportSection, Unrounded
 from contract.evallog import EvalLog
 from contract.judge import rule_verdict
 
@@ -78,6 +81,116 @@ class Contrast:
     corrected: Delta
     headline: str = "with_judge"
     reasons: list[str] = field(default_factory=list)
+
+
+class JudgeRate(ReportSection):
+    """A proportion of the audit, its count, its trials and its Wilson interval (None: no trials)."""
+
+    value: Unrounded | None
+    k: int
+    n: int
+    ci: list[Unrounded] | None
+
+
+class JudgeAgreement(ReportSection):
+    """The judge against a reference (the rules, or people) on one arm's audit."""
+
+    audited: int
+    no_verdict: JudgeRate
+    agreement: JudgeRate
+    sensitivity: JudgeRate
+    specificity: JudgeRate
+    kappa: Unrounded | None
+    kappa_ci: list[Unrounded] | None
+
+
+class ArmAuditSection(ReportSection):
+    """One arm's audit in the report (ArmAudit)."""
+
+    arm: str
+    samples: int
+    cascade_asked: int
+    judge_decided: int
+    audit: JudgeAgreement
+    reasons: list[str]
+    people: JudgeAgreement | None
+    reference: str
+
+
+class DeltaWay(ReportSection):
+    """One way of a contrast in the report (Delta)."""
+
+    delta: Unrounded | None
+    ci: list[Unrounded] | None
+    on: str
+    note: str | None
+
+
+class JudgedContrast(ReportSection):
+    """A contrast three ways in the report (Contrast), its headline way and why."""
+
+    pre: str
+    post: str
+    rule_decided: DeltaWay
+    with_judge: DeltaWay
+    corrected: DeltaWay
+    headline: str
+    reasons: list[str]
+
+
+class JudgeReport(ReportModel):
+    """The judge's report; without a judge configured, none of its fields."""
+
+    # The options it has always been written with: indented by 1, numbers as computed.
+    json_options: ClassVar[dict[str, Any]] = {"indent": 1}
+
+    judge: dict[str, Any] | None = None
+    agreement_floor: Unrounded | None = None
+    labels: bool | None = None
+    alpha: Unrounded | None = None
+    n_boot: int | None = None
+    arms: dict[str, ArmAuditSection] | None = None
+    contrasts: list[JudgedContrast] | None = None
+
+
+class LabelAgreement(ReportSection):
+    """Machine verdicts against people's labels: agreements, labels, their share and its Wilson interval."""
+
+    agree: int
+    n: int
+    share: Unrounded | None
+    ci: list[Unrounded] | None
+
+
+class PpiEstimate(ReportSection):
+    """A prediction-powered mean (analysis.estimators.ppi.PPIMean) and the labels-only one beside it."""
+
+    estimate: Unrounded
+    ci: list[Unrounded]
+    labelled: int
+    unlabelled: int
+    classical: Unrounded
+    classical_ci: list[Unrounded]
+    method: str
+
+
+class LabelledArm(ReportSection):
+    """One arm against people's labels: the rules', the judge's and the final verdicts' agreement, and PPI."""
+
+    labelled: int
+    rules: LabelAgreement
+    judge: LabelAgreement
+    final: LabelAgreement
+    ppi: PpiEstimate | None = None
+
+
+class LabelsReport(ReportModel):
+    """The labels' report (analysis.commands.judge_labels read): each arm against people, the PPI deltas."""
+
+    json_options: ClassVar[dict[str, Any]] = {"indent": 1}
+
+    arms: dict[str, LabelledArm]
+    deltas: dict[str, PpiEstimate]
 
 
 def judged_arm(rule_log: EvalLog, judged_log: EvalLog) -> JudgedArm:
@@ -213,8 +326,8 @@ def flag(c: Contrast, audits: dict[str, ArmAudit]) -> Contrast:
 def judge_report(
     logs: dict[str, tuple[EvalLog, EvalLog]], reference: str, floor: float, n_boot: int, seed: int,
     alpha: float, labels: Labels | None = None,
-) -> dict[str, Any]:  # fmt: skip
-    """The report's JSON: the judge, each arm's audit, each arm's contrast with the reference."""
+) -> JudgeReport:  # fmt: skip
+    """The report: the judge, each arm's audit, each arm's contrast with the reference."""
     data = {arm: judged_arm(rule, judged) for arm, (rule, judged) in logs.items()}
     people = {arm: people_pairs(arm, j, labels) for arm, (_, j) in logs.items()} if labels else {}
     audits = {arm: arm_audit(arm, d, floor, alpha, people.get(arm)) for arm, d in data.items()}
@@ -232,7 +345,7 @@ def judge_report(
     ]
     first = next(iter(logs.values()))[1]
     judge = first.scorer.settings.get("judge") if first.scorer is not None else None
-    return {
+    return JudgeReport.model_validate({
         "judge": judge,
         "agreement_floor": floor,
         "labels": labels is not None,
@@ -240,4 +353,4 @@ def judge_report(
         "n_boot": n_boot,
         "arms": {arm: asdict(a) for arm, a in audits.items()},
         "contrasts": [asdict(c) for c in contrasts],
-    }
+    })  # fmt: skip

@@ -1,4 +1,4 @@
-"""How each arm was prompted, in one line a report prints: format, template and its sha256, few-shot pin.
+"""How each arm was prompted, in one line a report prints: plain or chat, template, its sha256, few-shot pin.
 
 Read from the EvalLog alone (its protocol, pins and scorer settings), so an imported log that records none
 of them says so instead of passing for the built-in format.

@@ -14,16 +14,18 @@ from pydantic import PlainSerializer
 from analysis.reports.contamination_split import ContaminationSplit
 from analysis.reports.report_parts import (
     ArmAnswering,
+    Bounds,
     Calibration,
     Decision,
     FormatContrast,
     FormatSection,
-    Interval,
     Loose,
     MeanContrast,
+    PaperMetrics,
     Real,
     RecordedSettings,
-    ReportPart,
+    ReportModel,
+    ReportSection,
     Truncation,
 )
 from analysis.reports.undecided import UndecidedSection
@@ -33,7 +35,7 @@ from analysis.reports.writing import clean
 # The delta report
 
 
-class Mde(ReportPart):
+class Mde(ReportSection):
     """The minimum detectable effect of the suite, or the reason it is not estimable."""
 
     mde: Real | None
@@ -47,12 +49,12 @@ class Mde(ReportPart):
     reason: str | None
 
 
-class NoiseFloor(ReportPart):
+class NoiseFloor(ReportSection):
     """The A/A noise floor: pre against itself, half of each item's samples against the other half."""
 
     arm: str
     delta: Real
-    ci95: Interval
+    ci95: Bounds
     ci95_method: str
     half: int
     flip_share: Real
@@ -61,7 +63,7 @@ class NoiseFloor(ReportPart):
     fpr_n_boot: int | None = None
 
 
-class Verdict(ReportPart):
+class Verdict(ReportSection):
     """The one verdict on trained vs base: the claim's Holm family over pass@1 and pass@K."""
 
     significant: bool
@@ -75,40 +77,50 @@ class Verdict(ReportPart):
     n_tests: int
 
 
-class PassAtKRow(ReportPart):
+class PassAtKRow(ReportSection):
     """pass@k of both arms at one k, and the delta with its interval."""
 
     k: int
     pre: Real
     post: Real
     delta: Real
-    pre_ci95: Interval
-    post_ci95: Interval
-    delta_ci95: Interval
+    pre_ci95: Bounds
+    post_ci95: Bounds
+    delta_ci95: Bounds
     delta_ci95_method: str = "percentile (cluster)"
 
 
-class BudgetPoint(ReportPart):
+class PassAtKFigure(ReportSection):
+    """What the pass@k figure draws, known before the rest of the delta report (analysis.reports.delta)."""
+
+    pre_model: str
+    post_model: str
+    claim: str
+    pass_at_k: list[PassAtKRow]
+    settings: RecordedSettings
+
+
+class BudgetPoint(ReportSection):
     """Both arms' accuracy when every sample not finished within the budget counts as wrong."""
 
     budget: int
     pre: Real
     post: Real
     delta: Real
-    ci95: Interval
+    ci95: Bounds
     ci95_method: str
 
 
-class CrossoverRow(ReportPart):
+class CrossoverRow(ReportSection):
     """The pass@k delta at the k the crossover text quotes."""
 
     k: int
     delta: Real
-    ci95: Interval
+    ci95: Bounds
     ci95_method: str
 
 
-class CrossoverNeeded(ReportPart):
+class CrossoverNeeded(ReportSection):
     """The k needed for a crossover at the observed rates (Beta-binomial fits), or why it has none."""
 
     k: int | None
@@ -118,7 +130,7 @@ class CrossoverNeeded(ReportPart):
     post_beta: list[Real] | None = None
 
 
-class Crossover(ReportPart):
+class Crossover(ReportSection):
     """The pass@k crossover of the delta report (analysis.reports.crossover)."""
 
     k: int | None
@@ -138,7 +150,7 @@ class DeltaFamily(MeanContrast):
     mean_arm: Real | None = None
 
 
-class OneModel(ReportPart):
+class OneModel(ReportSection):
     """What a comparison of two logs of one model is (analysis.commands.compare_logs)."""
 
     kind: str
@@ -147,7 +159,7 @@ class OneModel(ReportPart):
     label: str
 
 
-class DeltaReport(ReportPart):
+class DeltaReport(ReportModel):
     """The delta report: trained vs base (analysis.reports.delta)."""
 
     report: Literal["delta"]
@@ -173,10 +185,10 @@ class DeltaReport(ReportPart):
     mean_pre: Real
     mean_post: Real
     delta_mean: Real
-    delta_ci95: Interval
+    delta_ci95: Bounds
     delta_ci95_method: str
-    delta_ci95_percentile: Interval | None = None
-    delta_ci95_cluster: Interval | None = None
+    delta_ci95_percentile: Bounds | None = None
+    delta_ci95_cluster: Bounds | None = None
     delta_ci95_cluster_method: str | None = None
     noise_floor: NoiseFloor | None = None
     perm_p: Real | None
@@ -186,7 +198,7 @@ class DeltaReport(ReportPart):
     format: FormatSection | None = None
     undecided: UndecidedSection | None = None
     cohens_dz: Real | None
-    cohens_dz_ci95: Interval | None
+    cohens_dz_ci95: Bounds | None
     pair_correlation_rho: Real | None
     flips_wrong_to_right: int
     flips_right_to_wrong: int
@@ -212,7 +224,7 @@ class DeltaReport(ReportPart):
 # The arm comparison
 
 
-class ToolCalls(ReportPart):
+class ToolCalls(ReportSection):
     """A tool arm's tool calls: answered, failed, and tool-server restarts."""
 
     answered: int
@@ -220,7 +232,7 @@ class ToolCalls(ReportPart):
     restarts: int
 
 
-class UnusableArm(ReportPart):
+class UnusableArm(ReportSection):
     """An arm left out of the comparison, with the reason."""
 
     arm: str
@@ -228,7 +240,7 @@ class UnusableArm(ReportPart):
     tool_calls: ToolCalls | None = None
 
 
-class BaseArm(ReportPart):
+class BaseArm(ReportSection):
     """The reference arm every other is compared with."""
 
     arm: str
@@ -241,7 +253,7 @@ class BaseArm(ReportPart):
     generated_by: str | None = None
 
 
-class BudgetStratum(ReportPart):
+class BudgetStratum(ReportSection):
     """One generated-token stratum of the budget adjustment."""
 
     stratum: int
@@ -262,10 +274,10 @@ class ArmContrast(Decision):
     mean_ref: Real
     mean_arm: Real
     naive_delta: Real
-    ci95: Interval
+    ci95: Bounds
     ci95_method: str
     cohens_dz: Real | None
-    cohens_dz_ci95: Interval | None
+    cohens_dz_ci95: Bounds | None
     mean_gen_tokens: Real | None
     ref_mean_gen_tokens: Real | None
     flips_fixed_b: int
@@ -279,7 +291,7 @@ class ArmContrast(Decision):
     attribution: str
     tool_calls: ToolCalls | None = None
     adjusted_delta: Real | None
-    adjusted_ci95: Interval | None
+    adjusted_ci95: Bounds | None
     budget_confound: Real | None
     budget_strata: list[BudgetStratum] | None
     budget_no_support: list[int]
@@ -297,7 +309,7 @@ class ArmFamily(MeanContrast):
     family: str
 
 
-class PathVerdict(ReportPart):
+class PathVerdict(ReportSection):
     """One path verdict of a tool arm's samples: count, share and accuracy."""
 
     path: str
@@ -306,7 +318,7 @@ class PathVerdict(ReportPart):
     accuracy: Real | None
 
 
-class PathTable(ReportPart):
+class PathTable(ReportSection):
     """The path verdicts of one tool arm's samples."""
 
     arm: str
@@ -314,27 +326,27 @@ class PathTable(ReportPart):
     verdicts: list[PathVerdict]
 
 
-class FactorialEffect(ReportPart):
+class FactorialEffect(ReportSection):
     """One effect of the factorial read-out: its signed cells, estimate, interval and reading."""
 
     effect: str
     order: int
     cells: dict[str, int]
     estimate: Real | None
-    ci95: Interval | None
+    ci95: Bounds | None
     ci95_method: str | None
     reading: str | None
     missing_arms: list[str]
 
 
-class Factorial(ReportPart):
+class Factorial(ReportSection):
     """The factorial read-out: training x retrieval x tools."""
 
     cells: dict[str, list[int]]
     effects: list[FactorialEffect]
 
 
-class ArmComparison(ReportPart):
+class ArmComparison(ReportModel):
     """The arm comparison: every arm against base, the marginal contrasts and the factorial read-out."""
 
     report: Literal["arms"]
@@ -381,7 +393,14 @@ class TrajectoryRow(MeanContrast):
     format: FormatContrast | None = None
 
 
-class TrajectoryReport(ReportPart):
+class CheckpointMetrics(PaperMetrics):
+    """One checkpoint's paper metrics over all items, and its training step (None: not known)."""
+
+    arm: str
+    step: int | None
+
+
+class TrajectoryReport(ReportModel):
     """The checkpoint trajectory: each checkpoint over the reference, the placebo, the reward claim."""
 
     report: Literal["trajectory"]
@@ -404,8 +423,7 @@ class TrajectoryReport(ReportPart):
     answering: list[ArmAnswering] | None = None
     lenient_missing: list[str] | None = None
     undecided: UndecidedSection | None = None
-    # Each checkpoint's paper metrics (analysis.estimators.paper_metrics.ArmMetrics) and its training step.
-    metrics: Loose = None
+    metrics: list[CheckpointMetrics] | None = None
     limits: str | None = None
     n_tests: int | None = None
     settings: RecordedSettings

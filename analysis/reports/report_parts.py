@@ -1,20 +1,20 @@
-"""The parts of the typed reports: the base model that keeps a report's JSON as assembled, and shared parts.
+"""The sections of the typed reports: the base models that keep a report's JSON as assembled, shared sections.
 
 Each report is constructed as its model where its numbers are computed (analysis.reports.delta,
 analysis.reports.arm_comparison, analysis.reports.trajectory); the markdown, the one-page report and its
 templates read the model by attribute, and a renamed or unknown key fails validation (extra="forbid").
 
-The JSON of a model is the report's JSON as it always was, byte for byte (`report_json`): the keys in the
-order the report assembled them (a model's keyword arguments, or a part's dict), a key the report left out
+The JSON of a model is the report's JSON as it always was, byte for byte: the keys in the
+order the report assembled them (a model's keyword arguments, or a section's dict), a key the report left out
 left out (older reports lack some), an int kept an int, and every float through writing.clean (10
-significant digits, NaN and infinity as null). The attributes hold the numbers as computed.
+significant digits, NaN and infinity as null). The attributes hold the numbers as computed. A whole report
+is a ReportModel; its file, with the format's version, is written and read by analysis.reports.report_files.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
-from typing import Annotated, Any, Self
+from typing import Annotated, Any, ClassVar, Self
 
 import numpy as np
 from pydantic import (
@@ -41,11 +41,13 @@ def _python_number(x: Any) -> Any:
 # writing.clean. The same for any value the model does not type (the matched protocol).
 Real = Annotated[int | float, BeforeValidator(_python_number), PlainSerializer(clean, when_used="json")]
 Loose = Annotated[Any, PlainSerializer(clean, when_used="json")]
-Interval = list[Real | None]
+# A number written as computed, not through writing.clean (the judge report's, which never was).
+Unrounded = Annotated[int | float, BeforeValidator(_python_number)]
+Bounds = list[Real | None]
 
 
-class ReportPart(BaseModel):
-    """A part of a report: its keys in the order they were assembled, and no key the model does not name."""
+class ReportSection(BaseModel):
+    """A section of a report: its keys in the order they were assembled, no key the model does not name."""
 
     model_config = ConfigDict(extra="forbid", protected_namespaces=())
     _keys: tuple[str, ...] | None = PrivateAttr(default=None)
@@ -53,10 +55,10 @@ class ReportPart(BaseModel):
     @model_validator(mode="wrap")
     @classmethod
     def _remember_keys(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> Any:
-        part = handler(data)
-        if isinstance(data, Mapping) and isinstance(part, ReportPart):
-            part._keys = tuple(data)
-        return part
+        section = handler(data)
+        if isinstance(data, Mapping) and isinstance(section, ReportSection):
+            section._keys = tuple(data)
+        return section
 
     @model_serializer(mode="wrap")
     def _in_assembled_order(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
@@ -68,23 +70,24 @@ class ReportPart(BaseModel):
         return key in self.model_fields_set
 
     def with_fields(self, **changes: Any) -> Self:
-        """A copy with these fields set; a field the part did not hold comes after the others in its JSON."""
+        """A copy with these fields set; a field the section did not hold comes after the others in JSON."""
         held = self._keys if self._keys is not None else tuple(self.model_fields_set)
         return self.model_validate({**{k: getattr(self, k) for k in held}, **changes})
 
 
-def report_json(report: ReportPart) -> bytes:
-    """The report's canonical JSON bytes (what writing.dump_json writes for the dict it was built from)."""
-    return (
-        json.dumps(report.model_dump(mode="json"), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
-    ).encode()
+class ReportModel(ReportSection):
+    """A whole report, one JSON file: json.dumps' options for its bytes (analysis.reports.report_files)."""
+
+    # Most reports write through writing.clean, indented by 2, non-ASCII as is, no NaN; the judge report
+    # keeps the options it has always been written with (analysis.reports.judge).
+    json_options: ClassVar[dict[str, Any]] = {"indent": 2, "ensure_ascii": False, "allow_nan": False}
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Parts every report shares
+# Sections every report shares
 
 
-class RecordedSettings(ReportPart):
+class RecordedSettings(ReportSection):
     """The analysis settings a report was computed with (analysis.reports.settings.Settings)."""
 
     n_boot: int
@@ -96,7 +99,7 @@ class RecordedSettings(ReportPart):
     seed: int
 
 
-class TruncationArm(ReportPart):
+class TruncationArm(ReportSection):
     """One arm's samples and those that ended at the budget (None where finish reasons are not recorded)."""
 
     arm: str
@@ -105,7 +108,7 @@ class TruncationArm(ReportPart):
     share: Real | None
 
 
-class Truncation(ReportPart):
+class Truncation(ReportSection):
     """Samples that ended at the budget, per arm (analysis.reports.truncation)."""
 
     max_tokens: int
@@ -114,41 +117,41 @@ class Truncation(ReportPart):
     share_gap: Real | None
 
 
-class ReliabilityBin(ReportPart):
+class ReliabilityBin(ReportSection):
     """One bin of a reliability diagram."""
 
-    bin: Interval
+    bin: Bounds
     items: int
     confidence: Real
     accuracy: Real
 
 
-class CalibrationArm(ReportPart):
+class CalibrationArm(ReportSection):
     """One arm's ECE with its interval, mean confidence, accuracy and reliability bins."""
 
     arm: str
     ece: Real
-    ci95: Interval
+    ci95: Bounds
     ci95_method: str
     mean_confidence: Real
     accuracy: Real
     reliability: list[ReliabilityBin]
 
 
-class CalibrationDelta(ReportPart):
+class CalibrationDelta(ReportSection):
     """The paired ECE delta of an arm against the reference."""
 
     arm: str
     reference: str
     delta: Real
-    ci95: Interval
+    ci95: Bounds
     ci95_method: str
     p_value: Real | None
     significant: bool
     negligible: bool
 
 
-class Calibration(ReportPart):
+class Calibration(ReportSection):
     """The calibration section (analysis.reports.calibration)."""
 
     confidence: str
@@ -159,7 +162,7 @@ class Calibration(ReportPart):
     arms_without_answers: list[str]
 
 
-class Decision(ReportPart):
+class Decision(ReportSection):
     """The verdict fields of a contrast (analysis.reports.contrasts): q, significant, negligible, decided
     by."""
 
@@ -176,50 +179,64 @@ class MeanContrast(Decision):
     mean_ref: Real
     mean_arm: Real
     delta: Real
-    ci95: Interval | None
+    ci95: Bounds | None
     ci95_method: str | None = None
     p_value: Real | None = None
     perm_exact: bool | None = None
     perm_n: int | None = None
 
 
-class ArmAnswering(ReportPart):
+class PaperMetrics(ReportSection):
+    """One arm's paper numbers on a set of items (analysis.estimators.paper_metrics.ArmMetrics)."""
+
+    n_items: int
+    k: int
+    avg: Real
+    avg_sd: Real | None
+    maj: Real | None
+    pass_hat: Real
+    pass_at_k: Real
+    bayes: Real
+    bayes_sd: Real
+
+
+class ArmAnswering(ReportSection):
     """One arm's answered share and accuracy among answered, each with its interval
     (analysis.reports.answering)."""
 
     arm: str
     answered_share: Real | None
-    answered_ci95: Interval | None
+    answered_ci95: Bounds | None
     answered_ci95_method: str | None
     accuracy_answered: Real | None
-    accuracy_answered_ci95: Interval | None
+    accuracy_answered_ci95: Bounds | None
     accuracy_answered_ci95_method: str | None
     n_answered: int | None
     n_samples: int
     lenient_mean: Real | None
 
 
-class LenientTopK(ReportPart):
+class LenientTopK(ReportSection):
     """The lenient reader's pass@K delta of trained vs base, with pass@K's interval and test."""
 
     k: int
     pre: Real
     post: Real
     delta: Real
-    ci95: Interval
+    ci95: Bounds
     ci95_method: str
     p_value: Real
     p_holm: Real | None = None
     significant: bool
 
 
-class AnsweredChange(ReportPart):
+class AnsweredChange(ReportSection):
     """The paired change in answered share of a contrast, with its interval and sign-flip test."""
 
     share_ref: Real
     share_arm: Real
     delta: Real
-    ci95: Interval
+    ci95: Bounds
     ci95_method: str
     p_value: Real
     perm_exact: bool
@@ -227,7 +244,7 @@ class AnsweredChange(ReportPart):
     significant: bool
 
 
-class FormatContrast(ReportPart):
+class FormatContrast(ReportSection):
     """A contrast under the lenient reader: its delta, the answered share's change and the FORMAT call."""
 
     lenient: MeanContrast
@@ -237,7 +254,7 @@ class FormatContrast(ReportPart):
     detail: str
 
 
-class FormatSection(ReportPart):
+class FormatSection(ReportSection):
     """The delta report's format part: each arm's answering, trained vs base under the lenient reader."""
 
     arms: list[ArmAnswering]

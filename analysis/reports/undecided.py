@@ -1,4 +1,4 @@
-"""The undecided part of every report: samples the reader could not settle, kept apart from wrong ones.
+"""The undecided section of every report: samples the reader could not settle, kept apart from wrong ones.
 
 An undecided sample (EvalLog format 5: `ItemResult.undecided`) is one from which no answer was read, or
 whose reference only the `exact` fallback judges and whose words do not match: the reader cannot tell a
@@ -27,7 +27,7 @@ from analysis.estimators.ratio import decided_delta
 from analysis.estimators.resampling import rng_for
 from analysis.reports import format_effect as fe
 from analysis.reports.align import ArmData
-from analysis.reports.report_parts import AnsweredChange, Interval, Real, ReportPart
+from analysis.reports.report_parts import AnsweredChange, Bounds, Real, ReportSection
 from analysis.reports.settings import Settings
 from contract.evallog import EvalLog
 
@@ -35,7 +35,7 @@ from contract.evallog import EvalLog
 UNDECIDED_FORMAT = 5
 
 
-class ArmUndecided(ReportPart):
+class ArmUndecided(ReportSection):
     """One arm's undecided samples and their share."""
 
     arm: str
@@ -44,7 +44,7 @@ class ArmUndecided(ReportPart):
     n_samples: int
 
 
-class UndecidedContrast(ReportPart):
+class UndecidedContrast(ReportSection):
     """A contrast's change in undecided share, and its delta on the samples both arms decided."""
 
     reference: str
@@ -52,14 +52,14 @@ class UndecidedContrast(ReportPart):
     change: AnsweredChange
     headline_delta: Real
     decided_delta: Real | None
-    decided_ci95: Interval | None
+    decided_ci95: Bounds | None
     decided_ci95_method: str | None
     n_decided: int
     n_samples: int
     shares_differ: bool
 
 
-class UndecidedSection(ReportPart):
+class UndecidedSection(ReportSection):
     """Each arm's undecided share and each contrast's change and decided delta (None: not recorded)."""
 
     arms: list[ArmUndecided]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
@@ -32,11 +31,6 @@ def clean(x: Any) -> Any:
             return None
         return float(f"{f:.10g}") + 0.0  # + 0.0 turns -0.0 into 0.0
     return x
-
-
-def dump_json(report: dict[str, Any]) -> bytes:
-    """The report's canonical bytes."""
-    return (json.dumps(clean(report), indent=2, ensure_ascii=False, allow_nan=False) + "\n").encode()
 
 
 def out_folder(path: str | Path, what: str = "--out") -> Path:

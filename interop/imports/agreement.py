@@ -1,5 +1,7 @@
-"""The files of one log agree and name the same documents: each given once, of one model, task, k, scoring
-and decoding; later files' documents keyed as the first's (by own id, or by content where named by position).
+"""The files of one log agree and name the same documents, or the import is refused.
+
+Each file is given once, of one model, task, k, scoring and decoding; later files' documents are keyed as the
+first's (by own id, or by content where named by position).
 """
 
 from __future__ import annotations

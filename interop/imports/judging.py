@@ -1,5 +1,7 @@
-"""How each imported sample is judged: by the tool's own score, or by this project's verifier against the
-tool's reference or the suite item the document is matched with (by id, its question checked, or by question).
+"""How each imported sample is judged: by the tool's own score, or by this project's verifier.
+
+The verifier judges against the tool's reference or the suite item the document is matched with (by id, its
+question checked, or by question).
 """
 
 from __future__ import annotations

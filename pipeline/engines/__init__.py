@@ -1,6 +1,8 @@
-"""Engines behind one interface (contract.engine): `make_engine(cfg, model)` starts the one ENGINES names
-cfg["name"] (vllm: offline vllm.LLM; hf: transformers; openai: an OpenAI-compatible server, its own or
-attached); each entry also says whether max_model_len auto is fitted for its settings (fit_context).
+"""Engines behind one interface (contract.engine), in one registry (ENGINES), one started per process.
+
+`make_engine(cfg, model)` starts the one ENGINES names cfg["name"] (vllm: offline vllm.LLM; hf: transformers;
+openai: an OpenAI-compatible server, its own or attached); each entry also says whether max_model_len auto is
+fitted for its settings (fit_context).
 
 `get_engine` keeps one started engine per process and reuses it while the model and settings stay the
 same (the arms of one model in a Hydra multirun, or a test session).

@@ -1,5 +1,6 @@
-"""What machine an engine runs on, as the engines record it and the provenance table compares it: the
-installed distribution that provides a module, and this machine's device and driver (without an engine).
+"""What machine an engine runs on, as the engines record it and the provenance table compares it.
+
+The installed distribution that provides a module, and this machine's device and driver (without an engine).
 """
 
 from __future__ import annotations

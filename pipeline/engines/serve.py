@@ -1,5 +1,7 @@
-"""Start vLLM's OpenAI-compatible server by hand with the settings the runner gives its own server, so an
-attached run (`engine=openai engine.base_url=...`) generates as the runner's server and the offline engine do.
+"""Start vLLM's OpenAI-compatible server by hand, with the flags the runner gives its own server.
+
+This way an attached run (`engine=openai engine.base_url=...`) generates as the runner's server and the
+offline engine do.
 
     python -m pipeline.engines.serve demo/models/base --port 8000              # runs the server
     python -m pipeline.engines.serve demo/models/base --port 8000 --dry-run    # prints its command

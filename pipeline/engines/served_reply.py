@@ -1,5 +1,7 @@
-"""What a served engine reads from an OpenAI-compatible server's answers: a completion reply made into a
-GenResult, the JSON of its other endpoints, and how long a busy server asks to be left alone.
+"""What a served engine reads from a server's answers: a completion checked, other JSON, Retry-After.
+
+From an OpenAI-compatible server's answers: a completion reply made into a GenResult, the JSON of its other
+endpoints, and how long a busy server asks to be left alone.
 
 A reply that is not a completion (no choices, an empty list, a null text, a text that is not Unicode, no way
 to count its tokens) is refused (ReplyError) instead of saved: a sample with an empty text or 0 tokens would

@@ -1,6 +1,7 @@
-"""Where a served engine's servers are and how it may speak to them: the base_url setting read into URLs
-(never with credentials in them), a server's host:port as the records name it, the API key from the
-environment, and the names a server may give a checkpoint."""
+"""Where a served engine's servers are and how it may speak to them.
+
+The base_url setting read into URLs (never with credentials in them), a server's host:port as the records name
+it, the API key from the environment, and the names a server may give a checkpoint."""
 
 from __future__ import annotations
 

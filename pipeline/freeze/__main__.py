@@ -1,4 +1,4 @@
-"""Freeze a suite from the formats people have into the project's suite JSONL (contract/suite.py).
+"""Freeze a suite from the JSON or JSONL files people have into the project's suite JSONL (contract/suite.py).
 
     python -m pipeline.freeze SRC --out FILE [--field question=problem ...] [--answer-from solution]
                             [--verifier math] [--fallback-verifier exact | --skip-unreadable]

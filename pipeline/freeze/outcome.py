@@ -1,5 +1,6 @@
-"""What freezing refuses (FreezeError, UnreadableReference, every record at once: FreezeRefusal) and what
-it wrote (Frozen)."""
+"""What freezing refuses (FreezeError, UnreadableReference, FreezeRefusal) and what it wrote (Frozen).
+
+A FreezeRefusal holds every record's refusal at once."""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
-"""One record of the source (the file given as SRC) as a suite item: its fields mapped (--field), its answer
-read from a worked solution (--answer-from), its verifier (its own, else --verifier, else math)."""
+"""One record of the dataset as a suite item: its fields mapped, its answer read, its verifier chosen.
+
+The record is one of the file given as SRC; its fields are mapped by --field, its answer read from a worked
+solution by --answer-from, and its verifier is its own, else --verifier, else math."""
 
 from __future__ import annotations
 

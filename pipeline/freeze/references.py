@@ -1,5 +1,7 @@
-"""Whether a reference answer is one its verifier reads: math-verify must parse it, find it equal to itself
-and read it whole (not one of several numbers written in it); a numeric answer must be a number."""
+"""Whether a reference answer is one its verifier reads, checked when the suite is frozen.
+
+math-verify must parse it, find it equal to itself and read it whole (not one of several numbers written in
+it); a numeric answer must be a number."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""Freezing a source into the suite file: every record frozen and checked, every refusal collected, then the
-suite and its .sha256 written at once (or nothing)."""
+"""Freezing a dataset into the suite file: every record checked, every refusal collected, all or nothing.
+
+The suite and its .sha256 are written at once, or nothing is."""
 
 from __future__ import annotations
 

@@ -23,8 +23,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from arms.loop import ParsedCall, parse_tool_call, run_tool_loop
-from arms.tools.client import DEFAULT_COMMAND, ToolClient
+from augment.loop import ParsedCall, parse_tool_call, run_tool_loop
+from augment.tools.client import DEFAULT_COMMAND, ToolClient
 from contract.engine import Decoding, EngineInfo, GenRequest, GenResult
 from contract.generations import ToolCallRecord
 from contract.textformat import TOOL_CALL_CLOSE, TOOL_CALL_OPEN
@@ -140,11 +140,11 @@ def test_the_tool_loop_answers_every_hostile_call_over_a_real_server(
 
 
 class _Server:
-    """A real `python -m arms.tools.server` fed raw lines; its stdout read by a thread into a queue."""
+    """A real `python -m augment.tools.server` fed raw lines; its stdout read by a thread into a queue."""
 
     def __init__(self) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "arms.tools.server"],
+            [sys.executable, "-m", "augment.tools.server"],
             cwd=ROOT,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from arms.loop import (
+from augment.loop import (
     FINISH_LENGTH,
     FINISH_TOOL_LIMIT,
     MAX_CALL_DEPTH,
@@ -23,9 +23,9 @@ from arms.loop import (
     parse_tool_call,
     run_tool_loop,
 )
-from arms.tools.client import DEFAULT_COMMAND, ToolClient, ToolServerError
-from arms.tools.orbital import TOOLS, call_tool
-from arms.tools.server import EXIT_EVERY_ENV
+from augment.tools.client import DEFAULT_COMMAND, ToolClient, ToolServerError
+from augment.tools.orbital import TOOLS, call_tool
+from augment.tools.server import EXIT_EVERY_ENV
 from contract.engine import Decoding, EngineInfo, GenRequest, GenResult
 from contract.evallog import SampleRecord
 from contract.generations import GenSample
@@ -513,7 +513,7 @@ def test_real_vllm_engine_never_exceeds_the_budget(
 def test_rag_and_tool_arms_end_to_end(vllm_engine: VllmEngine, tiny_tool_model: Path, tmp_path: Path) -> None:
     """run_arm generates +rag, +tools and trained+rag+tools, the scorer scores them; the logs carry
     retrieval and tool records, and tool-arm samples carry path verdicts against the expected tools."""
-    from arms.retrieval import build_index
+    from augment.retrieval import build_index
     from pipeline.config import load_params
     from pipeline.generate import run
     from pipeline.pins import write_pins

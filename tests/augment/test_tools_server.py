@@ -1,6 +1,6 @@
 """The MCP tool server over stdio (real subprocesses), through the mcp SDK client and through ToolClient.
 
-Hand-computed values use the constants stated in arms/tools/orbital.py:
+Hand-computed values use the constants stated in augment/tools/orbital.py:
 mu = 398600.4418 km^3/s^2, R = 6378.137 km; tools round results to 2 decimals.
 """
 
@@ -20,10 +20,10 @@ import anyio
 import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
-from arms.loop import ToolCallFailed
-from arms.tools.client import DEFAULT_COMMAND, ToolClient, ToolServerError
-from arms.tools.orbital import TOOLS
-from arms.tools.server import EXIT_EVERY_ENV
+from augment.loop import ToolCallFailed
+from augment.tools.client import DEFAULT_COMMAND, ToolClient, ToolServerError
+from augment.tools.orbital import TOOLS
+from augment.tools.server import EXIT_EVERY_ENV
 
 ROOT = Path(__file__).resolve().parents[2]
 FAULTY = (*DEFAULT_COMMAND, "--fault-tools")
@@ -75,10 +75,10 @@ def client() -> Iterator[ToolClient]:
 
 
 def test_sdk_client_lists_tools_and_calls_one_over_stdio() -> None:
-    """Independent of ToolClient: the mcp SDK's own stdio client talks to `python -m arms.tools.server`."""
+    """Independent of ToolClient: the mcp SDK's own stdio client talks to `python -m augment.tools.server`."""
 
     async def session() -> tuple[list, object]:
-        params = StdioServerParameters(command=sys.executable, args=["-m", "arms.tools.server"], cwd=ROOT)
+        params = StdioServerParameters(command=sys.executable, args=["-m", "augment.tools.server"], cwd=ROOT)
         async with stdio_client(params) as (read, write), ClientSession(read, write) as s:
             await s.initialize()
             listed = await s.list_tools()
@@ -198,7 +198,7 @@ def test_server_killed_from_outside_is_restarted_and_the_call_answered() -> None
         servers = [
             p
             for p in psutil.Process().children(recursive=True)
-            if "arms.tools.server" in p.cmdline() and "--fault-tools" not in p.cmdline()
+            if "augment.tools.server" in p.cmdline() and "--fault-tools" not in p.cmdline()
         ]
         assert len(servers) == 1
         servers[0].kill()

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from scripts import config_reference
+from scripts import config_reference, module_table
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -34,6 +34,14 @@ def test_site_builds_strict_with_every_configuration_key(tmp_path: Path) -> None
         assert f"<code>{key.replace('<', '&lt;').replace('>', '&gt;')}</code>" in page, key
     for key, _, _ in config_reference.conf_keys(ROOT / "conf" / "engine" / "vllm.yaml"):
         assert f"<code>{key}</code>" in page, key
+    # The module table lists every module of every folder, each with its docstring's first line.
+    modules = (tmp_path / "site" / "modules" / "index.html").read_text()
+    for group, _ in module_table.GROUPS:
+        for path in module_table.files_of(group, ROOT):
+            if path.name != "__init__.py" or path.parent != ROOT / group:
+                shown = path.relative_to(ROOT / group).as_posix().removesuffix("__init__.py")
+                assert f"<code>{shown}</code>" in modules, path
+    assert "The one JSONL reader of the project" in modules
     # Every page of docs/ is in the navigation (mkdocs warns, so --strict fails, on one that is not).
     for md in (ROOT / "docs").glob("*.md"):
         assert (tmp_path / "site" / ("" if md.stem == "index" else md.stem) / "index.html").is_file(), md
@@ -75,3 +83,29 @@ def test_readme_is_one_screen_and_runs_what_ci_runs() -> None:
     for target in re.findall(r"\]\(([^)#]+)", readme):
         assert (ROOT / target).exists(), f"README links {target}, which does not exist"
     assert "Python 3.11" in readme and "reports/index.html" in readme
+
+
+def test_module_without_a_summary_fails_the_site_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pkg = tmp_path / "pipeline"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text('"""Generation."""\n')
+    (pkg / "good.py").write_text('"""One line.\n\nMore.\n"""\nfrom contract import jsonl\n')
+    (pkg / "bare.py").write_text("x = 1\n")
+    (pkg / "runs_on.py").write_text('"""A first sentence that\nruns on to the next line."""\n')
+    (tmp_path / "contract").mkdir()
+    (tmp_path / "contract" / "jsonl.py").write_text('"""The reader."""\n')
+    for folder in ("newpkg", "tests"):  # a folder of no group is named; the tests are not modules
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "m.py").write_text('"""A module."""\n')
+    page, problems = module_table.build(tmp_path)
+    assert [p.split(":")[0] for p in problems] == ["pipeline/bare.py", "pipeline/runs_on.py", "newpkg/m.py"]
+    assert problems[-1].endswith("add its folder to GROUPS in scripts/module_table.py")
+    assert "## `pipeline/`" in page and "| `good.py` | One line. |" in page
+    assert "Imports of the project: `contract/`." in page
+    monkeypatch.setattr(module_table, "ROOT", tmp_path)
+    from mkdocs.exceptions import PluginError
+
+    with pytest.raises(PluginError, match="pipeline/bare.py: no one-line summary"):
+        module_table.on_files([], config=None)

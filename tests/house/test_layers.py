@@ -29,13 +29,13 @@ from pipeline.sources import (
 # What each folder may import besides itself.
 ALLOWED = {
     "contract": set(),
-    "arms": {"contract"},
+    "augment": {"contract"},
     "scoring": {"contract"},
     "analysis": {"contract"},
-    "pipeline": {"contract", "arms", "scoring"},
+    "pipeline": {"contract", "augment", "scoring"},
     # Other tools' logs, both directions: nothing imports it.
     "interop": {"contract", "scoring", "pipeline"},
-    "demo": {"contract", "arms", "scoring", "pipeline"},
+    "demo": {"contract", "augment", "scoring", "pipeline"},
 }
 
 
@@ -72,21 +72,21 @@ def test_the_import_reader_sees_imports_inside_functions(tmp_path: Path) -> None
     pkg = tmp_path / "pipeline"
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
-    (pkg / "a.py").write_text("def f():\n    from arms.retrieval import Index\n    import scoring.paths\n")
-    (tmp_path / "arms").mkdir()
-    (tmp_path / "arms" / "__init__.py").write_text("")
-    (tmp_path / "arms" / "retrieval.py").write_text("from .extra import x\n")
-    (tmp_path / "arms" / "extra.py").write_text("x = 1\n")
+    (pkg / "a.py").write_text("def f():\n    from augment.retrieval import Index\n    import scoring.paths\n")
+    (tmp_path / "augment").mkdir()
+    (tmp_path / "augment" / "__init__.py").write_text("")
+    (tmp_path / "augment" / "retrieval.py").write_text("from .extra import x\n")
+    (tmp_path / "augment" / "extra.py").write_text("x = 1\n")
     (tmp_path / "scoring").mkdir()
     (tmp_path / "scoring" / "__init__.py").write_text("")
     (tmp_path / "scoring" / "paths.py").write_text("")
-    assert imports_of("pipeline.a", tmp_path) == {"arms", "arms.retrieval", "scoring", "scoring.paths"}
+    assert imports_of("pipeline.a", tmp_path) == {"augment", "augment.retrieval", "scoring", "scoring.paths"}
     assert closure(["pipeline.a"], root=tmp_path) == {
         "pipeline",
         "pipeline.a",
-        "arms",
-        "arms.retrieval",
-        "arms.extra",
+        "augment",
+        "augment.retrieval",
+        "augment.extra",
         "scoring",
         "scoring.paths",
     }
@@ -184,13 +184,18 @@ def test_generation_code_of_an_arm_follows_its_augmentations() -> None:
     plain = set(generation_sources(False, False))
     assert {"pipeline/run_arm.py", "pipeline/generate.py", "pipeline/plan.py", "pipeline/prompts.py"} <= plain
     assert "pipeline/engines/vllm_engine.py" in plain
-    assert not {f for f in plain if f.startswith(("arms/", "scoring/", "analysis/", "demo/"))}
+    assert not {f for f in plain if f.startswith(("augment/", "scoring/", "analysis/", "demo/"))}
     assert "pipeline/score.py" not in plain
     rag = set(generation_sources(True, False)) - plain
-    assert rag == {"arms/__init__.py", "arms/retrieval.py"}
+    assert rag == {"augment/__init__.py", "augment/retrieval.py"}
     tools = set(generation_sources(False, True)) - plain
-    assert {"arms/loop.py", "arms/tools/client.py", "arms/tools/server.py", "arms/tools/orbital.py"} <= tools
-    assert not {f for f in tools if not f.startswith("arms/")} and "arms/retrieval.py" not in tools
+    assert {
+        "augment/loop.py",
+        "augment/tools/client.py",
+        "augment/tools/server.py",
+        "augment/tools/orbital.py",
+    } <= tools
+    assert not {f for f in tools if not f.startswith("augment/")} and "augment/retrieval.py" not in tools
 
 
 def test_scoring_code_has_no_engine_and_no_generation() -> None:
@@ -198,7 +203,7 @@ def test_scoring_code_has_no_engine_and_no_generation() -> None:
     assert {"pipeline/score.py", "scoring/scorer.py", "scoring/verifiers.py", "scoring/paths.py"} <= set(
         files
     )
-    assert not [f for f in files if f.startswith(("pipeline/engines", "arms/"))], files
+    assert not [f for f in files if f.startswith(("pipeline/engines", "augment/"))], files
     assert not {"pipeline/generate.py", "pipeline/plan.py", "pipeline/run_arm.py"} & set(files)
 
 

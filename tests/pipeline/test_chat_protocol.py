@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from analysis.commands import delta as delta_command
-from arms.tools.orbital import TOOLS
+from augment.tools.orbital import TOOLS
 from contract.protocol import Protocol
 from demo.tiny_models import arithmetic_items
 from demo.worlds import make_world, with_chat_template

@@ -60,7 +60,7 @@ def test_pins_hold_suite_questions_checkpoint_and_index(tmp_path, untrained_chec
     files = inputs["models"]["base"]["files"]
     assert "model.safetensors" in files and "config.json" in files
     assert inputs["models"]["base"]["sha256"] == dir_hash(dir_files(tmp_path / "ckpt"))
-    from arms.retrieval import Index
+    from augment.retrieval import Index
 
     assert inputs["index"]["revision"] == Index.load(w.root / "index").revision
     # Only base's arms can be pinned in a world with one model: no trained arm files.
@@ -153,7 +153,7 @@ def test_changed_questions_or_index_are_refused(tmp_path, untrained_checkpoint) 
     params = load_params(w.params)
     corpus = Path(params.rag.corpus)
     corpus.write_text(corpus.read_text().replace("grows", "grows steadily"))
-    from arms.retrieval import build_index
+    from augment.retrieval import build_index
 
     build_index(corpus, params.rag.index)
     with pytest.raises(PinError, match=r"index .* changed since pinning"):

@@ -176,7 +176,7 @@ def test_a_protocol_override_on_the_command_line_is_refused(
 def test_every_arm_gives_each_item_and_sample_the_same_seed(
     tmp_path: Path, untrained_checkpoint: Path
 ) -> None:
-    from arms.tools.orbital import TOOLS
+    from augment.tools.orbital import TOOLS
     from pipeline.config import load_params
 
     w = make_world(

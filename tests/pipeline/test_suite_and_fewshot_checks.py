@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from arms.tools.client import ToolServerError
+from augment.tools.client import ToolServerError
 from contract.protocol import FewShot
 from contract.suite import SuiteError, load_suite
 from demo.tiny_models import arithmetic_items

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from arms.tools.orbital import TOOLS, call_tool
+from augment.tools.orbital import TOOLS, call_tool
 from contract.jsonl import read_jsonl
 from contract.textformat import TOOL_CALL_CLOSE, TOOL_CALL_OPEN, format_tool_call
 from demo import make_world
@@ -79,7 +79,7 @@ def test_suite_shape_and_runner_schema(suite: list[dict]) -> None:
     # The items a tool answers name the tool a tool arm should call (the path evaluation's "right tool").
     for it in suite:
         assert set(it) == (core | {"tool"} if it["family"] in ("compute", "compound") else core), it
-    from arms.tools.orbital import TOOLS
+    from augment.tools.orbital import TOOLS
 
     assert {it["tool"] for it in suite if "tool" in it} <= set(TOOLS)
 
@@ -256,7 +256,7 @@ def test_checkpoints_read_lookups_from_the_passage_nearest_the_question(name: st
     import torch
     from transformers import LlamaForCausalLM
 
-    from arms.retrieval import Index, build_index
+    from augment.retrieval import Index, build_index
     from demo.reading import suite_lookups
 
     build_index(CORPUS, tmp_path / "index")

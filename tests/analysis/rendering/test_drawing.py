@@ -11,39 +11,43 @@ from pathlib import Path
 import pytest
 
 from analysis.rendering.drawing import Drawing, draw_here
+from analysis.reports.report_models import PassAtKFigure
 
-REPORT = {
+REPORT = PassAtKFigure.model_validate({
     "pre_model": "base $x$",
     "post_model": "trained",
     "claim": "SHARPENING",
-    "settings": {"alpha": 0.05},
+    "settings": {"n_boot": 100, "n_perm": 100, "alpha": 0.05, "fdr": 0.05, "min_effect": 0.02, "seed": 1},
     "pass_at_k": [
         {"k": k, "pre": 0.2 + 0.1 * i, "post": 0.3 + 0.1 * i, "delta": 0.1,
          "pre_ci95": [0.1 + 0.1 * i, 0.3 + 0.1 * i], "post_ci95": [0.2 + 0.1 * i, 0.4 + 0.1 * i],
          "delta_ci95": [0.05, 0.15]}
         for i, k in enumerate((1, 2, 4))
     ],
-}  # fmt: skip
+})  # fmt: skip
+EXPANSION = REPORT.with_fields(claim="EXPANSION")
 
 
 def test_figures_drawn_aside_equal_figures_drawn_here_one_after_another():
     with Drawing() as drawing:
         assert drawing._proc is not None and drawing._proc.is_alive()
         first = drawing.submit("passk_figure", REPORT)
-        second = drawing.submit("passk_figure", {**REPORT, "claim": "EXPANSION"})
+        second = drawing.submit("passk_figure", EXPANSION)
         a, b = first(), second()
         proc = drawing._proc
     assert not proc.is_alive() and proc.exitcode == 0
     assert a.startswith(b"\x89PNG") and a != b
     assert a == draw_here("passk_figure", REPORT)
-    assert b == draw_here("passk_figure", {**REPORT, "claim": "EXPANSION"})
+    assert b == draw_here("passk_figure", EXPANSION)
 
 
 def test_a_failing_figure_raises_here_with_the_childs_traceback_and_the_child_draws_on():
     with Drawing() as drawing:
-        broken = drawing.submit("passk_figure", {k: v for k, v in REPORT.items() if k != "pass_at_k"})
+        # The part of a delta report the pass@k figure gets holds no calibration for a reliability diagram.
+        broken = drawing.submit("reliability_figure", REPORT)
         with pytest.raises(
-            RuntimeError, match=r"drawing passk_figure failed in the drawing process:(.|\n)*KeyError"
+            RuntimeError,
+            match=r"drawing reliability_figure failed in the drawing process:(.|\n)*AttributeError",
         ):
             broken()
         assert drawing.submit("passk_figure", REPORT)() == draw_here("passk_figure", REPORT)

@@ -13,6 +13,8 @@ from contract.evallog import FORMAT_VERSION
 from tests.helpers.evallogs import make_world
 from tests.helpers.reports import write_reports
 
+ROOT = Path(__file__).resolve().parents[3]
+
 
 def undecided_world(folder: Path) -> Path:
     """make_world's logs as format 5 ones, half of base's wrong samples undecided (no answer read)."""
@@ -57,9 +59,16 @@ def test_the_page_and_metrics_show_each_arms_undecided_share_and_each_contrasts_
 
 
 def judge_json(headline: str, reasons: list[str]) -> dict:
-    """The keys of analysis.reports.judge.judge_report the page reads."""
-    contrast = {"pre": "base", "post": "trained", "headline": headline, "reasons": reasons}
-    return {"judge": {"model": "verifier-1.5b"}, "arms": {}, "contrasts": [contrast]}
+    """A judge report (tests/data/reports_v1) whose judge and one contrast the page reads are these."""
+    report = json.loads((ROOT / "tests" / "data" / "reports_v1" / "judge_report.json").read_text())
+    contrast = {
+        **report["contrasts"][0],
+        "pre": "base",
+        "post": "trained",
+        "headline": headline,
+        "reasons": reasons,
+    }
+    return {**report, "judge": {**report["judge"], "model": "verifier-1.5b"}, "contrasts": [contrast]}
 
 
 def test_the_page_links_the_judge_report_and_says_fit_or_flagged_and_why(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ from analysis.estimators import paper_metrics as pm
 from analysis.rendering.arms_report import arms_markdown
 from analysis.rendering.trajectory_report import metrics_markdown
 from analysis.reports import arm_comparison
-from analysis.reports.report_models import ArmComparison, TrajectoryReport
+from analysis.reports.report_models import ArmComparison, CheckpointMetrics, TrajectoryReport
 from analysis.reports.settings import Settings
 from tests.helpers.evallogs import make_world, synthetic_scores, write_log
 
@@ -91,7 +91,8 @@ def test_the_spread_of_one_run_is_not_printed_as_zero() -> None:
     one_run = np.array([[1.0], [0.0], [1.0]])
     metrics = pm.arm_metrics(one_run, None).as_dict()
     assert metrics["avg_sd"] is None
-    report = TrajectoryReport.model_construct(metrics=[{**metrics, "arm": "base", "step": 0}])
+    row = CheckpointMetrics.model_validate({**metrics, "arm": "base", "step": 0})
+    report = TrajectoryReport.model_construct(metrics=[row])
     table = metrics_markdown(report)
     assert (
         "| base | 0 | 0.667 | n/a |" in table and "± 0.000" not in table.split("Bayes@1")[1].split("\n", 2)[2]

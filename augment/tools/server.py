@@ -1,14 +1,14 @@
 """The MCP server of the +tools arms: every orbital tool with its JSON Schema, over stdio.
 
-    python -m arms.tools.server                    # serve arms.tools.orbital.TOOLS on stdin/stdout
-    python -m arms.tools.server --tool-timeout-s 5 # a call running longer is answered with a tool error
-    python -m arms.tools.server --fault-tools      # also serve three fault-injection tools (tests only)
+    python -m augment.tools.server                    # serve augment.tools.orbital.TOOLS on stdin/stdout
+    python -m augment.tools.server --tool-timeout-s 5 # a call running longer is answered with a tool error
+    python -m augment.tools.server --fault-tools      # also serve three fault-injection tools (tests only)
 
 Built on the low-level `mcp.server.Server` rather than `MCPServer` (the FastMCP successor) because the tools
 already carry hand-written JSON Schemas with units and bounds; MCPServer would derive weaker ones from
 Python signatures. A call returns `structured_content = {result_key: value}` (also as JSON text) or, for
 any fault, `is_error=True` with the reason as text: bad arguments and unknown tools come from
-arms.tools.orbital.call_tool, and an exception raised inside a tool is caught here and reported, so the
+augment.tools.orbital.call_tool, and an exception raised inside a tool is caught here and reported, so the
 server never dies of a tool. Arguments arrive as JSON objects from the MCP protocol; nothing is evaluated.
 
 Each call runs in a worker thread under the server's own timeout (--tool-timeout-s, default 10 s): a tool
@@ -47,8 +47,8 @@ from mcp.shared.message import SessionMessage
 from mcp_types.jsonrpc import INVALID_REQUEST, PARSE_ERROR
 from pydantic import ValidationError
 
-from arms.tools import strict_json
-from arms.tools.orbital import TOOLS, call_tool
+from augment.tools import strict_json
+from augment.tools.orbital import TOOLS, call_tool
 
 SERVER_NAME = "orbital-tools"
 DEFAULT_TOOL_TIMEOUT_S = 10.0
@@ -260,7 +260,7 @@ async def serve_stdio(
 
 def main(argv: list[str] | None = None) -> int:
     """Command line: serve the tools over stdio."""
-    ap = argparse.ArgumentParser(prog="python -m arms.tools.server", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m augment.tools.server", description=__doc__.split("\n\n")[0])
     ap.add_argument(
         "--fault-tools", action="store_true", help="also serve fault_raise, fault_exit and fault_hang (tests)"
     )

@@ -1,6 +1,6 @@
 """A synchronous MCP client for the runner: one tool-server subprocess and one ClientSession per run.
 
-    with ToolClient() as tools:                       # starts `python -m arms.tools.server` over stdio
+    with ToolClient() as tools:                       # starts `python -m augment.tools.server` over stdio
         tools.list_tools()                  # [{"name", "description", "input_schema", "output_schema"}]
         tools.call("orbital_period", {"altitude_km": 400})   # {"period_min": 92.56}
         tools.call("orbital_period", {"altitude_km": "x"})   # {"error": "argument 'altitude_km' must be ..."}
@@ -13,7 +13,7 @@ entered and left by the same task) and serves the calls handed to it through a q
 Restart policy: when the server dies (connection closed) or does not answer within call_timeout_s, a new
 server is started and the call is sent once more (the tools are pure functions, so a retried call answers
 what the first would have, and a run that lost a server gives the samples an undisturbed run gives). If the
-retry dies too, the call may be what kills the server: `call` raises arms.loop.ToolCallFailed, which the
+retry dies too, the call may be what kills the server: `call` raises augment.loop.ToolCallFailed, which the
 tool loop records as a failed call, and the next call starts a new server. Restarts are budgeted: at most
 `max_restarts` within any `restart_window` consecutive calls. A restart beyond the budget (a server that
 keeps dying) raises ToolServerError, and so does every later call: the run must stop, not carry on with
@@ -39,13 +39,13 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 from mcp_types.jsonrpc import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
-from arms.loop import ToolCallFailed
-from arms.tools.server import EXIT_EVERY_ENV
+from augment.loop import ToolCallFailed
+from augment.tools.server import EXIT_EVERY_ENV
 
 log = logging.getLogger(__name__)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_COMMAND = (sys.executable, "-m", "arms.tools.server")
+DEFAULT_COMMAND = (sys.executable, "-m", "augment.tools.server")
 _FATAL_CODES = (CONNECTION_CLOSED, REQUEST_TIMEOUT)
 
 _Op = Callable[[ClientSession], Awaitable[Any]]

@@ -1,10 +1,12 @@
-"""The tool session of one run: one MCP tool server for the whole run, under its restart budget, and the
-tools it serves in the order the prompts show them.
+"""The tool session of one run: one MCP tool server under a restart budget, and the tools it serves.
+
+One server serves the whole run, under its restart budget, and the tools it serves in the order the prompts
+show them.
 
     with open_tools(tool_timeout_s=10, max_restarts=3, restart_window=100) as client:
         specs = tool_specs(client)         # what the server lists, sorted by name
 
-A server that does not start, or dies more often than the budget allows (arms.tools.client.ToolServerError
+A server that does not start, or dies more often than the budget allows (augment.tools.client.ToolServerError
 out of the body), ends the session with ToolSessionError, which says which of the two and how many times the
 server died; the caller words it for its own command line.
 """
@@ -15,7 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from arms.tools.client import DEFAULT_COMMAND, ToolClient, ToolServerError
+from augment.tools.client import DEFAULT_COMMAND, ToolClient, ToolServerError
 
 # The client waits this much longer than the server's own tool timeout before it counts the server as hung.
 HUNG_AFTER_TIMEOUT_S = 20.0
@@ -41,7 +43,7 @@ def open_tools(tool_timeout_s: float, max_restarts: int, restart_window: int) ->
         )
         client.start()
     except ToolServerError as e:
-        raise ToolSessionError(f"tool server (python -m arms.tools.server) did not start: {e}") from None
+        raise ToolSessionError(f"tool server (python -m augment.tools.server) did not start: {e}") from None
     try:
         yield client
     except ToolServerError as e:

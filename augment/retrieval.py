@@ -1,7 +1,7 @@
 """Retrieval for the +rag arms: a bm25s index over a JSONL corpus, queried in a deterministic order.
 
-    python -m arms.retrieval build --corpus demo/corpus/space-text.jsonl --out index/
-    python -m arms.retrieval query --index index/ --top-k 3 "period of a 400 km orbit"
+    python -m augment.retrieval build --corpus demo/corpus/space-text.jsonl --out index/
+    python -m augment.retrieval query --index index/ --top-k 3 "period of a 400 km orbit"
 
 API used by the runner and by pipeline.pins:
     build_index(corpus_path, out_dir) -> Index   reads the corpus, indexes it, saves it to out_dir
@@ -197,7 +197,7 @@ class Index:
         if not rev_file.is_file():
             raise IndexLoadError(
                 f"{rev_file}: not found; build the index with "
-                "`python -m arms.retrieval build --corpus CORPUS --out DIR`"
+                "`python -m augment.retrieval build --corpus CORPUS --out DIR`"
             )
         meta = json.loads(rev_file.read_text())
         if meta.get("settings") != _settings():
@@ -300,7 +300,7 @@ def build_index(corpus_path: str | Path, out_dir: str | Path) -> Index:
 
 def main(argv: list[str] | None = None) -> int:
     """Command line: build an index or query one."""
-    ap = argparse.ArgumentParser(prog="python -m arms.retrieval", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m augment.retrieval", description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     b = sub.add_parser("build", help="index a JSONL corpus")
     b.add_argument("--corpus", required=True, help="JSONL file with doc_id, title, text per line")

@@ -4,7 +4,7 @@
 
 `engine` follows contract.engine.Engine; `requests` are the round-0 GenRequests (one per item and
 sample, each with its own seed and max_tokens); `tool_client` has `.call(name, arguments) -> dict`
-(arms.tools.client.ToolClient). Returns one LoopOutcome per request, in request order; `on_outcome`, if
+(augment.tools.client.ToolClient). Returns one LoopOutcome per request, in request order; `on_outcome`, if
 given, gets each LoopOutcome as soon as its sample finishes: a sample whose round ends without a tool call
 as the engine hands that round's result over (mid-round), one that ends on a call after the round's tool
 calls, so a caller can save it and count it before the slowest sample of the batch is done (a progress bar
@@ -13,7 +13,7 @@ told each round as it starts.
 
 Each round generates for every still-active sample in one engine call, with the request's own stop strings
 plus "</tool_call>". A round that ends in "</tool_call>" holds one call, `<tool_call>{"name": ...,
-"arguments": {...}}</tool_call>`: its body is parsed with json.loads (never eval; arms.tools.strict_json:
+"arguments": {...}}</tool_call>`: its body is parsed with json.loads (never eval; augment.tools.strict_json:
 standard JSON whose every value can be stored, so no number or string escape can crash the run) and executed
 through the client, and contract.textformat.format_tool_response(result or {"error": ...}) is appended. The
 next round's prompt is the original prompt + everything generated so far + the responses, and its seed is
@@ -47,7 +47,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from arms.tools import strict_json
+from augment.tools import strict_json
 from contract.engine import Decoding, Engine, GenRequest, GenResult
 from contract.generations import ToolCallRecord
 from contract.seeds import round_seed
