@@ -1,5 +1,5 @@
 """Shared fixtures (tiny checkpoints of the demo model family, one vLLM engine, the SmolLM2 checkpoints, a
-headless browser) and the pytest-xdist groups. What the tests share that is not a fixture is in tests/helpers/.
+headless browser) and the pytest-xdist groups. What the tests share besides fixtures is in tests/helpers/.
 
 Engines are expensive (vLLM starts in 30-60 s on two cores), so a session holds at most one, through
 pipeline.engines.get_engine, which swaps it only when a test asks for another model.
