@@ -118,7 +118,7 @@ def one_rep(design: Design, settings: Settings, rng: np.random.Generator, truth:
     primary = contrasts.primary_contrast(base, trained, settings)
     verdict, _ = contrasts.claim(primary, settings)
     row = contrasts.mean_contrast(base.mean(axis=1), other.mean(axis=1), settings, key="/secondary")
-    contrasts.decide_bh([row], settings)
+    (secondary,) = contrasts.bh_decisions([row], settings)
 
     def covers(ci: list[float] | Interval, value: float) -> bool:
         lo, hi = ci.as_list() if isinstance(ci, Interval) else ci
@@ -127,11 +127,11 @@ def one_rep(design: Design, settings: Settings, rng: np.random.Generator, truth:
     out = {
         "claim": verdict in CLAIMS,
         "claim_right": verdict in {"EXPANSION", "SHARPENING", "UNDETERMINED"},
-        "verdict": primary.mean["significant"],
-        "secondary": row["significant"],
-        "cov_bca": covers(primary.mean["ci95"], truth["delta"]),
+        "verdict": primary.decision.significant,
+        "secondary": secondary.significant,
+        "cov_bca": covers(primary.stats.ci, truth["delta"]),
         "cov_cluster": covers(primary.passk.mean_delta_ci, truth["delta"]),
-        "cov_secondary": covers(row["ci95"], 0.0),
+        "cov_secondary": covers(row.ci, 0.0),
     }
     if design.k > 1:
         out["cov_passk"] = covers(primary.passk.delta_ci[-1], truth["top"])
@@ -230,12 +230,12 @@ def format_rep(
         ReaderArrays(read_trained, right_trained),
         settings,
     )
-    call = part["call"] if part is not None else None
+    call = part.call if part is not None else None
     final = call or claim
     row = answering.arm_row(
         "trained", right_trained * read_trained, ReaderArrays(read_trained, None), settings
     )
-    change = part["answered_change"] if part is not None else None
+    change = part.answered_change if part is not None else None
 
     def covers(ci: list[float] | None, value: float) -> bool:
         return ci is not None and ci[0] <= value <= ci[1]
@@ -245,9 +245,9 @@ def format_rep(
         "format_any": call in (FORMAT, FORMAT_DECLINE),
         "gain_claim": final in GAINS,
         "any_claim": final in CLAIMS or call is not None,
-        "cov_share": covers(row["answered_ci95"], form_trained),
-        "cov_accuracy": covers(row["accuracy_answered_ci95"], accuracy),
-        "cov_change": covers(change["ci95"] if change else None, form_trained - form_base),
+        "cov_share": covers(row.answered_ci95, form_trained),
+        "cov_accuracy": covers(row.accuracy_answered_ci95, accuracy),
+        "cov_change": covers(change.ci95 if change else None, form_trained - form_base),
     }
 
 

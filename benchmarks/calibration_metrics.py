@@ -92,7 +92,7 @@ def one_rep(n: int, k: int, regime: tuple, planted: bool, settings: Settings, rn
 
     z = float(norm.ppf(1 - settings.alpha / 2))
     mu, sd = pm.bayes_at_n(a)
-    bd = pm.bayes_delta(a, b, settings.alpha)
+    bd = pm.bayes_delta(a, b, settings.alpha).fields()
     _, spread = pm.avg_at_k(a)
     return {
         "cov_maj": covers((pm.maj_at_k_items(answers_a, a), pm.maj_at_k_items(answers_b, b)), "maj"),

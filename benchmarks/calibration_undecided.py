@@ -3,7 +3,7 @@
 Each rep draws per-item success rates from a Beta regime (as the verdicts' table), base's from them and
 trained's shifted by +0.8 on the logit scale, k samples per item; each sample is, independently of its
 correctness, undecided with its arm's rate (the reader could not settle it: it scores 0). Every rep calls
-what the reports call for a contrast (analysis.reports.undecided.contrast_fields: the change in undecided
+what the reports call for a contrast (analysis.reports.undecided.undecided_contrast: the change in undecided
 share, its sign-flip test and the note "the undecided shares differ", and the delta on the samples both
 arms decided with its interval). Designs: equal rates (0.2 in both arms: the note is a false alarm),
 and rates 0.25 vs 0.15 and 0.3 vs 0.1 (base vs trained: the note's power). Printed per design: how often
@@ -22,7 +22,7 @@ import numpy as np
 from scipy.special import expit, logit
 
 from analysis.reports.settings import Settings
-from analysis.reports.undecided import contrast_fields
+from analysis.reports.undecided import undecided_contrast
 
 # Undecided rates of (base, trained).
 UNDECIDED_RATES = {"equal": (0.2, 0.2), "0.25 vs 0.15": (0.25, 0.15), "0.3 vs 0.1": (0.3, 0.1)}
@@ -43,10 +43,9 @@ def undecided_rep(
     right = {"base": rng.random((n, k)) < p[:, None], "trained": rng.random((n, k)) < _rates(p)[:, None]}
     flags = {arm: (rng.random((n, k)) < u).astype(np.float64) for arm, u in zip(right, rates, strict=True)}
     scores = {arm: right[arm] * (1.0 - flags[arm]) for arm in right}
-    row = contrast_fields("base", "trained", scores, flags, settings)
-    ci = row["decided_ci95"]
-    return {"note": row["shares_differ"], "ci": ci, "headline": row["headline_delta"],
-            "decided": row["decided_delta"]}  # fmt: skip
+    row = undecided_contrast("base", "trained", scores, flags, settings)
+    return {"note": row.shares_differ, "ci": row.decided_ci95, "headline": row.headline_delta,
+            "decided": row.decided_delta}  # fmt: skip
 
 
 def undecided_table(sizes: list[int], reps: int, settings: Settings, seed: int, regimes: dict) -> int:

@@ -26,9 +26,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+
+from contract.params import problem
+
 # A path component that names a training step: verl's global_step_N, TRL's checkpoint-N, step-N / step_N.
 STEP = re.compile(r"^(?:global_step|checkpoint|step)[-_](\d+)$")
-KEYS = ("name", "glob", "base")
 
 
 class SweepError(ValueError):
@@ -53,38 +56,59 @@ def step_of(path: str) -> int | None:
     return None
 
 
-def check_section(section: Any, where: str = "params.yaml") -> dict[str, str]:
-    """The sweep section as {name, glob, base}; SweepError naming the field otherwise."""
-    if not isinstance(section, dict):
-        raise SweepError(f"{where}: sweep: must be a mapping of {', '.join(KEYS)}")
-    unknown = sorted(set(section) - set(KEYS))
-    if unknown:
-        raise SweepError(f"{where}: sweep.{unknown[0]}: unknown key; known keys: {', '.join(KEYS)}")
-    for key in KEYS:
-        if not isinstance(section.get(key), str) or not section[key]:
-            raise SweepError(f"{where}: sweep.{key}: must be a non-empty string (e.g. {_EXAMPLE[key]})")
-    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", section["name"]):
-        raise SweepError(f"{where}: sweep.name: {section['name']!r} must be letters, digits, '.', '_', '-'")
-    return {k: section[k] for k in KEYS}
-
-
 _EXAMPLE = {"name": "grpo", "glob": "runs/grpo/global_step_*/actor/huggingface", "base": "base"}
+
+
+class SweepParams(BaseModel):
+    """params.yaml `sweep`: the arm prefix, the glob over checkpoint folders, and the arm at step 0."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    # Defaults of None, validated: an absent key is refused in the words of an empty one.
+    name: str = Field(default=None, validate_default=True)  # type: ignore[assignment]
+    glob: str = Field(default=None, validate_default=True)  # type: ignore[assignment]
+    base: str = Field(default=None, validate_default=True)  # type: ignore[assignment]
+
+    @field_validator("name", "glob", "base", mode="before")
+    @classmethod
+    def _non_empty(cls, v: Any, info: ValidationInfo) -> Any:
+        if not isinstance(v, str) or not v:
+            raise ValueError(f"must be a non-empty string (e.g. {_EXAMPLE[str(info.field_name)]})")
+        return v
+
+    @field_validator("name")
+    @classmethod
+    def _an_arm_prefix(cls, v: str) -> str:
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", v):
+            raise ValueError(f"{v!r} must be letters, digits, '.', '_', '-'")
+        return v
+
+
+def check_section(section: Any, where: str = "params.yaml") -> SweepParams:
+    """The sweep section as SweepParams; SweepError naming the file and the field otherwise."""
+    if isinstance(section, SweepParams):
+        return section
+    if not isinstance(section, dict):
+        raise SweepError(f"{where}: sweep: must be a mapping of {', '.join(SweepParams.model_fields)}")
+    try:
+        return SweepParams.model_validate(section)
+    except ValidationError as e:
+        raise SweepError(problem(where, e, SweepParams, ("sweep",))) from None
 
 
 def expand(section: Any, root: str | Path = ".", where: str = "params.yaml") -> list[Checkpoint]:
     """The checkpoints a sweep section names, in step order (paths as the glob wrote them, under root)."""
     s = check_section(section, where)
     root = Path(root)
-    if Path(s["glob"]).is_absolute():
+    if Path(s.glob).is_absolute():
         # pathlib globs relative patterns only; the standard glob, told to match hidden names and `**` as
         # pathlib does, reads an absolute one (its paths stay absolute, as the glob wrote them).
-        hits = glob.glob(s["glob"], recursive=True, include_hidden=True)
+        hits = glob.glob(s.glob, recursive=True, include_hidden=True)
         found = sorted(h.rstrip("/") for h in hits if Path(h).is_dir())
     else:
-        found = sorted(str(p.relative_to(root)) for p in root.glob(s["glob"]) if p.is_dir())
+        found = sorted(str(p.relative_to(root)) for p in root.glob(s.glob) if p.is_dir())
     if not found:
         raise SweepError(
-            f"{where}: sweep.glob: {s['glob']!r} matches no folder (read from {root.resolve()}); fix the "
+            f"{where}: sweep.glob: {s.glob!r} matches no folder (read from {root.resolve()}); fix the "
             "glob to match the checkpoint folders, or remove the sweep section"
         )
     by_step: dict[int, str] = {}
@@ -98,4 +122,4 @@ def expand(section: Any, root: str | Path = ".", where: str = "params.yaml") -> 
         if step in by_step:
             raise SweepError(f"{where}: sweep.glob matches {by_step[step]} and {path}, both step {step}")
         by_step[step] = path
-    return [Checkpoint(f"{s['name']}-step-{n}", by_step[n], n) for n in sorted(by_step)]
+    return [Checkpoint(f"{s.name}-step-{n}", by_step[n], n) for n in sorted(by_step)]

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import difflib
 import re
-import types
-import typing
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -25,13 +23,14 @@ from pydantic import (
     model_validator,
 )
 
-from contract.arm import ArmSpec, arm_list_problem
+from contract.arm import ArmSpec
 from contract.contamination import ContaminationSettings
 from contract.files import PathCheckError, input_file
 from contract.judge import JudgeSettings
 from contract.names import Name
+from contract.params import AnalysisParams, ArmList, TrajectoryParams, problem
 from contract.protocol import AnswerRule, Protocol, is_protocol_key
-from contract.sweep import Checkpoint, SweepError, expand
+from contract.sweep import Checkpoint, SweepError, SweepParams, expand
 from pipeline.swept import plain_arm, sweep_of, swept_arms
 
 CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
@@ -117,20 +116,19 @@ class RagRef(BaseModel):
 
 
 class Params(BaseModel):
-    """params.yaml: what the pipeline reads, and the analyses' section (read by analysis.reports.settings)."""
+    """params.yaml: what the pipeline reads, and the analyses' sections (read again by analysis.reports)."""
 
     model_config = ConfigDict(extra="forbid")
     suite: SuiteRef
     models: dict[Name, ModelRef]
     rag: RagRef | None = None
     protocol: Protocol
-    analysis: dict[str, Any] | None = None
-    arms: list[str] | None = None
-    # The checkpoint trajectory's arms (read and checked by analysis.reports.trajectory; generation
-    # ignores it).
-    trajectory: dict[str, Any] | None = None
+    analysis: AnalysisParams | None = None  # the reports' statistics (contract.params)
+    arms: ArmList | None = None
+    # The checkpoint trajectory's arms (contract.params; generation ignores it).
+    trajectory: TrajectoryParams | None = None
     # Every checkpoint of a training run (contract.sweep): one model and one plain arm per folder of a glob.
-    sweep: dict[str, Any] | None = None
+    sweep: SweepParams | None = None
     contamination: ContaminationSettings | None = None  # the audit (contract.contamination)
     judge: JudgeSettings | None = None  # the model judge (docs/judge.md); None: the judge stage does nothing
     # The file these were read from, so that messages name the params file actually given.
@@ -138,55 +136,15 @@ class Params(BaseModel):
     # The checkpoints of `sweep`, in step order (load_params expands the glob once).
     _swept: list[Checkpoint] = PrivateAttr(default_factory=list)
 
-    @field_validator("arms")
-    @classmethod
-    def _arms_runnable(cls, v: list[str] | None) -> list[str] | None:
-        # Refused here, by the first stage that reads the list: DVC would otherwise fail on a missing
-        # pins/arms folder (an empty list), or the sixth stage blame the logs (an arm listed twice).
-        problem = None if v is None else arm_list_problem(v)
-        if problem:
-            raise ValueError(problem)
-        return v
-
     @property
     def file(self) -> Path:
         """The params file these settings were read from."""
         return self._file
 
 
-def _without_none(node: Any) -> Any:
-    args = [a for a in typing.get_args(node) if a is not type(None)]
-    return args[0] if typing.get_origin(node) in (typing.Union, types.UnionType) and len(args) == 1 else node
-
-
-def _known_keys(loc: tuple[Any, ...]) -> list[str]:
-    """The keys allowed beside the last part of loc (a path into Params), for an unknown-key error."""
-    node: Any = Params
-    for part in loc[:-1]:
-        node = _without_none(node)
-        if hasattr(node, "model_fields"):
-            if part not in node.model_fields:
-                return []
-            node = node.model_fields[part].annotation
-        elif typing.get_origin(node) in (dict, list):
-            node = typing.get_args(node)[-1]  # part is a mapping key or a list index
-        else:
-            return []
-    return list(getattr(_without_none(node), "model_fields", {}))
-
-
 def _first_error(path: Path, e: ValidationError) -> str:
-    # An unknown key first: a misspelt `protocal:` would otherwise be reported as "protocol: Field required".
-    err = next((x for x in e.errors() if x["type"] == "extra_forbidden"), e.errors()[0])
-    field = ".".join(str(x) for x in err["loc"]) or "(top level)"
-    if err["type"] == "extra_forbidden":
-        close = difflib.get_close_matches(str(err["loc"][-1]), known := _known_keys(tuple(err["loc"])), 1)
-        fix = f"did you mean {close[0]!r}? rename it" if close else "remove or rename it"
-        return f"{path}: {field}: unknown key (a typo?); {fix}; known keys here: {', '.join(known)}"
-    msg = str(err["msg"]).removeprefix("Value error, ")
-    if err["type"].endswith("_type"):
-        msg += f", got {err['input']!r}"
-    return f"{path}: {field}: {msg}"
+    """The first problem of a params file in one line (contract.params.problem, the analyses' wording too)."""
+    return problem(path, e, Params)
 
 
 def load_params(path: str | Path) -> Params:
@@ -301,7 +259,9 @@ def template_header(path: Path, key: str, params_file: Path) -> TemplateHeader:
     except yaml.YAMLError as e:
         raise ConfigError(f"{path}: its opening comment is not YAML ({str(e).splitlines()[0]})") from None
     except ValidationError as e:
-        raise ConfigError(f"{path}: opening comment: {_first_error(path, e).split(': ', 1)[1]}") from None
+        raise ConfigError(
+            f"{path}: opening comment: {problem(path, e, TemplateHeader).split(': ', 1)[1]}"
+        ) from None
 
 
 def with_preset(protocol: Protocol, params_file: Path, conf_dir: Path = CONF_DIR) -> Protocol:

@@ -24,8 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from contract.atomic import atomic_write, atomic_write_set
-from contract.evallog import EvalLog, EvalLogError, ItemResult, load, undecided_of
+from contract.evallog import EvalLog, EvalLogError, ItemResult, undecided_of
 from contract.judge import JudgeRecord, JudgeSettings, asks, final_verdict, rule_verdict
+from contract.log_folder import LogFolderError, read_arm_logs
+from contract.params import problem
 from pipeline.config import ConfigError, load_params
 from pipeline.engines import EngineStartError
 from pipeline.judge_client import Call, JudgeCallError, ReplyCache, ask_all
@@ -151,10 +153,14 @@ def run(logs: Path, out: Path, arms: list[str], settings: JudgeSettings | None) 
         summary: dict[str, Any] = {"judge": None, "why": "params.yaml names no judge"}
         atomic_write(out / SUMMARY, json.dumps(summary, indent=1) + "\n")
         return summary
-    read: dict[str, EvalLog] = {}
-    for arm in arms:
-        read[arm] = load(logs / f"{arm}.json")
-    plans = {arm: _plan(log, arm, settings, logs / f"{arm}.json") for arm, log in read.items()}
+    found = read_arm_logs(logs, arms, samples=True)
+    if missing := [a for a in arms if a not in found]:
+        raise ConfigError(
+            f"{logs / (missing[0] + '.json')}: no EvalLog of arm {missing[0]!r}, which the judge's arms "
+            "list; run its stages (dvc repro) or leave it out of --arms / params.yaml `arms`"
+        )
+    read = {arm: log for arm, (_, log) in found.items()}
+    plans = {arm: _plan(log, arm, settings, found[arm][0]) for arm, log in read.items()}
     cache = ReplyCache(Path(settings.cache))
     calls = [c for plan in plans.values() for (_, _, _, c) in plan.values() if c is not None]
     made = ask_all(calls, settings, cache)
@@ -190,9 +196,7 @@ def _settings(args: argparse.Namespace) -> tuple[JudgeSettings | None, list[str]
     except OSError as e:
         raise ConfigError(f"{args.judge}: cannot read ({e.strerror or e})") from None
     except ValidationError as e:
-        err = e.errors()[0]
-        where = ".".join(str(x) for x in err["loc"])
-        raise ConfigError(f"{args.judge}: {where}: {err['msg']}") from None
+        raise ConfigError(problem(args.judge, e, JudgeSettings)) from None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -209,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         settings, arms = _settings(args)
         summary = run(args.logs, args.out, arms, settings)
-    except (ConfigError, EvalLogError, JudgeCallError, EngineStartError) as e:
+    except (ConfigError, EvalLogError, LogFolderError, JudgeCallError, EngineStartError) as e:
         print(f"judge: {e}", file=sys.stderr)
         return 2
     if summary["judge"] is None:

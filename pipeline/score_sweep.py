@@ -28,7 +28,7 @@ def _folder_gone(params: Params, generations: Path) -> list[str]:
     scored (a report needs no checkpoint on disk), each said in one line."""
     if params.sweep is None:
         return []
-    step = re.compile(rf"{re.escape(params.sweep['name'])}-step-\d+")
+    step = re.compile(rf"{re.escape(params.sweep.name)}-step-\d+")
     swept = {c.arm for c in params._swept}
     names = [g.stem for g in sorted(generations.glob("*.json"))]
     gone = [name for name in names if step.fullmatch(name) and name not in swept]

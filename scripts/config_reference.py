@@ -1,7 +1,7 @@
 """The configuration reference of the documentation site, generated from the code's own lists of keys.
 
-Keys come from what validates them (pipeline.config.Params and its models, analysis.reports.settings.Settings,
-analysis.reports.trajectory.TRAJECTORY_KEYS, contract.sweep.KEYS) and from the commented YAML files of conf/;
+Keys come from what validates them (pipeline.config.Params and its models, the params models of
+contract.params and contract.sweep among them) and from the commented YAML files of conf/;
 meanings of params.yaml keys come from docs/configuration_keys.yaml. A key the code accepts and the
 meanings file does not explain (or the reverse), or a page whose tables differ from what the code gives,
 fails the site build (`mkdocs build --strict`: this file is its hook) and `scripts/config_reference.py`,
@@ -72,24 +72,12 @@ def _walk(model: type[BaseModel], prefix: str) -> list[tuple[str, str]]:
 
 def params_keys() -> list[tuple[str, str]]:
     """Every params.yaml key the code accepts, as (dotted key, default), in the order the code lists them."""
-    from dataclasses import fields
-
-    from analysis.reports.settings import Settings
-    from analysis.reports.trajectory import TRAJECTORY_KEYS
-    from contract.sweep import KEYS as SWEEP_KEYS
     from pipeline.config import Params
 
-    rows: list[tuple[str, str]] = []
-    for key, default in _walk(Params, ""):
-        if key == "analysis":
-            rows.extend((f"analysis.{f.name}", f"`{f.default!r}`") for f in fields(Settings))
-        elif key == "trajectory":
-            rows.extend((f"trajectory.{name}", "see meaning") for name in TRAJECTORY_KEYS)
-        elif key == "sweep":
-            rows.extend((f"sweep.{name}", "unset (no sweep)") for name in SWEEP_KEYS)
-        else:
-            rows.append((key, default))
-    return rows
+    # The defaults these sections' meanings explain: the trajectory's come from the sweep when it names
+    # none, and a sweep is off unless all three of its keys are given.
+    said = {"trajectory": "see meaning", "sweep": "unset (no sweep)"}
+    return [(key, said.get(key.split(".")[0], default)) for key, default in _walk(Params, "")]
 
 
 def conf_keys(path: Path) -> list[tuple[str, str, str]]:

@@ -33,15 +33,16 @@ from typing import Any
 
 from analysis.rendering import arms_report, delta_report, index_page, item_browser
 from analysis.reports import arm_comparison, delta
-from analysis.reports.align import load_log, one_model_differences, same_model
+from analysis.reports.align import load_log, logs_by_arm, one_model_differences, same_model
 from analysis.reports.number_text import interval
 from analysis.reports.refusal import EXIT_REFUSED, Refusal
 from analysis.reports.report_models import DeltaReport
-from analysis.reports.settings import TAIL_RESAMPLES, Settings, min_resamples
+from analysis.reports.settings import Settings
 from analysis.reports.writing import write_set
 from contract.digest import file_sha256
 from contract.evallog import EvalLog, collector_paused
 from contract.files import PathCheckError, input_file, output_dir
+from contract.params import TAIL_RESAMPLES, min_resamples
 
 # What a comparison of one model is, by what its two logs differ in (the first that applies).
 ONE_MODEL_LABELS = (
@@ -52,20 +53,6 @@ ONE_MODEL_LABELS = (
 )
 # The attribution a log of the reference's model is read with in the arm comparison: no causal reading.
 ONE_MODEL_ATTRIBUTION = "same model"
-
-
-def arm_names(paths: list[str], logs: list[EvalLog]) -> dict[str, tuple[Path, EvalLog]]:
-    """The logs by arm name, each its own: its `arm` field or its file stem; the first is the reference."""
-    found: dict[str, tuple[Path, EvalLog]] = {}
-    for path, log in zip(paths, logs, strict=True):
-        name = log.arm or Path(path).stem
-        if name in found:
-            raise Refusal(
-                f"{found[name][0]} and {path}: both are arm {name!r}; keep one log per arm (name one with "
-                "python -m interop.imports ... --arm NAME)"
-            )
-        found[name] = (Path(path), log)
-    return found
 
 
 def one_model(named: dict[str, tuple[Path, EvalLog]]) -> dict[str, Any] | None:
@@ -177,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
         paths = [input_file(p, "LOG") for p in args.logs]
         distinct_files(paths)
         logs = [load_log(p) for p in paths]
-        named = arm_names(args.logs, logs)
+        named = logs_by_arm(args.logs, logs)
         same = one_model(named)
         allow = frozenset(same["differs_in"]) & {"seed", "prompt"} if same else frozenset()
         report = delta.build(

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
-from analysis.estimators.estimate import Interval
+from analysis.estimators.estimate import Estimate, Interval
 from analysis.estimators.resampling import bootstrap_distribution, percentile_interval
 
 
@@ -37,31 +39,40 @@ def ece_interval(
     *,
     alpha: float = 0.05,
     n_bins: int = 10,
-) -> tuple[float, Interval]:
+) -> Estimate:
     """ECE with a percentile bootstrap interval, items resampled (ECE is recomputed on each resample)."""
     rows = _ece_rows(confidence, correct, n_bins)
     est = float(_ece_statistic(np.ones((1, rows.shape[0])), rows)[0, 0])
     lo, hi = percentile_interval(bootstrap_distribution(rows, _ece_statistic, n_boot, rng), alpha)
-    return est, Interval(float(lo[0]), float(hi[0]), "percentile")
+    return Estimate(est, Interval(float(lo[0]), float(hi[0]), "percentile"))
+
+
+@dataclass(frozen=True)
+class EceDifference:
+    """ECE(arm) - ECE(ref), its paired percentile interval and its two-sided bootstrap p."""
+
+    delta: float
+    ci: Interval
+    p_value: float
 
 
 def ece_difference_test(
-    conf_pre: np.ndarray,
-    correct_pre: np.ndarray,
-    conf_post: np.ndarray,
-    correct_post: np.ndarray,
+    conf_ref: np.ndarray,
+    correct_ref: np.ndarray,
+    conf_arm: np.ndarray,
+    correct_arm: np.ndarray,
     n_boot: int,
     rng: np.random.Generator,
     *,
     alpha: float = 0.05,
     n_bins: int = 10,
-) -> tuple[float, Interval, float]:
-    """ECE(post) - ECE(pre), its paired percentile interval and two-sided bootstrap p, from one draw.
+) -> EceDifference:
+    """ECE(arm) - ECE(ref), its paired percentile interval and two-sided bootstrap p, from one draw.
 
     Each resample draws the same item indices for both arms. p is twice the share of resampled
     differences on the far side of zero (the estimate counted among them), capped at 1.
     """
-    rows = np.hstack([_ece_rows(conf_pre, correct_pre, n_bins), _ece_rows(conf_post, correct_post, n_bins)])
+    rows = np.hstack([_ece_rows(conf_ref, correct_ref, n_bins), _ece_rows(conf_arm, correct_arm, n_bins)])
 
     def diff(w: np.ndarray, r: np.ndarray) -> np.ndarray:
         return _ece_statistic(w, r[:, n_bins:]) - _ece_statistic(w, r[:, :n_bins])
@@ -72,4 +83,4 @@ def ece_difference_test(
     # The estimate counts as one of the resamples, so p is never 0 (at least 2 / (n_boot + 1)).
     size = draws.shape[0] + 1
     p = min(1.0, 2.0 * min((int((draws <= 0).sum()) + 1) / size, (int((draws >= 0).sum()) + 1) / size))
-    return est, Interval(float(lo[0]), float(hi[0]), "percentile (paired)"), p
+    return EceDifference(est, Interval(float(lo[0]), float(hi[0]), "percentile (paired)"), p)

@@ -10,6 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
+def excludes(lo: float, hi: float, value: float = 0.0) -> bool:
+    """True when [lo, hi] lies wholly on one side of value: the one 'excludes zero' rule of every report."""
+    return bool(lo > value or hi < value)
+
+
 @dataclass(frozen=True)
 class Interval:
     """A confidence interval and the method that made it."""
@@ -24,11 +29,20 @@ class Interval:
 
     def excludes(self, value: float = 0.0) -> bool:
         """True when the whole interval lies on one side of value (the one 'excludes zero' rule)."""
-        return self.lo > value or self.hi < value
+        return excludes(self.lo, self.hi, value)
+
+    def fields(self, key: str = "ci95") -> dict[str, list[float] | str]:
+        """The interval's report keys: key as [lo, hi] and key_method (`ci95`, `ci95_method`)."""
+        return {key: self.as_list(), f"{key}_method": self.method}
 
     def excludes_zero(self) -> bool:
         """True when the whole interval lies on one side of zero."""
         return self.excludes(0.0)
+
+
+def interval_fields(ci: Interval | None, key: str = "ci95") -> dict[str, list[float] | str | None]:
+    """Interval.fields, or both keys null where there is no interval."""
+    return ci.fields(key) if ci is not None else {key: None, f"{key}_method": None}
 
 
 @dataclass(frozen=True)
@@ -37,3 +51,7 @@ class Estimate:
 
     value: float
     interval: Interval | None = None
+
+    def fields(self, value_key: str, key: str = "ci95") -> dict[str, float | list[float] | str | None]:
+        """The report keys: value_key for the value, then the interval's (interval_fields)."""
+        return {value_key: self.value, **interval_fields(self.interval, key)}

@@ -44,7 +44,7 @@ def majority_verdicts(item_mean: np.ndarray) -> np.ndarray:
     return np.asarray(item_mean, dtype=np.float64) >= 0.5
 
 
-def mcnemar_from_verdicts(pre: np.ndarray, post: np.ndarray) -> McNemar:
+def mcnemar_from_verdicts(ref: np.ndarray, arm: np.ndarray) -> McNemar:
     """McNemar from paired boolean verdicts (True = correct)."""
-    pre, post = np.asarray(pre, bool), np.asarray(post, bool)
-    return mcnemar(int(np.sum(~pre & post)), int(np.sum(pre & ~post)))
+    ref, arm = np.asarray(ref, bool), np.asarray(arm, bool)
+    return mcnemar(int(np.sum(~ref & arm)), int(np.sum(ref & ~arm)))

@@ -8,11 +8,12 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from scipy.special import comb
 from scipy.stats import norm
+
+from analysis.estimators.estimate import Estimate, Interval, interval_fields
 
 # What each number means, as the benchmark table prints it (its `definitions` field).
 DEFINITIONS = """\
@@ -132,14 +133,26 @@ def bayes_categorical(counts: np.ndarray, weights: Sequence[float]) -> tuple[flo
     return float(w[0] + first.mean()), float(np.sqrt(var))
 
 
-def bayes_delta(pre: np.ndarray, post: np.ndarray, alpha: float = 0.05) -> dict[str, Any]:
-    """The posterior of post's Bayes@N minus pre's: mean, sd and the central normal credible interval."""
-    mu_a, sd_a = bayes_at_n(pre)
-    mu_b, sd_b = bayes_at_n(post)
-    sd = float(np.hypot(sd_a, sd_b))
+@dataclass(frozen=True)
+class BayesDelta:
+    """The posterior of one arm's Bayes@N minus another's: its mean with the credible interval, and its sd."""
+
+    estimate: Estimate
+    sd: float
+
+    def fields(self) -> dict[str, float | list[float] | str | None]:
+        """The report keys: delta, sd, ci95, ci95_method."""
+        return {"delta": self.estimate.value, "sd": self.sd, **interval_fields(self.estimate.interval)}
+
+
+def bayes_delta(ref: np.ndarray, arm: np.ndarray, alpha: float = 0.05) -> BayesDelta:
+    """The posterior of arm's Bayes@N minus ref's: mean, sd and the central normal credible interval."""
+    mu_ref, sd_ref = bayes_at_n(ref)
+    mu_arm, sd_arm = bayes_at_n(arm)
+    sd = float(np.hypot(sd_ref, sd_arm))
     z = float(norm.ppf(1 - alpha / 2))
-    d = mu_b - mu_a
-    return {"delta": d, "sd": sd, "ci95": [d - z * sd, d + z * sd], "ci95_method": "posterior (normal)"}
+    d = mu_arm - mu_ref
+    return BayesDelta(Estimate(d, Interval(d - z * sd, d + z * sd, "posterior (normal)")), sd)
 
 
 @dataclass(frozen=True)
@@ -156,7 +169,7 @@ class ArmMetrics:
     bayes: float
     bayes_sd: float
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, float | None]:
         """The metrics as a JSON object."""
         return dict(self.__dict__)
 

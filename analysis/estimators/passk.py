@@ -63,19 +63,19 @@ class PassAtK:
     """pass@k curves of two arms on shared items, with cluster-bootstrap CIs for each k and the delta."""
 
     ks: list[int]
-    pre: np.ndarray
-    post: np.ndarray
+    ref: np.ndarray
+    arm: np.ndarray
     delta: np.ndarray
-    pre_ci: list[Interval]
-    post_ci: list[Interval]
+    ref_ci: list[Interval]
+    arm_ci: list[Interval]
     delta_ci: list[Interval]
     mean_delta: float  # mean score (not thresholded), from the same cluster resamples
     mean_delta_ci: Interval
 
 
 def pass_at_k_bootstrap(
-    pre_scores: np.ndarray,
-    post_scores: np.ndarray,
+    ref_scores: np.ndarray,
+    arm_scores: np.ndarray,
     n_boot: int,
     rng: np.random.Generator,
     *,
@@ -96,11 +96,11 @@ def pass_at_k_bootstrap(
     from an item resample already drawn (the cluster bootstrap of a mean score is the item bootstrap of
     each item's mean difference): only the pass@k columns are drawn here.
     """
-    pre_scores, post_scores = np.asarray(pre_scores, np.float64), np.asarray(post_scores, np.float64)
-    n = pre_scores.shape[1]
+    ref_scores, arm_scores = np.asarray(ref_scores, np.float64), np.asarray(arm_scores, np.float64)
+    n = ref_scores.shape[1]
     ks = list(ks or k_grid(n))
-    passk = np.hstack([pass_at_k_items(pre_scores, ks), pass_at_k_items(post_scores, ks)])
-    mean_d = (post_scores - pre_scores).mean(axis=1)[:, None]
+    passk = np.hstack([pass_at_k_items(ref_scores, ks), pass_at_k_items(arm_scores, ks)])
+    mean_d = (arm_scores - ref_scores).mean(axis=1)[:, None]
     summaries = np.hstack([passk, mean_d])
     est = summaries.mean(axis=0)
     if mean_draws is not None:
@@ -123,12 +123,12 @@ def pass_at_k_bootstrap(
     theta_b = np.hstack([theta_b[:, : 2 * m], theta_b[:, m : 2 * m] - theta_b[:, :m], theta_b[:, 2 * m :]])
     lo, hi = percentile_interval(theta_b, alpha)
     cis = [Interval(float(a), float(b), "percentile (cluster)") for a, b in zip(lo, hi, strict=True)]
-    pre_est, post_est = est[:m], est[m : 2 * m]
+    ref_est, arm_est = est[:m], est[m : 2 * m]
     return PassAtK(
         ks,
-        pre_est,
-        post_est,
-        post_est - pre_est,
+        ref_est,
+        arm_est,
+        arm_est - ref_est,
         cis[:m],
         cis[m : 2 * m],
         cis[2 * m : 3 * m],
@@ -166,6 +166,6 @@ def subset_pass_at_k(p: PassAtK, ks: Sequence[int]) -> PassAtK:
     """The rows of a PassAtK at the given k (each one of its own)."""
     idx = [p.ks.index(k) for k in ks]
     return PassAtK(
-        list(ks), p.pre[idx], p.post[idx], p.delta[idx], [p.pre_ci[i] for i in idx],
-        [p.post_ci[i] for i in idx], [p.delta_ci[i] for i in idx], p.mean_delta, p.mean_delta_ci,
+        list(ks), p.ref[idx], p.arm[idx], p.delta[idx], [p.ref_ci[i] for i in idx],
+        [p.arm_ci[i] for i in idx], [p.delta_ci[i] for i in idx], p.mean_delta, p.mean_delta_ci,
     )  # fmt: skip

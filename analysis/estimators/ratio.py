@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from analysis.estimators.bootstrap_ci import bca_interval_means
+from analysis.estimators.estimate import Interval
 from analysis.estimators.resampling import bootstrap_distribution, weighted_means
 
 RATIO_METHOD = "BCa item-cluster bootstrap of the ratio (acceleration from its influence values)"
@@ -27,8 +28,7 @@ class RatioEstimate:
     """The pooled ratio (None: no counted sample), its interval and method, and the resamples left out."""
 
     ratio: float | None
-    ci95: list[float] | None
-    ci95_method: str | None
+    ci: Interval | None
     n_counted: int
     empty_resamples: int
 
@@ -48,7 +48,7 @@ def pooled_ratio(
     den = np.asarray(denominators, np.float64)
     n_counted = int(den.sum())
     if n_counted == 0:
-        return RatioEstimate(None, None, None, 0, 0)
+        return RatioEstimate(None, None, 0, 0)
     rows = np.stack([num, den], axis=1)
     theta = bootstrap_distribution(rows, _ratio, n_boot, rng)[:, 0]
     finite = theta[np.isfinite(theta)]
@@ -57,9 +57,8 @@ def pooled_ratio(
     influence = (num - ratio * den) / den.mean() + ratio
     lo, hi, methods = bca_interval_means(influence, finite[:, None], alpha)
     method = methods[0] if methods[0] != "bca" else RATIO_METHOD
-    return RatioEstimate(
-        ratio, [float(lo[0]), float(hi[0])], method, n_counted, int(theta.size - finite.size)
-    )
+    ci = Interval(float(lo[0]), float(hi[0]), method)
+    return RatioEstimate(ratio, ci, n_counted, int(theta.size - finite.size))
 
 
 def decided_delta(

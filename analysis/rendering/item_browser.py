@@ -28,9 +28,8 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from analysis.estimators.mcnemar import majority_verdicts
-from analysis.reports.align import arm_arrays, check_matched, item_order, load_log
-from analysis.reports.refusal import Refusal
-from contract.evallog import EvalLog, ItemResult, SampleRecord, collector_paused
+from analysis.reports.align import arm_arrays, item_order, matched_arm_logs
+from contract.evallog import EvalLog, ItemResult, SampleRecord
 from contract.textformat import transcript
 
 TEMPLATES = Path(__file__).parents[1] / "templates"
@@ -216,36 +215,6 @@ def render_page(data: dict[str, Any]) -> str:
     )
 
 
-def load_arm_logs(logs_dir: str | Path, arms: list[str]) -> dict[str, tuple[Path, EvalLog]]:
-    """The EvalLog of each arm with its samples (<arm>.json, else the log whose `arm` field names it).
-
-    Every log must be of the same items, protocol and seeds as the first (align.check_matched): the page
-    pairs items across arms. A missing arm is a Refusal naming the folder and the arm.
-    """
-    folder = Path(logs_dir)
-    found: dict[str, tuple[Path, EvalLog]] = {}
-    with collector_paused():
-        for arm in arms:
-            if (folder / f"{arm}.json").is_file():
-                found[arm] = (folder / f"{arm}.json", load_log(folder / f"{arm}.json"))
-        missing = [a for a in arms if a not in found]
-        for path in sorted(folder.glob("*.json")) if missing else []:
-            log = load_log(path)
-            if log.arm in missing and log.arm not in found:
-                found[log.arm] = (path, log)
-    missing = [a for a in arms if a not in found]
-    if missing:
-        raise Refusal(
-            f"{folder}: no EvalLog of arm {missing[0]!r}, which the arm comparison lists; pass the folder "
-            "the arm comparison read (--logs)"
-        )
-    ordered = {a: found[a] for a in arms}
-    ref_path, ref = ordered[arms[0]]
-    for path, log in list(ordered.values())[1:]:
-        check_matched(ref_path, ref, path, log)
-    return ordered
-
-
 def items_page(
     logs_dir: str | Path,
     arms: list[str],
@@ -253,5 +222,5 @@ def items_page(
     evidence: dict[str, list[str]] | None = None,
 ) -> str:
     """The item browser's HTML for these arms' logs in logs_dir (evidence: see page_data)."""
-    logs = {a: log for a, (_, log) in load_arm_logs(logs_dir, arms).items()}
+    logs = {a: log for a, (_, log) in matched_arm_logs(logs_dir, arms).items()}
     return render_page(page_data(logs, default_pair, evidence))

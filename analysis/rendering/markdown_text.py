@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
 
+from analysis.estimators.estimate import excludes
 from analysis.reports.number_text import at_floor, p_bound, pvalue
 
 # Backslash-escaped: CommonMark reads any escaped ASCII punctuation as the character itself. These open
@@ -108,8 +109,8 @@ def significance_text(row: Mapping[str, Any] | object, fdr: float) -> str:
     """'yes', 'yes (negligible)', or 'no' with the reason when the interval alone would suggest yes."""
     if _field(row, "significant"):
         return "yes (negligible)" if _field(row, "negligible") else "yes"
-    lo, hi = _field(row, "ci95")
-    if lo > 0 or hi < 0:
+    # The one rule of every report (analysis.estimators.estimate), on the [lo, hi] the report holds.
+    if excludes(*_field(row, "ci95")):
         decided_by = _field(row, "decided_by")
         if str(decided_by or "").startswith(("Holm", "sign-flip")):
             # The primary contrast: its q is the Holm-adjusted p of the claim's family, tested at alpha.

@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 
 from analysis.reports.refusal import Refusal
-from contract.evallog import EvalLog, EvalLogError, load
-from contract.logreader import read_log, read_logs
+from contract.evallog import EvalLog, EvalLogError, collector_paused
+from contract.log_folder import ArmLogs, LogFolderError, by_arm, read_all, read_arm_logs
 from contract.protocol import MATCHED_LOG_FIELDS, PROMPTING_KEYS
 from contract.provenance import NOT_RECORDED
 
@@ -67,10 +67,42 @@ def load_log(path: str | Path, samples: bool = True) -> EvalLog:
 def load_logs(paths: list[str | Path], samples: bool = True) -> list[EvalLog]:
     """load_log of several logs; without samples they are read side by side on the spare CPUs."""
     try:
-        if not samples:
-            return read_logs(paths) if len(paths) > 1 else [read_log(paths[0])]
-        return [load(p) for p in paths]
+        return read_all([Path(p) for p in paths], samples)
     except EvalLogError as e:
+        raise Refusal(str(e)) from e
+
+
+def arm_logs(folder: str | Path, arms: list[str] | None = None, samples: bool = False) -> ArmLogs:
+    """The logs of a folder by arm (contract.log_folder.read_arm_logs); what it refuses is a Refusal."""
+    try:
+        return read_arm_logs(folder, arms, samples)
+    except (LogFolderError, EvalLogError) as e:
+        raise Refusal(str(e)) from e
+
+
+def matched_arm_logs(folder: str | Path, arms: list[str]) -> ArmLogs:
+    """The log of each arm with its samples, in arms' order, each matched with the first (check_matched).
+
+    A page that pairs items across arms reads them; a missing arm is a Refusal naming the folder and arm.
+    """
+    with collector_paused():
+        found = arm_logs(folder, arms, samples=True)
+    if missing := [a for a in arms if a not in found]:
+        raise Refusal(
+            f"{folder}: no EvalLog of arm {missing[0]!r}, which the arm comparison lists; pass the folder "
+            "the arm comparison read (--logs)"
+        )
+    ref_path, ref = found[arms[0]]
+    for path, log in list(found.values())[1:]:
+        check_matched(ref_path, ref, path, log)
+    return found
+
+
+def logs_by_arm(paths: list[str], logs: list[EvalLog]) -> ArmLogs:
+    """Logs read from the command line by arm (contract.log_folder.by_arm); two of one arm are a Refusal."""
+    try:
+        return by_arm(zip(paths, logs, strict=True))
+    except LogFolderError as e:
         raise Refusal(str(e)) from e
 
 

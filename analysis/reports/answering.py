@@ -9,12 +9,12 @@ the same functions with the same keys, so trained vs base carries one call where
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
+from analysis.estimators.estimate import interval_fields
 from analysis.reports import format_effect as fe
 from analysis.reports.contrasts import Primary
+from analysis.reports.report_parts import AnsweredChange, ArmAnswering, FormatContrast
 from analysis.reports.settings import Settings
 from contract.evallog import EvalLog
 
@@ -34,28 +34,26 @@ def reader_arrays(log: EvalLog, order: list[str]) -> fe.ReaderArrays:
     return fe.ReaderArrays(answered, lenient)
 
 
-def arm_row(arm: str, scores: np.ndarray, arrays: fe.ReaderArrays, settings: Settings) -> dict[str, Any]:
+def arm_row(arm: str, scores: np.ndarray, arrays: fe.ReaderArrays, settings: Settings) -> ArmAnswering:
     """One arm's answered share and accuracy among answered (each with its interval), lenient mean."""
-    row: dict[str, Any] = {"arm": arm}
-    if arrays.answered is None:
-        row.update({"answered_share": None, "answered_ci95": None, "answered_ci95_method": None,
-                    "accuracy_answered": None, "accuracy_answered_ci95": None,
-                    "accuracy_answered_ci95_method": None, "n_answered": None})  # fmt: skip
-    else:
+    share, acc = None, None
+    if arrays.answered is not None:
         # One key for every arm: an arm's interval is the same in every report, whatever the arm is named.
         share = fe.answered_share(arrays.answered, settings)
         acc = fe.accuracy_among_answered(scores, arrays.answered, settings)
-        row.update({"answered_share": share["share"], "answered_ci95": share["ci95"],
-                    "answered_ci95_method": share["ci95_method"], "accuracy_answered": acc["accuracy"],
-                    "accuracy_answered_ci95": acc["ci95"],
-                    "accuracy_answered_ci95_method": acc["ci95_method"],
-                    "n_answered": acc["n_answered"]})  # fmt: skip
-    row["n_samples"] = int(np.asarray(scores).size)
-    row["lenient_mean"] = None if arrays.lenient is None else float(arrays.lenient.mean())
-    return row
+    return ArmAnswering(
+        arm=arm,
+        answered_share=share.value if share is not None else None,
+        **interval_fields(share.interval if share is not None else None, "answered_ci95"),
+        accuracy_answered=acc.ratio if acc is not None else None,
+        **interval_fields(acc.ci if acc is not None else None, "accuracy_answered_ci95"),
+        n_answered=acc.n_counted if acc is not None else None,
+        n_samples=int(np.asarray(scores).size),
+        lenient_mean=None if arrays.lenient is None else float(arrays.lenient.mean()),
+    )
 
 
-def _change(ref: fe.ReaderArrays, arm: fe.ReaderArrays, settings: Settings) -> dict[str, Any] | None:
+def _change(ref: fe.ReaderArrays, arm: fe.ReaderArrays, settings: Settings) -> AnsweredChange | None:
     if ref.answered is None or arm.answered is None:
         return None
     return fe.answered_change(ref.answered, arm.answered, settings)
@@ -63,43 +61,35 @@ def _change(ref: fe.ReaderArrays, arm: fe.ReaderArrays, settings: Settings) -> d
 
 def primary_part(
     primary: Primary, claim: str, ref: fe.ReaderArrays, arm: fe.ReaderArrays, settings: Settings
-) -> dict[str, Any] | None:
+) -> FormatContrast | None:
     """Trained vs base under the lenient reader (pass@1 and pass@K) and its FORMAT call; None unrecorded."""
     if ref.lenient is None or arm.lenient is None:
         return None
     lenient, top = fe.lenient_primary(ref.lenient, arm.lenient, settings)
     change = _change(ref, arm, settings)
-    call, detail = fe.primary_call(claim, primary.mean["delta"], lenient, top, change)
-    return {
-        "lenient": lenient,
-        "lenient_top_k": top,
-        "answered_change": change,
-        "call": call,
-        "detail": detail,
-    }
+    call, detail = fe.primary_call(claim, primary.stats.delta, lenient, top, change)
+    return FormatContrast(
+        lenient=lenient, lenient_top_k=top, answered_change=change, call=call, detail=detail
+    )
 
 
 def row_part(
-    row: dict[str, Any], delta_key: str, ref: fe.ReaderArrays, arm: fe.ReaderArrays, settings: Settings
-) -> dict[str, Any] | None:
+    significant: bool, delta: float, ref: fe.ReaderArrays, arm: fe.ReaderArrays, settings: Settings
+) -> FormatContrast | None:
     """A Benjamini-Hochberg row under the lenient reader, at the unadjusted fdr; None when not recorded."""
     if ref.lenient is None or arm.lenient is None:
         return None
     lenient = fe.lenient_contrast(ref.lenient, arm.lenient, settings, settings.fdr)
     change = _change(ref, arm, settings)
-    call = fe.row_call(bool(row["significant"]), row[delta_key], lenient)
+    call = fe.row_call(bool(significant), delta, lenient)
     detail = (
         fe.row_claim(call, lenient, change)
         if call
         else f"No FORMAT call; {fe.contrast_text(lenient, 'the lenient delta')}; {fe.change_text(change)}."
     )
-    return {
-        "lenient": lenient,
-        "lenient_top_k": None,
-        "answered_change": change,
-        "call": call,
-        "detail": detail,
-    }
+    return FormatContrast(
+        lenient=lenient, lenient_top_k=None, answered_change=change, call=call, detail=detail
+    )
 
 
 def missing_lenient(arrays: dict[str, fe.ReaderArrays]) -> list[str]:
@@ -118,6 +108,6 @@ def not_recorded(missing: list[str], n_logs: int) -> str:
     )
 
 
-def row_claim(part: dict[str, Any]) -> str:
-    """An arm row's claim when its contrast is FORMAT (the part's call is set)."""
-    return fe.row_claim(part["call"], part["lenient"], part["answered_change"])
+def row_claim(part: FormatContrast) -> str | None:
+    """An arm row's claim when its contrast is FORMAT (the part's call is set), else None."""
+    return None if part.call is None else fe.row_claim(part.call, part.lenient, part.answered_change)

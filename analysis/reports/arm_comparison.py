@@ -10,11 +10,20 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from analysis.estimators.budget import budget_adjusted_deltas
-from analysis.estimators.resampling import rng_for
+from analysis.estimators.budget import BudgetAdjustment
 from analysis.reports import answering, calibration, truncation, undecided
 from analysis.reports import contrasts as ct
-from analysis.reports.align import ArmData, arm_arrays, check_matched, generated_by, item_order, load_logs
+from analysis.reports.align import ArmData, arm_arrays, arm_logs, check_matched, generated_by, item_order
+from analysis.reports.arm_contrast import (
+    ArmClaim,
+    ContrastPiece,
+    FormatCall,
+    Pair,
+    arm_contrast,
+    budget_adjustments,
+    decisions,
+    family_sections,
+)
 from analysis.reports.arm_rows import (
     contrast_claim,
     contrast_row,
@@ -24,11 +33,11 @@ from analysis.reports.arm_rows import (
     tool_call_problem,
 )
 from analysis.reports.contamination_split import Audit, with_split
-from analysis.reports.contrasts import family_rows
+from analysis.reports.contrast_values import Decision
 from analysis.reports.design import CANONICAL_ARMS, DEFAULT_ATTRIBUTION, MARGINAL_CONTRASTS
 from analysis.reports.prompting import prompt_line
 from analysis.reports.refusal import Refusal
-from analysis.reports.report_models import ArmComparison
+from analysis.reports.report_models import ArmComparison, BaseArm, Factorial, UnusableArm
 from analysis.reports.settings import Settings, settings_dict
 from contract.evallog import EvalLog
 
@@ -77,7 +86,6 @@ def discover(logs_dir: str | Path, arms: list[str] | None = None) -> dict[str, t
     folder = Path(logs_dir)
     if not folder.is_dir():
         raise Refusal(f"{folder}: no such folder of EvalLogs; pass --logs FOLDER")
-    found: dict[str, tuple[Path, EvalLog]] = {}
     if arms is not None:
         missing = [a for a in arms if not (folder / f"{a}.json").is_file()]
         if missing:
@@ -85,14 +93,9 @@ def discover(logs_dir: str | Path, arms: list[str] | None = None) -> dict[str, t
                 f"{folder / (missing[0] + '.json')}: no EvalLog of arm {missing[0]!r}, which the params "
                 "file's arms lists; run its stages (dvc repro) or remove it from arms"
             )
-    paths = sorted(folder.glob("*.json")) if arms is None else [folder / f"{a}.json" for a in arms]
     # The report reads scores, budgets, families and what the reader keeps of the samples (seeds, finish
     # reasons, path verdicts): every sample is validated, then dropped, and the logs are read side by side.
-    for path, log in zip(paths, load_logs(paths, samples=False), strict=True):
-        arm = log.arm or path.stem
-        if arm in found:
-            raise Refusal(f"{found[arm][0]} and {path}: both hold arm {arm!r}; keep one log per arm")
-        found[arm] = (path, log)
+    found = arm_logs(folder, arms)
     if "base" not in found:
         raise Refusal(
             f"{folder}: no base arm (base.json or a log with arm 'base'); every arm is compared with base"
@@ -103,21 +106,18 @@ def discover(logs_dir: str | Path, arms: list[str] | None = None) -> dict[str, t
 
 def usable_arms(
     found: dict[str, tuple[Path, EvalLog]], settings: Settings, reference: str
-) -> tuple[dict[str, tuple[Path, EvalLog]], list[dict[str, Any]]]:
+) -> tuple[dict[str, tuple[Path, EvalLog]], list[UnusableArm]]:
     """The arms whose logs can stand for them, and the tool arms left out with the reason."""
     found = dict(found)
-    unusable: list[dict[str, Any]] = []
+    unusable: list[UnusableArm] = []
     for arm, (path, log) in list(found.items()):
         why = tool_call_problem(arm, log, settings.max_failed_tool_calls)
         if why is None:
             continue
         if arm == reference:
             raise Refusal(f"{path}: the {reference} arm is not usable: {why}")
-        unusable.append({
-            "arm": arm,
-            "reason": why,
-            "tool_calls": log.tool_calls.model_dump() if log.tool_calls else None,
-        })  # fmt: skip
+        counts = log.tool_calls.model_dump() if log.tool_calls else None
+        unusable.append(UnusableArm(arm=arm, reason=why, tool_calls=counts))
         del found[arm]
     return found, unusable
 
@@ -149,117 +149,90 @@ def contrast_rows(
     settings: Settings,
     reference: str,
     primary: tuple[str, str],
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+) -> tuple[list[ContrastPiece], list[ContrastPiece]]:
     """Every arm against the reference, and each combination arm against its augmentation (marginal)."""
-    models = {arm: log.model_name for arm, (_, log) in found.items()}
     attribution = attributions(found, reference)
     contrasts = [
-        contrast_row(arm, reference, data, models, settings, primary) for arm in found if arm != reference
+        contrast_row(arm, reference, data, log, attribution[arm], settings, primary)
+        for arm, (_, log) in found.items()
+        if arm != reference
     ]
-    for c in contrasts:
-        c["attribution"] = attribution[c["arm"]]
-        counts = found[c["arm"]][1].tool_calls
-        c["tool_calls"] = counts.model_dump() if counts is not None else None
-    marginal = []
-    for arm, aug in MARGINAL_CONTRASTS:
-        if arm in found and aug in found and aug != reference:
-            row = contrast_row(arm, aug, data, models, settings, primary)
-            row["attribution"] = "marginal"
-            marginal.append(row)
+    marginal = [
+        contrast_row(arm, aug, data, found[arm][1], "marginal", settings, primary, marginal=True)
+        for arm, aug in MARGINAL_CONTRASTS
+        if arm in found and aug in found and aug != reference
+    ]
     return contrasts, marginal
 
 
-def adjust_for_budget(rows: list[dict[str, Any]], data: dict[str, ArmData], settings: Settings) -> str | None:
-    """Each row's budget-adjusted delta (where both arms record gen_tokens); a note on the arms without."""
-    with_budget = [
-        c for c in rows if data[c["arm"]].budget is not None and data[c["reference"]].budget is not None
-    ]
-    missing_budget = sorted({a for c in rows for a in (c["arm"], c["reference"]) if data[a].budget is None})
-    adjustments = budget_adjusted_deltas(
-        [
-            (data[c["reference"]].item_mean, data[c["arm"]].item_mean, data[c["reference"]].budget,
-             data[c["arm"]].budget)
-            for c in with_budget
-        ],
-        settings.n_boot,
-        rng_for(settings.seed, "budget"),
-        alpha=settings.alpha,
-    )  # fmt: skip
-    by_contrast = {(c["arm"], c["reference"]): adj for c, adj in zip(with_budget, adjustments, strict=True)}
-    for c in rows:
-        adj = by_contrast.get((c["arm"], c["reference"]))
-        c["adjusted_delta"] = adj.delta if adj else None
-        c["adjusted_ci95"] = adj.ci.as_list() if adj and adj.ci else None
-        c["budget_confound"] = c["naive_delta"] - adj.delta if adj and adj.delta is not None else None
-        c["budget_strata"] = adj.strata if adj else None
-        c["budget_no_support"] = adj.no_support if adj else []
-    if not missing_budget:
-        return None
-    return (
-        "no gen_tokens on every item of "
-        + ", ".join(missing_budget)
-        + ": the budget adjustment of contrasts involving them is null"
-    )
-
-
 def decide_claims(
-    contrasts: list[dict[str, Any]],
-    marginal: list[dict[str, Any]],
+    contrasts: list[ContrastPiece],
+    marginal: list[ContrastPiece],
+    verdicts: dict[Pair, Decision],
+    budgets: dict[Pair, BudgetAdjustment | None],
     settings: Settings,
     reference: str,
-    factorial: dict[str, Any] | None = None,
-) -> None:
-    """Each row's ceiling flag, parametric share and claim, from its attribution and its verdict (and for a
-    marginal row, the factorial table's interaction reading)."""
-    marginal_delta = {m["arm"]: m["naive_delta"] for m in marginal}
+    factorial: Factorial | None = None,
+) -> dict[Pair, ArmClaim]:
+    """Each contrast's ceiling flag, parametric share and claim, from its attribution and its verdict (and for
+    a marginal contrast, the factorial table's interaction reading)."""
+    marginal_delta = {m.arm: m.stats.delta for m in marginal}
+    out = {}
     for c in contrasts:
-        attr = c["attribution"]
-        c["ceiling"] = attr == "ceiling"
+        attr, verdict = c.attribution, verdicts[c.key]
         share = None
-        if attr in ("parametric", "lookup", "tool_access") or (attr == "mixed" and c["significant"]):
-            share = parametric_share(attr, c["naive_delta"], marginal_delta.get(c["arm"]))
-        c["parametric_share"] = share
-        c["claim"] = contrast_claim(attr, c, settings, augmentation=reference)
+        if attr in ("parametric", "lookup", "tool_access") or (attr == "mixed" and verdict.significant):
+            share = parametric_share(attr, c.stats.delta, marginal_delta.get(c.arm))
+        adj = budgets[c.key]
+        adjusted = adj.ci if adj is not None else None
+        claim = contrast_claim(attr, c, verdict, adjusted, settings, augmentation=reference)
+        out[c.key] = ArmClaim(attr == "ceiling", share, claim)
     for m in marginal:
-        m["ceiling"] = False
-        m["parametric_share"] = None
-        interaction = interaction_reading(factorial, m["reference"])
-        m["claim"] = contrast_claim("marginal", m, settings, m["reference"], interaction)
+        interaction = interaction_reading(factorial, m.ref)
+        claim = contrast_claim("marginal", m, verdicts[m.key], None, settings, m.ref, interaction)
+        out[m.key] = ArmClaim(False, None, claim)
+    return out
 
 
-def format_calls(rows: list[dict[str, Any]], readers: dict[str, Any], settings: Settings) -> None:
-    """Each row's FORMAT part under the lenient reader, and its claim where the format explains the shift.
+def format_calls(
+    rows: list[ContrastPiece],
+    verdicts: dict[Pair, Decision],
+    claims: dict[Pair, ArmClaim],
+    readers: dict[str, answering.fe.ReaderArrays],
+    settings: Settings,
+) -> dict[Pair, FormatCall]:
+    """Each contrast's FORMAT part under the lenient reader, and its claim where the format explains
+    the shift.
 
-    Trained vs base is decided as in the delta report (its primary contrast, popped from the row here).
+    Trained vs base is decided as in the delta report (its primary contrast); no call changes the
+    ceiling's claim.
     """
+    out = {}
     for c in rows:
-        whole = c.pop("_primary")
-        ref_r, arm_r = readers[c["reference"]], readers[c["arm"]]
-        if whole is not None:
-            claim = ct.claim(whole, settings)[0]
-            part = answering.primary_part(whole, claim, ref_r, arm_r, settings)
+        ref_r, arm_r = readers[c.ref], readers[c.arm]
+        if c.primary is not None:
+            verdict = ct.claim(c.primary, settings).verdict
+            part = answering.primary_part(c.primary, verdict, ref_r, arm_r, settings)
         else:
-            part = answering.row_part(c, "naive_delta", ref_r, arm_r, settings)
-        if part is None:
-            continue
-        c["format"] = part
-        if part["call"] is not None and not c["ceiling"]:
-            c["claim"] = answering.row_claim(part)
+            part = answering.row_part(verdicts[c.key].significant, c.stats.delta, ref_r, arm_r, settings)
+        keep = part is None or claims[c.key].ceiling
+        out[c.key] = FormatCall(part, None if keep else answering.row_claim(part))
+    return out
 
 
-def base_part(reference: str, found: dict[str, tuple[Path, EvalLog]], data: ArmData) -> dict[str, Any]:
+def base_part(reference: str, found: dict[str, tuple[Path, EvalLog]], data: ArmData) -> BaseArm:
     """The reference arm: its attribution, model, mean score and tokens, and when and how it was measured."""
     log = found[reference][1]
-    return {
-        "arm": reference,
-        "attribution": attributions(found, reference)[reference],
-        "model_name": log.model_name,
-        "mean": float(data.item_mean.mean()),
-        "mean_gen_tokens": float(data.budget.mean()) if data.budget is not None else None,
-        "measured_at": log.measured_at,
-        "driver": log.driver,
-        "generated_by": generated_by(log),
-    }
+    return BaseArm(
+        arm=reference,
+        attribution=attributions(found, reference)[reference],
+        model_name=log.model_name,
+        mean=float(data.item_mean.mean()),
+        mean_gen_tokens=float(data.budget.mean()) if data.budget is not None else None,
+        measured_at=log.measured_at,
+        driver=log.driver,
+        generated_by=generated_by(log),
+    )
 
 
 def build(
@@ -296,28 +269,28 @@ def build_found(
     notes += [n for n in [ct.greedy_note(base_log.temperature, base_log.n_samples)] if n]
     contrasts, marginal = contrast_rows(found, data, settings, reference, primary)
     all_rows = [*contrasts, *marginal]
-    notes += [n for n in [adjust_for_budget(all_rows, data, settings)] if n]
-    families = [
-        {"arm": c["arm"], "reference": c["reference"], **row}
-        for c in all_rows
-        for row in family_rows(data[c["reference"]], data[c["arm"]], settings, data[reference].families)
-    ]
+    budgets, budget_note = budget_adjustments(all_rows, data, settings)
+    notes += [n for n in [budget_note] if n]
+    families = family_sections(all_rows, data, settings, data[reference].families)
     # The primary contrast (trained vs base) is decided by the claim's family, as in the delta report;
     # every other arm contrast is one Benjamini-Hochberg family (per-family rows: one family per contrast,
     # analysis.reports.contrasts.family_rows), so no row's verdict depends on which report prints it.
-    ct.decide_bh([c for c in all_rows if "significant" not in c], settings, delta_key="naive_delta")
+    verdicts = decisions(all_rows, settings)
     factorial = factorial_section(data, settings, contrasts)
-    decide_claims(contrasts, marginal, settings, reference, factorial)
+    claims = decide_claims(contrasts, marginal, verdicts, budgets, settings, reference, factorial)
     # The same generations under the lenient reader: each row's change in answered share, its lenient
     # delta and FORMAT call.
     readers = {arm: answering.reader_arrays(log, order) for arm, (_, log) in found.items()}
     lenient_missing = answering.missing_lenient(readers)
-    format_calls(all_rows, readers, settings)
+    calls = format_calls(all_rows, verdicts, claims, readers, settings)
     if lenient_missing:
         notes.append(answering.not_recorded(lenient_missing, len(readers)))
+    rows = {c.key: arm_contrast(c, budgets[c.key], verdicts[c.key], claims[c.key], calls[c.key])
+            for c in all_rows}  # fmt: skip
+    pairs = [c.key for c in all_rows]
     logs = {arm: log for arm, (_, log) in found.items()}
-    extra = undecided.report_fields(logs, order, data, all_rows, settings, notes)
-    left_out = {u["arm"] for u in unusable}
+    extra = undecided.report_fields(logs, order, data, pairs, settings, notes)
+    left_out = {u.arm for u in unusable}
     report = ArmComparison(
         report="arms",
         suite=base_log.suite,
@@ -332,8 +305,8 @@ def build_found(
         matched_protocol=matched,
         prompting={arm: prompt_line(log) for arm, log in logs.items()},
         base=base_part(reference, found, data[reference]),
-        contrasts=contrasts,
-        marginal=marginal,
+        contrasts=[rows[c.key] for c in contrasts],
+        marginal=[rows[m.key] for m in marginal],
         families=families,
         paths=[t for arm, log in logs.items() if (t := path_table(arm, log)) is not None],
         factorial=factorial,
@@ -342,10 +315,10 @@ def build_found(
         answering=[answering.arm_row(arm, data[arm].scores, readers[arm], settings) for arm in found],
         lenient_missing=lenient_missing,
         **extra,
-        n_tests=sum(1 for c in all_rows if (c["reference"], c["arm"]) != primary),
+        n_tests=sum(1 for pair in pairs if pair != primary),
         n_family_tests=len(families),
-        primary_in_report=any((c["reference"], c["arm"]) == primary for c in all_rows),
+        primary_in_report=primary in pairs,
         settings=settings_dict(settings),
         notes=notes,
     )
-    return with_split(report, audit, order, data, [(c["reference"], c["arm"]) for c in all_rows], settings)
+    return with_split(report, audit, order, data, pairs, settings)

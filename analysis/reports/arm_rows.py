@@ -5,12 +5,12 @@ Also whether a tool arm's log can stand for its tool access.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
 
 import numpy as np
 
 from analysis.estimators.effect_size import cohens_dz
-from analysis.estimators.estimate import Interval
+from analysis.estimators.estimate import Interval, interval_fields
 from analysis.estimators.factorial import (
     COMPLEMENTS,
     FACTORS,
@@ -23,8 +23,11 @@ from analysis.estimators.power_planning import mde_paired
 from analysis.estimators.resampling import rng_for
 from analysis.reports import contrasts as ct
 from analysis.reports.align import ArmData
+from analysis.reports.arm_contrast import ContrastPiece
+from analysis.reports.contrast_values import Decision
 from analysis.reports.contrasts import mean_contrast, too_few_items
 from analysis.reports.design import FACTORIAL_CELLS
+from analysis.reports.report_models import Factorial, FactorialEffect, PathTable, PathVerdict
 from analysis.reports.settings import Settings
 from contract.evallog import EvalLog
 
@@ -33,22 +36,25 @@ PATH_VERDICTS = ["clean", "answer_without_tool", "tool_result_ignored", "tool_er
 
 def contrast_claim(
     attribution: str,
-    row: dict[str, Any],
+    row: ContrastPiece,
+    decision: Decision,
+    adjusted: Interval | None,
     settings: Settings,
     augmentation: str | None = None,
     interaction: str | None = None,
 ) -> str:
-    """What a contrast row claims, from its arm's attribution and its verdict (never from its size alone).
-    interaction: for a marginal row, the factorial table's reading of training x its augmentation
-    ('training x retrieval: no interaction detected'), the only test of complements or substitutes."""
+    """What a contrast claims, from its arm's attribution and its verdict (never from its size alone).
+    adjusted: its budget-adjusted interval (None: no gen_tokens). interaction: for a marginal row, the
+    factorial table's reading of training x its augmentation ('training x retrieval: no interaction
+    detected'), the only test of complements or substitutes."""
     if attribution == "ceiling":
         return "CEILING only; three interventions at once, NOT attributable."
-    if (why := too_few_items(row["n_items"], settings)) is not None:
+    if (why := too_few_items(row.stats.n_items, settings)) is not None:
         return why
     # A claim needs what the significant column needs (analysis.reports.contrasts' one rule), so the two
     # agree.
-    gain = row["significant"] and row["naive_delta"] > 0
-    loss = row["significant"] and row["naive_delta"] < 0
+    gain = decision.significant and row.stats.delta > 0
+    loss = decision.significant and row.stats.delta < 0
     if attribution == "marginal":
         # A gain on top of an augmentation is not an interaction: complements or substitutes is said only
         # by the interaction's own test (the factorial table), never by this row's verdict.
@@ -60,10 +66,9 @@ def contrast_claim(
         return f"{ct.NO_DIFFERENCE}: no marginal gain from training on top of {augmentation}{said}."
     effect = "gain" if gain else ("loss" if loss else ct.NO_DIFFERENCE)
     if attribution == "parametric":
-        adj = row["adjusted_ci95"]
-        if gain and adj is not None and adj[0] > 0:
+        if gain and adjusted is not None and adjusted.lo > 0:
             return "parametric reasoning gain SURVIVES matched budget (no RAG, no tools)."
-        if gain and adj is None:
+        if gain and adjusted is None:
             return "parametric gain (budget adjustment unavailable: no gen_tokens in the logs)."
         if gain:
             return "parametric gain does NOT survive adjustment."
@@ -87,53 +92,41 @@ def contrast_row(
     arm: str,
     ref: str,
     data: dict[str, ArmData],
-    models: dict[str, str],
+    log: EvalLog,
+    attribution: str,
     settings: Settings,
     primary_pair: tuple[str, str],
-) -> dict[str, Any]:
-    """One arm against a reference: its delta with interval, test, effect size, flips, budgets and MDE."""
-    a, r = data[arm], data[ref]
-    primary = None
+    marginal: bool = False,
+) -> ContrastPiece:
+    """One arm (its log) against a reference: delta with interval, test, effect size, flips, budgets, MDE."""
+    ref_data, arm_data = data[ref], data[arm]
     whole = None
     if (ref, arm) == primary_pair:
         # The delta report's contrast: the same draws, interval, test and verdict (the claim's family).
-        whole = ct.primary_contrast(r.scores, a.scores, settings)
-        primary = whole.mean
-    base = primary or mean_contrast(r.item_mean, a.item_mean, settings)
-    d = a.item_mean - r.item_mean
-    dz = cohens_dz(d, settings.alpha)
-    flips = mcnemar_from_verdicts(majority_verdicts(r.item_mean), majority_verdicts(a.item_mean))
-    return {
-        "arm": arm,
-        "reference": ref,
-        "model_name": models[arm],
-        "n_items": base["n_items"],
-        "mean_ref": base["mean_ref"],
-        "mean_arm": base["mean_arm"],
-        "naive_delta": base["delta"],
-        "ci95": base["ci95"],
-        "ci95_method": base["ci95_method"],
-        "cohens_dz": dz.dz if dz else None,
-        "cohens_dz_ci95": [dz.lo, dz.hi] if dz else None,
-        "mean_gen_tokens": float(a.budget.mean()) if a.budget is not None else None,
-        "ref_mean_gen_tokens": float(r.budget.mean()) if r.budget is not None else None,
-        "flips_fixed_b": flips.b,
-        "flips_broke_c": flips.c,
-        "mcnemar_p": flips.exact_p,
-        "mcnemar_chi2": flips.chi2,
-        "p_value": base["p_value"],
-        "perm_exact": base["perm_exact"],
-        "perm_n": base["perm_n"],
-        "mde": mde_paired(r.scores, a.scores, settings.alpha).mde,
-        **(
-            {k: primary[k] for k in ("q_value", "significant", "negligible", "decided_by")} if primary else {}
+        whole = ct.primary_contrast(ref_data.scores, arm_data.scores, settings)
+    stats = (
+        whole.stats if whole is not None else mean_contrast(ref_data.item_mean, arm_data.item_mean, settings)
+    )
+    return ContrastPiece(
+        ref=ref,
+        arm=arm,
+        model_name=log.model_name,
+        attribution=attribution,
+        marginal=marginal,
+        tool_calls=log.tool_calls,
+        stats=stats,
+        dz=cohens_dz(arm_data.item_mean - ref_data.item_mean, settings.alpha),
+        flips=mcnemar_from_verdicts(
+            majority_verdicts(ref_data.item_mean), majority_verdicts(arm_data.item_mean)
         ),
-        # Popped by build_found: the primary contrast whole, for its FORMAT call (the delta report's).
-        "_primary": whole,
-    }
+        gen_tokens=float(arm_data.budget.mean()) if arm_data.budget is not None else None,
+        ref_gen_tokens=float(ref_data.budget.mean()) if ref_data.budget is not None else None,
+        mde=mde_paired(ref_data.scores, arm_data.scores, settings.alpha).mde,
+        primary=whole,
+    )
 
 
-def path_table(arm: str, log: EvalLog) -> dict[str, Any] | None:
+def path_table(arm: str, log: EvalLog) -> PathTable | None:
     """Share and accuracy of each path verdict over an arm's samples; None when no sample carries one."""
     verdicts, scores = [], []
     for it in log.items:
@@ -149,18 +142,14 @@ def path_table(arm: str, log: EvalLog) -> dict[str, Any] | None:
     for name in names:
         mask = v == name
         count = int(mask.sum())
-        rows.append({
-            "path": name,
-            "count": count,
-            "share": count / v.size,
-            "accuracy": float(sc[mask].mean()) if count else None,
-        })  # fmt: skip
-    return {"arm": arm, "n_samples": int(v.size), "verdicts": rows}
+        accuracy = float(sc[mask].mean()) if count else None
+        rows.append(PathVerdict(path=name, count=count, share=count / v.size, accuracy=accuracy))
+    return PathTable(arm=arm, n_samples=int(v.size), verdicts=rows)
 
 
 def factorial_section(
-    data: dict[str, ArmData], settings: Settings, rows: list[dict[str, Any]] | None = None
-) -> dict[str, Any] | None:
+    data: dict[str, ArmData], settings: Settings, rows: Sequence[ContrastPiece] = ()
+) -> Factorial | None:
     """The factorial read-out of the arms present; None unless at least one interaction is estimable.
 
     Every effect is a mean contrast with the reports' one interval method (ct.delta_interval); a main
@@ -168,7 +157,7 @@ def factorial_section(
     so one contrast never shows two intervals on one page."""
     arm_of = {cell: arm for arm, cell in FACTORIAL_CELLS.items() if arm in data}
     cells = {cell: data[arm].scores for cell, arm in arm_of.items()}
-    by_pair = {(r["reference"], r["arm"]): r for r in rows or []}
+    by_pair = {r.key: r.stats for r in rows}
 
     def interval(name: str, values: np.ndarray) -> Interval:
         return ct.delta_interval(values, settings, f"/factorial/{name}")
@@ -189,40 +178,32 @@ def factorial_section(
         plus = [name_of[c] for c, coef in e.coefficients.items() if coef > 0]
         minus = [name_of[c] for c, coef in e.coefficients.items() if coef < 0]
         row = by_pair.get((minus[0], plus[0])) if e.order == 1 and e.estimate is not None else None
-        ci = (
-            [row["ci95"], row["ci95_method"]]
-            if row
-            else [e.ci.as_list(), e.ci.method]
-            if e.ci
-            else [None, None]
-        )
-        out.append({
-            "effect": e.name,
-            "order": e.order,
-            "cells": {name_of[c]: coef for c, coef in e.coefficients.items()},
-            "estimate": row["naive_delta"] if row else e.estimate,
-            "ci95": ci[0],
-            "ci95_method": ci[1],
-            "reading": reading,
-            "missing_arms": [name_of[c] for c in e.missing],
-        })  # fmt: skip
-    return {
-        "cells": {arm: list(cell) for arm, cell in FACTORIAL_CELLS.items() if arm in data},
-        "effects": out,
-    }
+        ci = row.ci if row is not None else e.ci
+        out.append(FactorialEffect(
+            effect=e.name,
+            order=e.order,
+            cells={name_of[c]: coef for c, coef in e.coefficients.items()},
+            estimate=row.delta if row is not None else e.estimate,
+            **interval_fields(ci),
+            reading=reading,
+            missing_arms=[name_of[c] for c in e.missing],
+        ))  # fmt: skip
+    return Factorial(
+        cells={arm: list(cell) for arm, cell in FACTORIAL_CELLS.items() if arm in data}, effects=out
+    )
 
 
-def interaction_reading(factorial: dict[str, Any] | None, augmentation: str) -> str | None:
+def interaction_reading(factorial: Factorial | None, augmentation: str) -> str | None:
     """The factorial table's verdict on training x the one factor an augmentation arm switches on
     ('training x retrieval: no interaction detected'), or None where the table has none."""
     cell = FACTORIAL_CELLS.get(augmentation)
     if factorial is None or cell is None or cell[0] != 0 or sum(cell) != 1:
         return None
     name = f"{FACTORS[0]} x {FACTORS[cell.index(1)]}"
-    row = next((e for e in factorial["effects"] if e["effect"] == name), None)
-    if row is None or row["reading"] not in (COMPLEMENTS, SUBSTITUTES, NO_INTERACTION):
+    row = next((e for e in factorial.effects if e.effect == name), None)
+    if row is None or row.reading not in (COMPLEMENTS, SUBSTITUTES, NO_INTERACTION):
         return None
-    return f"{name}: {row['reading']}"
+    return f"{name}: {row.reading}"
 
 
 def tool_call_problem(arm: str, log: EvalLog, max_failed: float) -> str | None:

@@ -17,11 +17,11 @@ from analysis.estimators import paper_metrics as pm
 from analysis.estimators.estimate import Interval
 from analysis.estimators.resampling import rng_for
 from analysis.estimators.signflip import small_suite_interval
-from analysis.reports.align import arm_arrays, check_matched, item_order, load_logs
+from analysis.reports.align import arm_arrays, arm_logs, check_matched, item_order
 from analysis.reports.contrasts import BCA_MIN_ITEMS, NO_FAMILY, delta_interval, mean_contrast
 from analysis.reports.refusal import Refusal
 from analysis.reports.report_parts import Bounds, MeanContrast, PaperMetrics, Real, ReportModel, ReportSection
-from analysis.reports.settings import Settings, log_path, read_arm_list, read_swept
+from analysis.reports.settings import Settings, read_arm_list, read_swept
 from contract.evallog import EvalLog
 
 ALL = "all"
@@ -134,7 +134,7 @@ def metric_interval(ref: np.ndarray, arm: np.ndarray, settings: Settings, key: s
 
 def metric_contrast(ref: np.ndarray, arm: np.ndarray, settings: Settings, key: str) -> dict[str, Any]:
     """mean_contrast's row (delta, sign-flip p) with metric_interval's interval."""
-    row = mean_contrast(ref, arm, settings, key)
+    row = mean_contrast(ref, arm, settings, key).fields()
     ci = metric_interval(ref, arm, settings, key)
     return {**row, "ci95": ci.as_list(), "ci95_method": ci.method}
 
@@ -153,32 +153,32 @@ def deltas(ref: EvalLog, arm: EvalLog, order: list[str], settings: Settings, key
                                    key=f"/table/maj{key}")  # fmt: skip
     out["pass_hat"] = metric_contrast(pm.pass_hat_k_items(a, k), pm.pass_hat_k_items(b, k), settings,
                                     key=f"/table/passhat{key}")  # fmt: skip
-    out["bayes"] = pm.bayes_delta(a, b, settings.alpha)
+    out["bayes"] = pm.bayes_delta(a, b, settings.alpha).fields()
     return out
 
 
 def arms_to_table(params: str | Path | None, logs_dir: str | Path) -> tuple[list[str], dict[str, int]]:
-    """The table's arms (params `arms`, then the swept checkpoints) whose logs exist, and the swept steps."""
+    """The arms the table asks for (params `arms`, then the swept checkpoints), and the swept steps."""
     listed = read_arm_list(params) or sorted(p.stem for p in Path(logs_dir).glob("*.json"))
     swept = read_swept(params, logs_dir)
     steps = {a: s for a, s in swept[1]} if swept else {}
     if swept:
         steps[swept[0]] = 0
-    arms = [a for a in dict.fromkeys([*listed, *steps]) if log_path(logs_dir, a).is_file()]
-    return arms, steps
+    return list(dict.fromkeys([*listed, *steps])), steps
 
 
 def build(logs_dir: str | Path, settings: Settings, params: str | Path | None) -> BenchmarkTable:
     """The benchmark table; a Refusal when no arm has a log or two logs are not matched."""
-    arms, steps = arms_to_table(params, logs_dir)
-    if not arms:
+    wanted, steps = arms_to_table(params, logs_dir)
+    found = arm_logs(logs_dir, wanted)
+    if not found:
         raise Refusal(f"{logs_dir}: no EvalLog of any arm of the params file; run dvc repro")
-    paths = [log_path(logs_dir, a) for a in arms]
-    logs = dict(zip(arms, load_logs(paths, samples=False), strict=True))
+    arms = list(found)
+    logs = {a: log for a, (_, log) in found.items()}
     ref = "base" if "base" in logs else arms[0]
-    for arm, path in zip(arms, paths, strict=True):
+    for arm, (path, log) in found.items():
         if arm != ref:
-            check_matched(log_path(logs_dir, ref), logs[ref], path, logs[arm])
+            check_matched(found[ref][0], logs[ref], path, log)
     order = item_order(logs[ref])
     rows = [
         {"arm": a, "model_name": logs[a].model_name, "step": steps.get(a), "cells": arm_cells(logs[a], order)}

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from typing import Any
 
 import numpy as np
 
 from analysis.estimators.ece import ece_difference_test, ece_interval
 from analysis.estimators.resampling import rng_for
 from analysis.reports.contrasts import significant
+from analysis.reports.report_parts import Calibration, CalibrationArm, CalibrationDelta, ReliabilityBin
 from analysis.reports.settings import Settings
 from contract.evallog import EvalLog
 
@@ -96,7 +96,7 @@ def item_confidence(
     return top / k, right.astype(np.float64)
 
 
-def reliability(conf: np.ndarray, right: np.ndarray, n_bins: int = N_BINS) -> list[dict[str, Any]]:
+def reliability(conf: np.ndarray, right: np.ndarray, n_bins: int = N_BINS) -> list[ReliabilityBin]:
     """Per equal-width bin: items, mean confidence and accuracy (the reliability diagram's points)."""
     bins = np.minimum((conf * n_bins).astype(int), n_bins - 1)
     rows = []
@@ -104,19 +104,17 @@ def reliability(conf: np.ndarray, right: np.ndarray, n_bins: int = N_BINS) -> li
         mask = bins == b
         if mask.any():
             rows.append(
-                {
-                    "bin": [b / n_bins, (b + 1) / n_bins],
-                    "items": int(mask.sum()),
-                    "confidence": float(conf[mask].mean()),
-                    "accuracy": float(right[mask].mean()),
-                }
+                ReliabilityBin(
+                    bin=[b / n_bins, (b + 1) / n_bins],
+                    items=int(mask.sum()),
+                    confidence=float(conf[mask].mean()),
+                    accuracy=float(right[mask].mean()),
+                )
             )
     return rows
 
 
-def section(
-    arms: dict[str, EvalLog], order: list[str], ref: str, settings: Settings
-) -> dict[str, Any] | None:
+def section(arms: dict[str, EvalLog], order: list[str], ref: str, settings: Settings) -> Calibration | None:
     """ECE per arm with its interval and each arm's ECE minus the reference's (paired); None: no answers."""
     # One kind of confidence for every arm, or their ECEs would not be comparable: log-probability weights
     # only when every arm's every sample records them.
@@ -131,41 +129,46 @@ def section(
         if value is None:
             continue
         conf, right = value
-        ece, ci = ece_interval(conf, right, settings.n_boot, rng_for(settings.seed, f"ece/{arm}"),
-                               alpha=settings.alpha, n_bins=N_BINS)  # fmt: skip
-        rows.append({"arm": arm, "ece": ece, "ci95": ci.as_list(), "ci95_method": ci.method,
-                     "mean_confidence": float(conf.mean()), "accuracy": float(right.mean()),
-                     "reliability": reliability(conf, right)})  # fmt: skip
+        ece = ece_interval(conf, right, settings.n_boot, rng_for(settings.seed, f"ece/{arm}"),
+                           alpha=settings.alpha, n_bins=N_BINS)  # fmt: skip
+        rows.append(
+            CalibrationArm(
+                arm=arm,
+                **ece.fields("ece"),
+                mean_confidence=float(conf.mean()),
+                accuracy=float(right.mean()),
+                reliability=reliability(conf, right),
+            )
+        )
         if arm == ref:
             continue
         rc, rr = data[ref]  # type: ignore[misc]
         rng = rng_for(settings.seed, f"ece-delta/{arm}")
-        est, dci, p = ece_difference_test(
+        change = ece_difference_test(
             rc, rr, conf, right, settings.n_boot, rng, alpha=settings.alpha, n_bins=N_BINS
         )
-        sig = significant(p, dci.as_list(), settings.alpha)
+        sig = significant(change.p_value, change.ci, settings.alpha)
         deltas.append(
-            {
-                "arm": arm,
-                "reference": ref,
-                "delta": est,
-                "ci95": dci.as_list(),
-                "ci95_method": dci.method,
-                "p_value": p,
-                "significant": sig,
-                "negligible": bool(sig and abs(est) < ECE_MIN_EFFECT),
-            }
+            CalibrationDelta(
+                arm=arm,
+                reference=ref,
+                delta=change.delta,
+                **change.ci.fields(),
+                p_value=change.p_value,
+                significant=sig,
+                negligible=bool(sig and abs(change.delta) < ECE_MIN_EFFECT),
+            )
         )
-    return {
-        "confidence": (
+    return Calibration(
+        confidence=(
             "sum over its majority answer's samples of exp(mean token log-probability), divided by k"
             if weighted
             else "share of an item's k samples that give its majority answer"
             + (" (k = 1: every confidence is 1, so ECE is the error rate)" if k == 1 else "")
         ),
-        "n_bins": N_BINS,
-        "min_effect": ECE_MIN_EFFECT,
-        "arms": rows,
-        "deltas": deltas,
-        "arms_without_answers": missing,
-    }
+        n_bins=N_BINS,
+        min_effect=ECE_MIN_EFFECT,
+        arms=rows,
+        deltas=deltas,
+        arms_without_answers=missing,
+    )

@@ -28,7 +28,7 @@ from analysis.estimators.resampling import rng_for
 from analysis.reports import contrasts as ct
 from analysis.reports.refusal import Refusal
 from analysis.reports.report_parts import MeanContrast, Real, ReportSection
-from analysis.reports.settings import Settings
+from analysis.reports.settings import Settings, checked
 from contract.contamination import (
     OVERLAP_FILE,
     PROBE_PREFIX,
@@ -76,11 +76,7 @@ def read_audit(params: str | Path | None) -> Audit | None:
     section = (yaml.safe_load(p.read_text()) or {}).get("contamination")
     if section is None:
         return None
-    try:
-        cfg = ContaminationSettings.model_validate(section)
-    except ValidationError as e:
-        err = e.errors()[0]
-        raise Refusal(f"{p}: contamination.{'.'.join(str(x) for x in err['loc'])}: {err['msg']}") from None
+    cfg = checked(ContaminationSettings, section, p, "contamination")
     folder = Path(cfg.out)
     if cfg.flag.reference is not None and cfg.flag.reference not in cfg.models:
         raise Refusal(
@@ -240,7 +236,7 @@ def split(audit: Audit, order: list[str], ref: np.ndarray, arm: np.ndarray, name
         "sources": sorted(str(audit.folder / n) for n in _files(audit)),
     }
     if seen.all() or not seen.any():
-        every = {"items": "all", **ct.mean_contrast(ref, arm, settings)}
+        every = {"items": "all", **ct.mean_contrast(ref, arm, settings).fields()}
         ct.decide_bh([every], settings)
         which = "no item" if not seen.any() else "every item"
         return ContaminationSplit(
@@ -251,9 +247,12 @@ def split(audit: Audit, order: list[str], ref: np.ndarray, arm: np.ndarray, name
         )  # fmt: skip
     # All items: the same draws as the report's own row of this contrast (no key), so the numbers agree.
     rows = [
-        {"items": "all", **ct.mean_contrast(ref, arm, settings)},
-        {"items": "possibly seen", **ct.mean_contrast(ref[seen], arm[seen], settings, key=f"{key}/seen")},
-        {"items": "clean", **ct.mean_contrast(ref[~seen], arm[~seen], settings, key=f"{key}/clean")},
+        {"items": "all", **ct.mean_contrast(ref, arm, settings).fields()},
+        {
+            "items": "possibly seen",
+            **ct.mean_contrast(ref[seen], arm[seen], settings, key=f"{key}/seen").fields(),
+        },
+        {"items": "clean", **ct.mean_contrast(ref[~seen], arm[~seen], settings, key=f"{key}/clean").fields()},
     ]
     ct.decide_bh(rows, settings)
     diff = group_difference_test(

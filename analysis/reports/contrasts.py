@@ -36,12 +36,14 @@ from analysis.estimators.resampling import (
     weighted_means,
 )
 from analysis.estimators.signflip import (
+    SignFlip,
     sign_flip_interval,
     sign_flip_min_p,
     sign_flip_test,
     small_suite_interval,
 )
 from analysis.reports.align import ArmData
+from analysis.reports.contrast_values import Claim, ContrastStats, Decision
 from analysis.reports.number_text import p_bound
 from analysis.reports.settings import Settings
 
@@ -99,42 +101,50 @@ def delta_interval(d: np.ndarray, settings: Settings, key: str) -> Interval:
     return sign_flip_interval(d, settings.n_perm, rng_for(settings.seed, f"perm-ci{key}"), settings.alpha)
 
 
-def excludes_zero(ci: Sequence[float]) -> bool:
-    """True when the interval [lo, hi] lies on one side of 0."""
-    lo, hi = ci
-    return bool(lo > 0 or hi < 0)
-
-
-def significant(p_adjusted: float, ci: Sequence[float], level: float) -> bool:
+def significant(p_adjusted: float, ci: Interval, level: float) -> bool:
     """The one rule: the adjusted p is at most the level and the interval lies on one side of 0."""
-    return bool(p_adjusted <= level and excludes_zero(ci))
+    return bool(p_adjusted <= level and ci.excludes(0.0))
 
 
-def mean_contrast(ref: np.ndarray, arm: np.ndarray, settings: Settings, key: str = "") -> dict[str, Any]:
+def paired_stats(
+    ref: np.ndarray, arm: np.ndarray, d: np.ndarray, ci: Interval, flip: SignFlip
+) -> ContrastStats:
+    """The contrast of two arms' scores with their per-item differences d, its interval and its test."""
+    return ContrastStats(int(d.size), float(ref.mean()), float(arm.mean()), float(d.mean()), ci,
+                         float(flip.p[0]), flip.exact, flip.n_perm)  # fmt: skip
+
+
+def mean_contrast(ref: np.ndarray, arm: np.ndarray, settings: Settings, key: str = "") -> ContrastStats:
     """Paired delta of per-item scores: estimate, BCa item-level CI, sign-flip p (every report's rows)."""
     d = arm - ref
     ci = delta_interval(d, settings, key)
     flip = sign_flip_test(d, settings.n_perm, rng_for(settings.seed, f"perm{key}"))
-    return {
-        "n_items": int(d.size),
-        "mean_ref": float(ref.mean()),
-        "mean_arm": float(arm.mean()),
-        "delta": float(d.mean()),
-        "ci95": ci.as_list(),
-        "ci95_method": ci.method,
-        "p_value": float(flip.p[0]),
-        "perm_exact": flip.exact,
-        "perm_n": flip.n_perm,
-    }
+    return paired_stats(ref, arm, d, ci, flip)
+
+
+def bh_decisions(stats: Sequence[ContrastStats], settings: Settings) -> list[Decision]:
+    """Benjamini-Hochberg over the contrasts' p, then the one rule: each contrast's Decision, in order."""
+    return bh_decide([s.p_value for s in stats], [s.ci for s in stats], [s.delta for s in stats], settings)
+
+
+def bh_decide(
+    p_values: Sequence[float], cis: Sequence[Interval], deltas: Sequence[float], settings: Settings
+) -> list[Decision]:
+    """The Decisions of a Benjamini-Hochberg family of contrasts given by their p, intervals and deltas."""
+    decided_by = f"Benjamini-Hochberg over {len(p_values)} contrasts at fdr {settings.fdr}"
+    out = []
+    for q, ci, delta in zip(bh_qvalues(list(p_values)), cis, deltas, strict=True):
+        sig = significant(float(q), ci, settings.fdr)
+        out.append(Decision(float(q), sig, bool(sig and abs(delta) < settings.min_effect), decided_by))
+    return out
 
 
 def decide_bh(rows: list[dict[str, Any]], settings: Settings, delta_key: str = "delta") -> None:
-    """Benjamini-Hochberg over the rows' p, then the one rule: sets q_value, significant, negligible."""
-    for row, q in zip(rows, bh_qvalues([r["p_value"] for r in rows]), strict=True):
-        row["q_value"] = float(q)
-        row["significant"] = significant(q, row["ci95"], settings.fdr)
-        row["negligible"] = bool(row["significant"] and abs(row[delta_key]) < settings.min_effect)
-        row["decided_by"] = f"Benjamini-Hochberg over {len(rows)} contrasts at fdr {settings.fdr}"
+    """bh_decide for reports still assembled as dicts: sets q_value, significant, negligible, decided_by."""
+    cis = [Interval(*r["ci95"], r.get("ci95_method") or "") for r in rows]
+    decisions = bh_decide([r["p_value"] for r in rows], cis, [r[delta_key] for r in rows], settings)
+    for row, decision in zip(rows, decisions, strict=True):
+        row.update(decision.fields())
 
 
 def family_groups(families: list[str | None]) -> dict[str, np.ndarray]:
@@ -145,14 +155,26 @@ def family_groups(families: list[str | None]) -> dict[str, np.ndarray]:
     return {name: np.flatnonzero(labels == name) for name in sorted(set(labels))}
 
 
-def family_rows(ref: ArmData, arm: ArmData, settings: Settings, families: list[str | None]) -> list[dict]:
+@dataclass(frozen=True)
+class FamilyContrast:
+    """One item family's contrast and its verdict (one Benjamini-Hochberg family per contrast)."""
+
+    family: str
+    stats: ContrastStats
+    decision: Decision
+
+
+def family_rows(
+    ref: ArmData, arm: ArmData, settings: Settings, families: list[str | None]
+) -> list[FamilyContrast]:
     """Delta, CI, p per item family of one contrast, decided as one Benjamini-Hochberg family."""
-    rows = []
-    for name, idx in family_groups(families).items():
-        row = mean_contrast(ref.item_mean[idx], arm.item_mean[idx], settings, key=f"/family/{name}")
-        rows.append({"family": name, **row})
-    decide_bh(rows, settings)
-    return rows
+    groups = family_groups(families)
+    stats = [
+        mean_contrast(ref.item_mean[idx], arm.item_mean[idx], settings, key=f"/family/{name}")
+        for name, idx in groups.items()
+    ]
+    decisions = bh_decisions(stats, settings)
+    return [FamilyContrast(*row) for row in zip(groups, stats, decisions, strict=True)]
 
 
 def too_few_items(n_items: int, settings: Settings, n_tests: int = 1) -> str | None:
@@ -174,11 +196,11 @@ def too_few_items(n_items: int, settings: Settings, n_tests: int = 1) -> str | N
 class Primary:
     """The primary contrast (trained vs base) and the claim's family of tests, decided once."""
 
-    mean: dict[str, Any]  # mean_contrast's fields, plus q_value (Holm), significant, negligible
+    stats: ContrastStats  # the mean delta (pass@1 with 0/1 scores), its headline interval and sign-flip p
+    decision: Decision  # Holm over the claim's family
     passk: PassAtK  # pass@k of both arms at every k of the grid, with cluster-bootstrap intervals
     mean_draws: np.ndarray  # the item bootstrap of the mean delta (the headline's BCa draw)
-    bca_method: str
-    percentile: list[float]
+    percentile: Interval  # the percentile interval of the same draw
     top_k: int
     top_p: float  # sign-flip p of the pass@K delta (per-item pass@K differences)
     top_p_holm: float
@@ -271,41 +293,25 @@ def primary_contrast(ref_scores: np.ndarray, arm_scores: np.ndarray, settings: S
         # the headline's, and the claim quotes that same interval.
         all_k = dataclasses.replace(all_k, delta_ci=[headline, *all_k.delta_ci[1:]])
     passk = subset_pass_at_k(all_k, ks)
-    mean = {
-        "n_items": int(d.size),
-        "mean_ref": float(ref_scores.mean()),
-        "mean_arm": float(arm_scores.mean()),
-        "delta": float(d.mean()),
-        "ci95": [float(lo[0]), float(hi[0])],
-        "ci95_method": methods[0],
-        "p_value": float(flip.p[0]),
-        "perm_exact": flip.exact,
-        "perm_n": flip.n_perm,
-    }
+    stats = paired_stats(ref_scores, arm_scores, d, headline, flip)
     top_k = ks[-1]
-    n_tests, top_p, holm = _claim_family(ref_scores, arm_scores, top_k, mean["p_value"], settings)
-    mean["q_value"] = float(holm[0])
-    mean["significant"] = (
-        significant(holm[0], mean["ci95"], alpha)
-        and too_few_items(mean["n_items"], settings, n_tests) is None
-    )
-    mean["negligible"] = bool(mean["significant"] and abs(mean["delta"]) < settings.min_effect)
-    mean["decided_by"] = (
+    n_tests, top_p, holm = _claim_family(ref_scores, arm_scores, top_k, stats.p_value, settings)
+    enough = too_few_items(stats.n_items, settings, n_tests) is None
+    sig = significant(holm[0], headline, alpha) and enough
+    decision = Decision(
+        float(holm[0]),
+        sig,
+        bool(sig and abs(stats.delta) < settings.min_effect),
         f"Holm over pass@1 and pass@{top_k} at alpha {alpha} (the claim's family)"
         if n_tests == 2
-        else f"sign-flip test at alpha {alpha} (one sample per item: pass@1 is the only test)"
+        else f"sign-flip test at alpha {alpha} (one sample per item: pass@1 is the only test)",
     )
-    top_ci = passk.delta_ci[-1]
     top_holm = float(holm[-1])
-    top_sig = (
-        n_tests == 2
-        and significant(top_holm, top_ci.as_list(), alpha)
-        and too_few_items(mean["n_items"], settings, n_tests) is None
-    )
+    top_sig = n_tests == 2 and significant(top_holm, passk.delta_ci[-1], alpha) and enough
+    percentile = Interval(float(pct_lo[0]), float(pct_hi[0]), "percentile")
     return Primary(
-        mean, passk, theta_b, methods[0], [float(pct_lo[0]), float(pct_hi[0])], top_k, top_p, top_holm,
-        bool(top_sig), n_tests, all_k,
-    )  # fmt: skip
+        stats, decision, passk, theta_b, percentile, top_k, top_p, top_holm, bool(top_sig), n_tests, all_k
+    )
 
 
 # A verdict that is not significant, in the one wording of every report (claim, rows, page sentence).
@@ -317,29 +323,32 @@ def is_primary(reference: str, arm: str) -> bool:
     return (reference, arm) == (PRIMARY_REFERENCE, PRIMARY_ARM)
 
 
-def claim(primary: Primary, settings: Settings) -> tuple[str, str]:
+def claim(primary: Primary, settings: Settings) -> Claim:
     """EXPANSION / SHARPENING / REGRESSION / no detectable difference, decided by the claim's Holm family.
 
     With one sample per item pass@1 is the only evidence, which cannot separate sharpening from
     expansion: a significant shift is then UNDETERMINED rather than either. With too few items for any
     Holm-adjusted sign-flip p to reach alpha: TOO FEW ITEMS.
     """
-    if (why := too_few_items(primary.mean["n_items"], settings, primary.n_tests)) is not None:
-        return "TOO FEW ITEMS", why
-    m, passk, k = primary.mean, primary.passk, primary.top_k
+    m, verdict = primary.stats, primary.decision
+    if (why := too_few_items(m.n_items, settings, primary.n_tests)) is not None:
+        return Claim("TOO FEW ITEMS", why)
+    passk, k = primary.passk, primary.top_k
     top, d_top = passk.delta_ci[-1], float(passk.delta[-1])
-    lo, hi = m["ci95"]
     one_text = (
-        f"pass@1 (the mean score) {m['delta']:+.4f} (CI [{lo:+.4f}, {hi:+.4f}], sign-flip p "
-        f"{p_bound(m['p_value'], m['perm_n'], m['perm_exact'])}, Holm {m['q_value']:.3g})"
+        f"pass@1 (the mean score) {m.delta:+.4f} (CI [{m.ci.lo:+.4f}, {m.ci.hi:+.4f}], sign-flip p "
+        f"{p_bound(m.p_value, m.perm_n, m.perm_exact)}, Holm {verdict.q_value:.3g})"
     )
     if primary.n_tests == 1:
-        if m["significant"]:
-            return "UNDETERMINED", (
-                f"{one_text} moved, but with one sample per item sharpening and expansion cannot be told "
-                "apart; rerun with more samples per item."
+        if verdict.significant:
+            return Claim(
+                "UNDETERMINED",
+                (
+                    f"{one_text} moved, but with one sample per item sharpening and expansion cannot be told "
+                    "apart; rerun with more samples per item."
+                ),
             )
-        return NO_DIFFERENCE, f"{one_text} is not significant."
+        return Claim(NO_DIFFERENCE, f"{one_text} is not significant.")
     top_text = (
         f"pass@{k} {d_top:+.4f} (CI [{top.lo:+.4f}, {top.hi:+.4f}], sign-flip p "
         f"{p_bound(primary.top_p, settings.n_perm, exact=False)}, "
@@ -347,15 +356,17 @@ def claim(primary: Primary, settings: Settings) -> tuple[str, str]:
     )
     family = f" Holm over pass@1 and pass@{k} holds the claim's family-wise error at alpha {settings.alpha}."
     if primary.top_significant and d_top > 0:
-        return "EXPANSION", (
+        why = (
             f"{top_text} rose: the trained model solves items that were out of reach at this sampling "
-            f"budget before; {one_text}." + family
+            f"budget before; {one_text}."
         )
-    if m["significant"] and m["delta"] > 0:
-        return "SHARPENING", (
+        return Claim("EXPANSION", why + family)
+    if verdict.significant and m.delta > 0:
+        why = (
             f"{one_text} rose while no change of pass@{k} was detected ({top_text}): more reliable on items "
-            "it could already solve; capability expansion not detected at this suite size." + family
+            "it could already solve; capability expansion not detected at this suite size."
         )
-    if primary.top_significant or (m["significant"] and m["delta"] < 0):
-        return "REGRESSION", f"{one_text}; {top_text}: the trained model lost ground." + family
-    return NO_DIFFERENCE, f"neither {one_text} nor {top_text} is significant." + family
+        return Claim("SHARPENING", why + family)
+    if primary.top_significant or (verdict.significant and m.delta < 0):
+        return Claim("REGRESSION", f"{one_text}; {top_text}: the trained model lost ground." + family)
+    return Claim(NO_DIFFERENCE, f"neither {one_text} nor {top_text} is significant." + family)

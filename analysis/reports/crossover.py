@@ -14,24 +14,27 @@ intervals are pointwise, one per k: the crossover is a description of the curves
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from analysis.estimators.passk import PassAtK, beta_binomial_moments, beta_binomial_pass_at_k, correct_counts
 from analysis.reports.number_text import interval, signed
+from analysis.reports.report_models import Crossover, CrossoverNeeded, CrossoverRow
 
 K_SEARCH = 1 << 20  # the largest k the extrapolation looks at
 
 
-def needed_k(pre_scores: np.ndarray, post_scores: np.ndarray, half_width: float) -> dict[str, Any]:
+def needed_k(ref_scores: np.ndarray, arm_scores: np.ndarray, half_width: float) -> CrossoverNeeded:
     """The smallest k at which the Beta-binomial fits of both arms put the delta within half_width."""
-    n = pre_scores.shape[1]
-    fits = [beta_binomial_moments(correct_counts(s), n) for s in (pre_scores, post_scores)]
+    n = ref_scores.shape[1]
+    fits = [beta_binomial_moments(correct_counts(s), n) for s in (ref_scores, arm_scores)]
     if n < 2:
-        return {"k": None, "reason": "with one sample per item the spread of the rates cannot be fitted"}
+        return CrossoverNeeded(
+            k=None, reason="with one sample per item the spread of the rates cannot be fitted"
+        )
     if fits[0] is None or fits[1] is None:
-        return {"k": None, "reason": "a rate distribution cannot be fitted (no spread of correct counts)"}
+        return CrossoverNeeded(
+            k=None, reason="a rate distribution cannot be fitted (no spread of correct counts)"
+        )
     (a0, b0), (a1, b1) = fits
     ks = np.unique(np.round(np.logspace(0, np.log2(K_SEARCH), 400, base=2)).astype(int))
     delta = beta_binomial_pass_at_k(a1, b1, ks) - beta_binomial_pass_at_k(a0, b0, ks)
@@ -39,47 +42,36 @@ def needed_k(pre_scores: np.ndarray, post_scores: np.ndarray, half_width: float)
     fit = {"pre_beta": [a0, b0], "post_beta": [a1, b1]}
     if hit.size == 0:
         reason = f"the fitted delta stays above {half_width:.4f} up to k = {K_SEARCH:,}"
-        return {"k": None, "reason": reason, **fit}
-    return {"k": int(ks[hit[0]]), "delta_at_k": float(delta[hit[0]]), "reason": None, **fit}
+        return CrossoverNeeded(k=None, reason=reason, **fit)
+    return CrossoverNeeded(k=int(ks[hit[0]]), delta_at_k=float(delta[hit[0]]), reason=None, **fit)
 
 
-def _ci(row: dict[str, Any]) -> str:
-    return f"delta {signed(row['delta'])}, CI {interval(row['ci95'])}"
+def _ci(row: CrossoverRow) -> str:
+    return f"delta {signed(row.delta)}, CI {interval(row.ci95)}"
 
 
-def crossover(all_k: PassAtK, pre_scores: np.ndarray, post_scores: np.ndarray) -> dict[str, Any]:
+def crossover(all_k: PassAtK, ref_scores: np.ndarray, arm_scores: np.ndarray) -> Crossover:
     """The crossover section: the first k whose delta interval reaches 0, or none up to k and the k needed."""
-    rows = [
-        {
-            "k": k,
-            "delta": float(all_k.delta[i]),
-            "ci95": all_k.delta_ci[i].as_list(),
-            "ci95_method": all_k.delta_ci[i].method,
-        }
-        for i, k in enumerate(all_k.ks)
-    ]
+    cis = all_k.delta_ci
+    rows = [CrossoverRow(k=k, delta=float(all_k.delta[i]), **cis[i].fields()) for i, k in enumerate(all_k.ks)]
     first, last = rows[0], rows[-1]
-    out: dict[str, Any] = {"k": None, "rows": rows, "needed": None}
-    if not first["ci95"][0] > 0:
+    if not cis[0].lo > 0:
         text = f"base is not detectably below trained at k = 1 ({_ci(first)}): no crossover to look for."
-        return {**out, "status": "no lead at k = 1", "row": first, "text": text}
-    for row in rows[1:]:
-        if not row["ci95"][0] > 0:
+        return Crossover(k=None, needed=None, status="no lead at k = 1", row=first, text=text)
+    for ci, row in zip(cis[1:], rows[1:], strict=True):
+        if not ci.lo > 0:
             text = (
-                f"crossover at k = {row['k']}: base's pass@{row['k']} is no longer detectably below "
+                f"crossover at k = {row.k}: base's pass@{row.k} is no longer detectably below "
                 f"trained's ({_ci(row)} reaches 0); at every smaller k trained leads, its interval above 0."
             )
-            return {**out, "status": "crossover", "k": row["k"], "row": row, "text": text}
-    half = (last["ci95"][1] - last["ci95"][0]) / 2
-    need = needed_k(pre_scores, post_scores, half)
+            return Crossover(k=row.k, needed=None, status="crossover", row=row, text=text)
+    half = (cis[-1].hi - cis[-1].lo) / 2
+    need = needed_k(ref_scores, arm_scores, half)
     tail = (
         f"at the observed rates (Beta-binomial fits) the delta would fall to this suite's half-width "
-        f"{half:.4f} at k = {need['k']:,}"
-        if need["k"] is not None
-        else f"the observed rates give no such k: {need['reason']}"
+        f"{half:.4f} at k = {need.k:,}"
+        if need.k is not None
+        else f"the observed rates give no such k: {need.reason}"
     )
-    text = (
-        f"no crossover up to k = {last['k']}: trained leads at every k (pass@{last['k']} {_ci(last)}); "
-        f"{tail}."
-    )
-    return {**out, "status": "no crossover", "row": last, "needed": need, "text": text}
+    text = f"no crossover up to k = {last.k}: trained leads at every k (pass@{last.k} {_ci(last)}); {tail}."
+    return Crossover(k=None, needed=need, status="no crossover", row=last, text=text)

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from analysis.reports import arm_comparison, contrasts
 from analysis.reports import delta as delta_report
-from analysis.reports.align import arm_arrays, check_matched, item_order, load_logs
+from analysis.reports.align import arm_arrays, arm_logs, check_matched, item_order
 from analysis.reports.refusal import Refusal
 from analysis.reports.report_models import ArmComparison, DeltaReport
 from analysis.reports.report_parts import MeanContrast, Real, ReportModel, ReportSection
@@ -99,14 +99,10 @@ def scorer_of(log: EvalLog) -> dict[str, Any] | None:
 
 
 def read_folder(folder: Path, arms: list[str] | None) -> dict[str, tuple[Path, EvalLog]]:
-    """The logs of a folder by arm name (the log's arm, else its stem), limited to arms when given."""
-    paths = sorted(folder.glob("*.json")) if arms is None else [folder / f"{a}.json" for a in arms]
-    paths = [p for p in paths if p.is_file()]
-    if not paths:
+    """The logs of a folder by arm (align.arm_logs refuses two of one arm), limited to arms if given."""
+    found = arm_logs(folder, arms)
+    if not found:
         raise Refusal(f"{folder}: no EvalLog (*.json) in this folder; give the folder that holds the logs")
-    found: dict[str, tuple[Path, EvalLog]] = {}
-    for path, log in zip(paths, load_logs(paths, samples=False), strict=True):
-        found[log.arm or path.stem] = (path, log)
     return found
 
 
@@ -126,7 +122,7 @@ def arm_changes(before: EvalLog, after: EvalLog, settings: Settings) -> dict[str
     """The paired change of one arm's score, and the items whose majority verdict changed."""
     order = item_order(before)
     b, a = arm_arrays(before, order), arm_arrays(after, order)
-    row = contrasts.mean_contrast(b.item_mean, a.item_mean, settings, key="/drift")
+    row = contrasts.mean_contrast(b.item_mean, a.item_mean, settings, key="/drift").fields()
     by_before = {it.item_id: it for it in before.items}
     by_after = {it.item_id: it for it in after.items}
     changed = []

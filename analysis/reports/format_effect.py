@@ -47,16 +47,16 @@ this reader does lose those answers.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from analysis.estimators.bootstrap_ci import bootstrap_mean_ci
-from analysis.estimators.estimate import Interval
+from analysis.estimators.estimate import Estimate, Interval
 from analysis.estimators.proportions import wilson_interval
 from analysis.estimators.ratio import RATIO_METHOD as POOLED_RATIO_METHOD
-from analysis.estimators.ratio import pooled_ratio
+from analysis.estimators.ratio import RatioEstimate, pooled_ratio
 from analysis.estimators.resampling import rng_for
 from analysis.estimators.signflip import sign_flip_test, small_suite_interval
 from analysis.reports.contrasts import (
@@ -67,6 +67,7 @@ from analysis.reports.contrasts import (
     significant,
 )
 from analysis.reports.number_text import p_bound
+from analysis.reports.report_parts import AnsweredChange, LenientTopK, MeanContrast
 from analysis.reports.settings import Settings
 
 FORMAT, FORMAT_DECLINE = "FORMAT", "FORMAT (decline)"
@@ -88,29 +89,29 @@ class ReaderArrays:
     lenient: np.ndarray | None  # (n_items, k) the lenient reader's scores; None: not recorded
 
 
-def answered_share(answered: np.ndarray, settings: Settings, key: str = "") -> dict[str, Any]:
+def answered_share(answered: np.ndarray, settings: Settings, key: str = "") -> Estimate:
     """The share of samples with an answer read, with a percentile item-cluster bootstrap interval (one
     sample per item: Wilson's score interval, which covers where the percentile interval of 0/1 values at a
     few dozen items does not)."""
     items = np.asarray(answered, np.float64).mean(axis=1)
     if np.asarray(answered).shape[1] == 1:
         lo, hi = wilson_interval(int(items.sum()), items.size, settings.alpha)
-        return {"share": float(items.mean()), "ci95": [lo, hi], "ci95_method": "Wilson score"}
+        return Estimate(float(items.mean()), Interval(lo, hi, "Wilson score"))
     ci = bootstrap_mean_ci(
         items, settings.n_boot, rng_for(settings.seed, f"answered{key}"), alpha=settings.alpha,
         method="percentile",
     )[0]  # fmt: skip
-    method = "point (constant)" if ci.lo == ci.hi else SHARE_METHOD
-    return {"share": float(items.mean()), "ci95": ci.as_list(), "ci95_method": method}
+    ci = dataclasses.replace(ci, method="point (constant)" if ci.lo == ci.hi else SHARE_METHOD)
+    return Estimate(float(items.mean()), ci)
 
 
 def accuracy_among_answered(
     scores: np.ndarray, answered: np.ndarray, settings: Settings, key: str = ""
-) -> dict[str, Any]:
+) -> RatioEstimate:
     """Accuracy among the samples with an answer read (a ratio), with its item-cluster bootstrap interval.
 
-    None for the accuracy and interval when no sample has an answer; `empty_resamples` counts the resamples
-    without an answered sample, which the interval leaves out.
+    None for the accuracy and interval when no sample has an answer; n_counted: the answered samples;
+    `empty_resamples` counts the resamples without an answered sample, which the interval leaves out.
     """
     scores, answered = np.asarray(scores, np.float64), np.asarray(answered, np.float64)
     est = pooled_ratio(
@@ -120,15 +121,9 @@ def accuracy_among_answered(
         rng_for(settings.seed, f"answered-accuracy{key}"),
         settings.alpha,
     )
-    method = RATIO_METHOD if est.ci95_method == POOLED_RATIO_METHOD else est.ci95_method
-    return {
-        "n_answered": est.n_counted,
-        "n_samples": int(answered.size),
-        "accuracy": est.ratio,
-        "ci95": est.ci95,
-        "ci95_method": method,
-        "empty_resamples": est.empty_resamples,
-    }
+    if est.ci is None or est.ci.method != POOLED_RATIO_METHOD:
+        return est
+    return dataclasses.replace(est, ci=dataclasses.replace(est.ci, method=RATIO_METHOD))
 
 
 def paired_share_interval(ref: np.ndarray, arm: np.ndarray, settings: Settings, key: str = "") -> Interval:
@@ -142,7 +137,7 @@ def paired_share_interval(ref: np.ndarray, arm: np.ndarray, settings: Settings, 
 
 def answered_change(
     ref_answered: np.ndarray, arm_answered: np.ndarray, settings: Settings, key: str = "/answered"
-) -> dict[str, Any]:
+) -> AnsweredChange:
     """The paired change in answered share (arm minus reference), its interval and sign-flip test."""
     ref = np.asarray(ref_answered, np.float64).mean(axis=1)
     arm = np.asarray(arm_answered, np.float64).mean(axis=1)
@@ -150,57 +145,54 @@ def answered_change(
     ci = paired_share_interval(ref, arm, settings, key)
     flip = sign_flip_test(d, settings.n_perm, rng_for(settings.seed, f"perm{key}"))
     p = float(flip.p[0])
-    return {
-        "share_ref": float(ref.mean()),
-        "share_arm": float(arm.mean()),
-        "delta": float(d.mean()),
-        "ci95": ci.as_list(),
-        "ci95_method": ci.method,
-        "p_value": p,
-        "perm_exact": flip.exact,
-        "perm_n": flip.n_perm,
-        "significant": significant(p, ci.as_list(), settings.alpha),
-    }
+    return AnsweredChange(
+        share_ref=float(ref.mean()),
+        share_arm=float(arm.mean()),
+        delta=float(d.mean()),
+        **ci.fields(),
+        p_value=p,
+        perm_exact=flip.exact,
+        perm_n=flip.n_perm,
+        significant=significant(p, ci, settings.alpha),
+    )
 
 
 def lenient_contrast(
     ref_lenient: np.ndarray, arm_lenient: np.ndarray, settings: Settings, level: float, key: str = ""
-) -> dict[str, Any]:
+) -> MeanContrast:
     """The lenient reader's mean contrast, drawn as the report reader's contrast of the same key, decided
     at the unadjusted level (p <= level and the interval excludes 0)."""
     ref = np.asarray(ref_lenient, np.float64).mean(axis=1)
     arm = np.asarray(arm_lenient, np.float64).mean(axis=1)
-    row = mean_contrast(ref, arm, settings, key=key)
-    row["significant"] = significant(row["p_value"], row["ci95"], level)
-    row["decided_by"] = f"sign-flip test at {level}, unadjusted"
-    return row
+    stats = mean_contrast(ref, arm, settings, key=key)
+    decided = {"significant": significant(stats.p_value, stats.ci, level)}
+    decided["decided_by"] = f"sign-flip test at {level}, unadjusted"
+    return MeanContrast.model_validate({**stats.fields(), **decided})
 
 
 def lenient_primary(
     ref_lenient: np.ndarray, arm_lenient: np.ndarray, settings: Settings
-) -> tuple[dict[str, Any], dict[str, Any] | None]:
+) -> tuple[MeanContrast, LenientTopK | None]:
     """Trained vs base under the lenient reader, estimated and decided as under the report's reader.
 
     analysis.reports.contrasts.primary_contrast on the lenient scores: the same draws, intervals, tests and
-    Holm
-    family over pass@1 and pass@K at alpha. Returns the pass@1 contrast (mean_contrast's fields with
+    Holm family over pass@1 and pass@K at alpha. Returns the pass@1 contrast (mean_contrast's fields with
     q_value, significant, negligible, decided_by) and the pass@K part (None with one sample per item).
     """
     p = primary_contrast(ref_lenient, arm_lenient, settings)
+    mean = MeanContrast.model_validate({**p.stats.fields(), **p.decision.fields()})
     if p.n_tests == 1:
-        return dict(p.mean), None
-    top = p.passk.delta_ci[-1]
-    return dict(p.mean), {
-        "k": p.top_k,
-        "pre": float(p.passk.pre[-1]),
-        "post": float(p.passk.post[-1]),
-        "delta": float(p.passk.delta[-1]),
-        "ci95": top.as_list(),
-        "ci95_method": top.method,
-        "p_value": p.top_p,
-        "p_holm": p.top_p_holm,
-        "significant": p.top_significant,
-    }
+        return mean, None
+    return mean, LenientTopK(
+        k=p.top_k,
+        pre=float(p.passk.ref[-1]),
+        post=float(p.passk.arm[-1]),
+        delta=float(p.passk.delta[-1]),
+        **p.passk.delta_ci[-1].fields(),
+        p_value=p.top_p,
+        p_holm=p.top_p_holm,
+        significant=p.top_significant,
+    )
 
 
 def format_call(strict_shift: int, lenient_shift: bool) -> str | None:
@@ -213,43 +205,45 @@ def format_call(strict_shift: int, lenient_shift: bool) -> str | None:
     return FORMAT if strict_shift > 0 else FORMAT_DECLINE
 
 
-def contrast_text(row: dict[str, Any], what: str) -> str:
-    lo, hi = row["ci95"]
-    p = p_bound(row["p_value"], row.get("perm_n"), row.get("perm_exact", True))
-    return f"{what} {row['delta']:+.4f} (CI [{lo:+.4f}, {hi:+.4f}], sign-flip p {p})"
+def contrast_text(row: MeanContrast | LenientTopK, what: str) -> str:
+    lo, hi = row.ci95
+    # A pass@K row records no permutation count: its p is quoted as it stands.
+    perm_n, exact = (row.perm_n, row.perm_exact) if isinstance(row, MeanContrast) else (None, True)
+    p = p_bound(row.p_value, perm_n, exact if exact is not None else True)
+    return f"{what} {row.delta:+.4f} (CI [{lo:+.4f}, {hi:+.4f}], sign-flip p {p})"
 
 
-def change_text(change: dict[str, Any] | None) -> str:
+def change_text(change: AnsweredChange | None) -> str:
     """The sentence part on the answered share: both shares and the paired change with its interval."""
     if change is None:
         return "the answered share is unknown (the logs record no answers)"
-    lo, hi = change["ci95"]
+    lo, hi = change.ci95
     return (
-        f"the share of samples with an answer read went from {change['share_ref']:.3f} to "
-        f"{change['share_arm']:.3f} ({change['delta']:+.4f}, CI [{lo:+.4f}, {hi:+.4f}])"
+        f"the share of samples with an answer read went from {change.share_ref:.3f} to "
+        f"{change.share_arm:.3f} ({change.delta:+.4f}, CI [{lo:+.4f}, {hi:+.4f}])"
     )
 
 
 def primary_call(
     claim: str,
     strict_delta: float,
-    lenient: dict[str, Any],
-    top: dict[str, Any] | None,
-    change: dict[str, Any] | None,
+    lenient: MeanContrast,
+    top: LenientTopK | None,
+    change: AnsweredChange | None,
 ) -> tuple[str | None, str]:
     """The FORMAT call on trained vs base and its sentence, from the claim under the report's reader.
 
     A shift the claim's family finds (EXPANSION, SHARPENING, REGRESSION, UNDETERMINED) is FORMAT when
     neither the lenient pass@1 nor the lenient pass@K delta is significant.
     """
-    lenient_shift = bool(lenient["significant"] or (top is not None and top["significant"]))
+    lenient_shift = bool(lenient.significant or (top is not None and top.significant))
     shift = 0
     if claim in SHIFTS:
         shift = -1 if claim == "REGRESSION" or (claim == "UNDETERMINED" and strict_delta < 0) else 1
     call = format_call(shift, lenient_shift)
     seen = contrast_text(lenient, f"under {LENIENT_READER} pass@1")
     if top is not None:
-        seen += " and " + contrast_text(top, f"pass@{top['k']}")
+        seen += " and " + contrast_text(top, f"pass@{top.k}")
     if call is None and shift == 0:
         return (
             None,
@@ -273,13 +267,13 @@ def primary_call(
     )
 
 
-def row_call(strict_significant: bool, strict_delta: float, lenient: dict[str, Any]) -> str | None:
+def row_call(strict_significant: bool, strict_delta: float, lenient: MeanContrast) -> str | None:
     """The FORMAT call on a row decided by its own rule (an arm row, a trajectory row)."""
     shift = 0 if not strict_significant else (1 if strict_delta > 0 else -1)
-    return format_call(shift, bool(lenient["significant"]))
+    return format_call(shift, bool(lenient.significant))
 
 
-def row_claim(call: str, lenient: dict[str, Any], change: dict[str, Any] | None) -> str:
+def row_claim(call: str, lenient: MeanContrast, change: AnsweredChange | None) -> str:
     """An arm row's claim when its change is FORMAT: what the reader saw, and what the lenient reader saw."""
     moved = "gain" if call == FORMAT else "loss"
     return (

@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from analysis.estimators import paper_metrics as pm
+from analysis.estimators.estimate import excludes
 from analysis.reports import answering, contrasts, undecided
-from analysis.reports.align import ArmData, arm_arrays, check_matched, item_order, load_logs
+from analysis.reports.align import ArmData, arm_arrays, arm_logs, check_matched, item_order
 from analysis.reports.benchmark_table import answers_of
 from analysis.reports.contrasts import mean_contrast, too_few_items
 from analysis.reports.number_text import p_bound
@@ -22,13 +23,15 @@ from analysis.reports.refusal import Refusal
 from analysis.reports.report_models import TrajectoryReport
 from analysis.reports.settings import (
     Settings,
-    log_path,
+    checked,
     read_arm_list,
     read_section,
     read_swept,
     settings_dict,
 )
 from contract.evallog import EvalLog
+from contract.log_folder import log_path
+from contract.params import TrajectoryParams
 
 NOT_CONFIGURED, ARMS_MISSING, DONE = "not configured", "arms missing", "done"
 STEP_IN_NAME = re.compile(r"step[-_](\d+)$")
@@ -37,9 +40,6 @@ CONFIGURE = (
     "placebo: <the random-reward run's plain arm>}` and those arms to `arms` (docs/worlds.md: The checkpoint "
     "trajectory)"
 )
-
-# The keys of params.yaml `trajectory` (the configuration reference of the docs lists them from here).
-TRAJECTORY_KEYS: tuple[str, ...] = ("checkpoints", "placebo")
 
 
 def swept_checkpoints(path: str | Path | None, logs_dir: str | Path) -> list[str] | None:
@@ -67,28 +67,10 @@ def read_trajectory(
         return None
     if not isinstance(section, dict):
         raise Refusal(f"{p}: trajectory: must be a mapping with checkpoints and placebo; {CONFIGURE}")
-    unknown = sorted(set(section) - set(TRAJECTORY_KEYS))
-    if unknown:
-        raise Refusal(
-            f"{p}: trajectory.{unknown[0]}: unknown key (a typo?); known keys: {', '.join(TRAJECTORY_KEYS)}"
-        )
-    checkpoints, placebo = section.get("checkpoints"), section.get("placebo")
-    if (
-        not isinstance(checkpoints, list)
-        or len(checkpoints) < 2
-        or not all(isinstance(c, str) for c in checkpoints)
-    ):
-        raise Refusal(
-            f"{p}: trajectory.checkpoints: must list at least two arms in training order, the reference "
-            f"first, e.g. [base, step-200, trained]; got {checkpoints!r}"
-        )
-    if len(set(checkpoints)) != len(checkpoints):
-        raise Refusal(f"{p}: trajectory.checkpoints: an arm is listed twice in {checkpoints!r}")
-    if placebo is not None and (not isinstance(placebo, str) or placebo in checkpoints):
-        raise Refusal(
-            f"{p}: trajectory.placebo: must be one arm that is not a checkpoint (or null); got {placebo!r}"
-        )
-    return list(checkpoints), placebo
+    # Without a sweep the checkpoints are required: an absent list is checked as an empty one would be.
+    t = checked(TrajectoryParams, {"checkpoints": None, **section}, p, "trajectory")
+    assert t.checkpoints is not None  # TrajectoryParams refuses a given None
+    return list(t.checkpoints), t.placebo
 
 
 def _row(arm: str, ref: str, data: dict[str, Any], models: dict[str, str], settings: Settings) -> dict:
@@ -97,9 +79,9 @@ def _row(arm: str, ref: str, data: dict[str, Any], models: dict[str, str], setti
     whole = None
     if contrasts.is_primary(ref, arm):
         whole = contrasts.primary_contrast(data[ref].scores, data[arm].scores, settings)
-        row = whole.mean
+        row = {**whole.stats.fields(), **whole.decision.fields()}
     else:
-        row = mean_contrast(data[ref].item_mean, data[arm].item_mean, settings)
+        row = mean_contrast(data[ref].item_mean, data[arm].item_mean, settings).fields()
     # _primary: popped by build once the rows are decided, for trained vs base's FORMAT call.
     return {"arm": arm, "reference": ref, "model_name": models[arm], **row, "_primary": whole}
 
@@ -111,7 +93,7 @@ def _format(row: dict[str, Any], readers: dict[str, Any], settings: Settings) ->
     if whole is not None:
         part = answering.primary_part(whole, contrasts.claim(whole, settings)[0], ref, arm, settings)
     else:
-        part = answering.row_part(row, "delta", ref, arm, settings)
+        part = answering.row_part(row["significant"], row["delta"], ref, arm, settings)
     if part is not None:
         row["format"] = part
 
@@ -127,10 +109,10 @@ def reward_claim(row: dict[str, Any] | None, settings: Settings) -> str:
         return why
     lo, hi = row["ci95"]
     gap = f"{row['arm']} - {row['reference']} = {row['delta']:+.4f}, CI [{lo:+.4f}, {hi:+.4f}]"
-    call = (row.get("format") or {}).get("call")
+    call = row["format"].call if row.get("format") is not None else None
     if call is not None:
         # The two runs differ under the report's reader only: what the reward changed is the answer's form.
-        lenient = row["format"]["lenient"]
+        lenient = row["format"].lenient
         what = (
             "the reward taught where to write the answer, not to answer right more often"
             if row["delta"] > 0
@@ -139,8 +121,8 @@ def reward_claim(row: dict[str, Any] | None, settings: Settings) -> str:
         )
         return (
             f"{call}: {gap} under the report's reader, but the lenient reader finds no difference "
-            f"({lenient['delta']:+.4f}, sign-flip p "
-            f"{p_bound(lenient['p_value'], lenient.get('perm_n'), lenient.get('perm_exact', True))}): {what}."
+            f"({lenient.delta:+.4f}, sign-flip p "
+            f"{p_bound(lenient.p_value, lenient.perm_n, lenient.perm_exact is not False)}): {what}."
         )
     # As in the other reports, a claim needs what the significant column needs: q <= fdr and the CI.
     if row["significant"] and lo > 0:
@@ -150,7 +132,7 @@ def reward_claim(row: dict[str, Any] | None, settings: Settings) -> str:
         )
     if row["significant"] and hi < 0:
         return f"the placebo scores higher than the rewarded run ({gap} below 0): the reward did not help."
-    if contrasts.excludes_zero(row["ci95"]):
+    if excludes(*row["ci95"]):
         return (
             f"{gap} excludes 0, but q = {row['q_value']:.3g} > fdr {settings.fdr} among the report's "
             "contrasts: not significant, no claim about the reward."
@@ -225,9 +207,8 @@ def build(logs_dir: str, settings: Settings, params: str | Path | None) -> Traje
     if placebo in absent:
         placebo = None
     present = [*checkpoints, *([placebo] if placebo else [])]
-    paths = [log_path(folder, a) for a in present]
-    # Side by side on the spare CPUs; every sample validated, then dropped.
-    logs = dict(zip(present, zip(paths, load_logs(paths, samples=False), strict=True), strict=True))
+    # Side by side on the spare CPUs; every sample validated, then dropped. Each is there (absent_arms).
+    logs = arm_logs(folder, present)
     ref = checkpoints[0]
     ref_path, ref_log = logs[ref]
     matched: dict[str, Any] = {}
@@ -249,7 +230,14 @@ def build(logs_dir: str, settings: Settings, params: str | Path | None) -> Traje
     notes = _notes(ref_log, len(order), config[1], placebo)
     if lenient_missing:
         notes.append(answering.not_recorded(lenient_missing, len(readers)))
-    extra = undecided.report_fields({a: g for a, (_, g) in logs.items()}, order, data, tests, settings, notes)
+    extra = undecided.report_fields(
+        {a: g for a, (_, g) in logs.items()},
+        order,
+        data,
+        [(t["reference"], t["arm"]) for t in tests],
+        settings,
+        notes,
+    )
     return TrajectoryReport(
         report="trajectory",
         status=DONE,

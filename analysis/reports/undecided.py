@@ -19,10 +19,9 @@ Logs scored before format 5 record no verdicts: the report then says so in one n
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
+from analysis.estimators.estimate import interval_fields
 from analysis.estimators.ratio import decided_delta
 from analysis.estimators.resampling import rng_for
 from analysis.reports import format_effect as fe
@@ -84,11 +83,11 @@ def not_recorded(arms: list[str], n_logs: int) -> str:
     )
 
 
-def contrast_fields(
+def undecided_contrast(
     ref: str, arm: str, scores: dict[str, np.ndarray], flags: dict[str, np.ndarray], settings: Settings
-) -> dict[str, Any]:
-    """One contrast's undecided fields (UndecidedContrast's): the change in undecided share, its note, and
-    the delta on the samples both arms decided; scores and flags (n_items, k) by arm."""
+) -> UndecidedContrast:
+    """One contrast's change in undecided share, its note, and the delta on the samples both arms decided;
+    scores and flags (n_items, k) by arm."""
     # One key whatever the arms are named: a contrast's interval is the same in every report.
     key = "/undecided"
     change = fe.answered_change(flags[ref], flags[arm], settings, key=key)
@@ -96,18 +95,17 @@ def contrast_fields(
         scores[ref], scores[arm], flags[ref], flags[arm], settings.n_boot,
         rng_for(settings.seed, f"decided{key}"), settings.alpha,
     )  # fmt: skip
-    return {
-        "reference": ref,
-        "arm": arm,
-        "change": change,
-        "headline_delta": float(scores[arm].mean() - scores[ref].mean()),
-        "decided_delta": est.ratio,
-        "decided_ci95": est.ci95,
-        "decided_ci95_method": est.ci95_method,
-        "n_decided": est.n_counted,
-        "n_samples": int(scores[ref].size),
-        "shares_differ": bool(change["significant"]),
-    }
+    return UndecidedContrast(
+        reference=ref,
+        arm=arm,
+        change=change,
+        headline_delta=float(scores[arm].mean() - scores[ref].mean()),
+        decided_delta=est.ratio,
+        **interval_fields(est.ci, "decided_ci95"),
+        n_decided=est.n_counted,
+        n_samples=int(scores[ref].size),
+        shares_differ=bool(change.significant),
+    )
 
 
 def section(
@@ -132,8 +130,7 @@ def section(
         )
         for arm, f in known.items()
     ]
-    rows = [UndecidedContrast.model_validate(contrast_fields(r, a, scores, known, settings))
-            for r, a in pairs]  # fmt: skip
+    rows = [undecided_contrast(r, a, scores, known, settings) for r, a in pairs]
     return UndecidedSection(arms=arms, contrasts=rows), None
 
 
@@ -141,14 +138,13 @@ def report_fields(
     logs: dict[str, EvalLog],
     order: list[str],
     data: dict[str, ArmData],
-    rows: list[dict[str, Any]],
+    pairs: list[tuple[str, str]],
     settings: Settings,
     notes: list[str],
 ) -> dict[str, UndecidedSection]:
-    """The report's `undecided` keyword for these contrast rows (each names its reference and arm); empty
-    where not recorded, the note then appended to notes."""
+    """The report's `undecided` keyword for these contrasts, each (ref, arm); empty where not recorded, the
+    note then appended to notes."""
     scores = {arm: d.scores for arm, d in data.items()}
-    pairs = [(r["reference"], r["arm"]) for r in rows]
     part, note = section(logs, order, scores, pairs, settings)
     if note is not None:
         notes.append(note)

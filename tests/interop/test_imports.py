@@ -209,7 +209,7 @@ def test_compare_refuses_logs_of_other_items_or_one_model(pair: Pair, cli: Cli, 
         "--out",
         tmp_path / "cmp",
     )
-    assert rc == 2 and "both are arm 'base'" in err
+    assert rc == 2 and "both hold arm 'base'" in err
     two = json.loads(pair.trained.read_text())
     two["model_name"] = "mockllm/base"
     (tmp_path / "trained.json").write_text(json.dumps({**two, "arm": "trained"}))
@@ -244,7 +244,7 @@ def test_compare_refuses_logs_of_other_items_or_one_model(pair: Pair, cli: Cli, 
         "--out",
         tmp_path / "cmp",
     )
-    assert rc == 2 and "both are arm 'trained'" in err
+    assert rc == 2 and "both hold arm 'trained'" in err
     assert not (tmp_path / "cmp").exists()
 
 

@@ -33,10 +33,11 @@ def test_ece_difference_bootstrap():
     rng = np.random.default_rng(3)
     conf = rng.random(400)
     correct = (rng.random(400) < conf).astype(float)
-    same, ci, _ = ece_difference_test(conf, correct, conf, correct, 500, np.random.default_rng(0))
-    assert same == 0 and ci.as_list() == [0.0, 0.0]
+    same = ece_difference_test(conf, correct, conf, correct, 500, np.random.default_rng(0))
+    assert same.delta == 0 and same.ci.as_list() == [0.0, 0.0]
     worse = np.clip(conf + 0.3, 0, 1)
-    diff, ci, _ = ece_difference_test(conf, correct, worse, correct, 2000, np.random.default_rng(0))
+    change = ece_difference_test(conf, correct, worse, correct, 2000, np.random.default_rng(0))
+    diff, ci = change.delta, change.ci
     assert diff == pytest.approx(
         expected_calibration_error(worse, correct) - expected_calibration_error(conf, correct)
     )

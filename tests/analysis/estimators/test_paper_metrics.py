@@ -109,9 +109,10 @@ def test_bayes_delta_is_the_difference_of_independent_posteriors() -> None:
     b = np.array([[1, 1, 1, 0], [1, 0, 0, 0]], dtype=float)
     d = pm.bayes_delta(a, b, alpha=0.05)
     (ma, sa), (mb, sb) = pm.bayes_at_n(a), pm.bayes_at_n(b)
-    assert d["delta"] == pytest.approx(mb - ma) == pytest.approx(((4 + 2) - (2 + 1)) / 6 / 2)
-    assert d["sd"] == pytest.approx(math.hypot(sa, sb))
-    assert d["ci95"][1] - d["delta"] == pytest.approx(1.959964 * d["sd"], rel=1e-6)
+    assert d.estimate.value == pytest.approx(mb - ma) == pytest.approx(((4 + 2) - (2 + 1)) / 6 / 2)
+    assert d.sd == pytest.approx(math.hypot(sa, sb))
+    assert d.estimate.interval is not None
+    assert d.estimate.interval.hi - d.estimate.value == pytest.approx(1.959964 * d.sd, rel=1e-6)
 
 
 def test_arm_metrics_on_a_committed_log() -> None:

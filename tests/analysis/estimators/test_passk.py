@@ -82,8 +82,8 @@ def test_pass_at_k_bootstrap_at_k_1024_equals_a_direct_resampling(compress):
     item_pre = np.array([exact[c] for c in c_pre])
     item_post = np.array([exact[c] for c in c_post])
     assert r.ks == ks and ks[-1] == 1024
-    assert r.pre == pytest.approx(item_pre.mean(axis=0), rel=1e-12, abs=1e-15)
-    assert r.post == pytest.approx(item_post.mean(axis=0), rel=1e-12, abs=1e-15)
+    assert r.ref == pytest.approx(item_pre.mean(axis=0), rel=1e-12, abs=1e-15)
+    assert r.arm == pytest.approx(item_post.mean(axis=0), rel=1e-12, abs=1e-15)
     # The same resamples drawn here: item weights over whole items (each with all 1,024 of its samples).
     draw = np.random.default_rng(4)
     if compress:
@@ -107,7 +107,7 @@ def test_pass_at_k_bootstrap_at_k_1024_equals_a_direct_resampling(compress):
         w = np.stack([np.bincount(row, minlength=n_items) for row in idx]).astype(float)
     boot_pre, boot_post = w @ item_pre / n_items, w @ item_post / n_items
     for j in range(len(ks)):
-        for got, dist in ((r.pre_ci[j], boot_pre[:, j]), (r.post_ci[j], boot_post[:, j]),
+        for got, dist in ((r.ref_ci[j], boot_pre[:, j]), (r.arm_ci[j], boot_post[:, j]),
                           (r.delta_ci[j], boot_post[:, j] - boot_pre[:, j])):  # fmt: skip
             lo, hi = np.quantile(dist, [0.025, 0.975])
             assert (got.lo, got.hi) == (pytest.approx(lo, abs=1e-12), pytest.approx(hi, abs=1e-12))
@@ -157,14 +157,14 @@ def test_pass_at_k_bootstrap_of_fractional_scores_draws_the_pass_at_k_part_group
     assert row_groups(np.hstack([passk, (post - pre).mean(axis=1)[:, None]])) is None
     split = pass_at_k_bootstrap(pre, post, n_boot, np.random.default_rng(1))
     plain = pass_at_k_bootstrap(pre, post, n_boot, np.random.default_rng(2), compress=False)
-    assert split.pre == pytest.approx(plain.pre) and split.mean_delta == pytest.approx(plain.mean_delta)
+    assert split.ref == pytest.approx(plain.ref) and split.mean_delta == pytest.approx(plain.mean_delta)
     draw = np.random.default_rng(1)  # the same two draws, one after the other
     theta = bootstrap_distribution(passk, weighted_means, n_boot, draw)
     mean_d = bootstrap_distribution((post - pre).mean(axis=1), weighted_means, n_boot, draw)
-    assert split.post_ci[-1].lo == pytest.approx(np.quantile(theta[:, -1], 0.025), abs=1e-12)
+    assert split.arm_ci[-1].lo == pytest.approx(np.quantile(theta[:, -1], 0.025), abs=1e-12)
     assert split.mean_delta_ci.hi == pytest.approx(np.quantile(mean_d[:, 0], 0.975), abs=1e-12)
-    mine = [*split.pre_ci, *split.post_ci, *split.delta_ci, split.mean_delta_ci]
-    theirs = [*plain.pre_ci, *plain.post_ci, *plain.delta_ci, plain.mean_delta_ci]
+    mine = [*split.ref_ci, *split.arm_ci, *split.delta_ci, split.mean_delta_ci]
+    theirs = [*plain.ref_ci, *plain.arm_ci, *plain.delta_ci, plain.mean_delta_ci]
     for a, b in zip(mine, theirs, strict=True):
         width = b.hi - b.lo
         assert abs(a.lo - b.lo) < 0.08 * width and abs(a.hi - b.hi) < 0.08 * width

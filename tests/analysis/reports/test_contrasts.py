@@ -83,15 +83,16 @@ def test_beta_binomial_pass_at_k_matches_scipy_and_the_fit_recovers_the_rates():
 def test_ece_by_hand_and_its_interval_and_paired_test():
     conf, right = np.array([0.9, 0.9, 0.6, 0.6]), np.array([1.0, 0.0, 1.0, 1.0])
     # Bin 0.9: accuracy 0.5, confidence 0.9; bin 0.6: accuracy 1, confidence 0.6; each half the items.
-    est, ci = ece_interval(conf, right, 500, np.random.default_rng(0))
+    ece = ece_interval(conf, right, 500, np.random.default_rng(0))
+    est, ci = ece.value, ece.interval
     assert est == pytest.approx(0.5 * 0.4 + 0.5 * 0.4) == expected_calibration_error(conf, right)
-    assert ci.lo <= est <= ci.hi
+    assert ci is not None and ci.lo <= est <= ci.hi
     rng = np.random.default_rng(5)
     c = rng.uniform(0.5, 1.0, 400)
     honest, overconfident = (rng.random(400) < c).astype(float), (rng.random(400) < c - 0.3).astype(float)
-    delta, dci, p = ece_difference_test(c, honest, c, overconfident, 1000, rng)
-    assert delta > 0.2 and dci.lo > 0 and p < 0.01
-    assert ece_difference_test(c, honest, c, honest, 1000, rng)[2] == 1.0
+    change = ece_difference_test(c, honest, c, overconfident, 1000, rng)
+    assert change.delta > 0.2 and change.ci.lo > 0 and change.p_value < 0.01
+    assert ece_difference_test(c, honest, c, honest, 1000, rng).p_value == 1.0
 
 
 def test_majority_confidence_is_the_share_of_the_majority_answer():
@@ -214,11 +215,11 @@ def test_needed_k_from_beta_binomial_fits():
     pre = (rng.random((400, 8)) < rng.beta(0.4, 4.0, 400)[:, None]).astype(float)
     post = (rng.random((400, 8)) < rng.beta(1.0, 2.0, 400)[:, None]).astype(float)
     need = crossover.needed_k(pre, post, 0.02)
-    (a0, b0), (a1, b1) = need["pre_beta"], need["post_beta"]
-    k = need["k"]
+    (a0, b0), (a1, b1) = need.pre_beta, need.post_beta
+    k = need.k
     assert k > 8
     gap = beta_binomial_pass_at_k(a1, b1, k) - beta_binomial_pass_at_k(a0, b0, k)
-    assert gap <= 0.02 and need["delta_at_k"] == pytest.approx(gap)
+    assert gap <= 0.02 and need.delta_at_k == pytest.approx(gap)
 
 
 def test_calibration_section_in_both_reports(tmp_path):
@@ -363,3 +364,35 @@ def test_the_drift_stage_reports_a_scorer_change_against_the_cached_log(tmp_path
     assert row["delta"] == pytest.approx(rescored.mean() - scores["trained"].mean())
     assert row["scorer_before"]["version"] == "1" and row["scorer_after"]["version"] == "2"
     assert json.loads((out / "scorers.json").read_text())["trained"]["scorer"]["version"] == "2"
+
+
+def test_a_contrast_is_one_frozen_value_and_both_bh_paths_decide_it_alike():
+    """mean_contrast's frozen value writes the report's keys in their order, and the typed Benjamini-Hochberg
+    (bh_decisions) and the one for dict rows (decide_bh) reach the same decisions."""
+    import dataclasses
+
+    from analysis.reports import contrasts
+
+    rng = np.random.default_rng(11)
+    ref = rng.random(60)
+    shifts = [0.0, 0.05, 0.3]
+    arms = [np.clip(ref + s + rng.normal(0, 0.1, 60), 0, 1) for s in shifts]
+    stats_ = [
+        contrasts.mean_contrast(ref, arm, FAST, key=f"/{s}") for s, arm in zip(shifts, arms, strict=True)
+    ]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        stats_[0].delta = 1.0  # type: ignore[misc]
+    assert list(stats_[0].fields("naive_delta")) == [
+        "n_items", "mean_ref", "mean_arm", "naive_delta", "ci95", "ci95_method",
+        "p_value", "perm_exact", "perm_n",
+    ]  # fmt: skip
+    typed = contrasts.bh_decisions(stats_, FAST)
+    rows = [s.fields() for s in stats_]
+    contrasts.decide_bh(rows, FAST)
+    assert [{k: r[k] for k in ("q_value", "significant", "negligible", "decided_by")} for r in rows] == [
+        d.fields() for d in typed
+    ]
+    # The large shift is decided significant, and so is only a contrast whose interval excludes 0.
+    assert typed[-1].significant and all(
+        not d.significant or s.ci.excludes() for d, s in zip(typed, stats_, strict=True)
+    )

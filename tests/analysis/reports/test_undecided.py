@@ -98,9 +98,9 @@ def test_the_decided_delta_is_the_mean_over_samples_both_arms_decided() -> None:
     want = float(((arm - ref) * decided).sum() / decided.sum())  # 6 samples, differences +1, +1, -1
     est = decided_delta(ref, arm, u_ref, u_arm, 2000, rng_for(1, "t"), 0.05)
     assert est.ratio == pytest.approx(want) and est.n_counted == 6
-    assert est.ci95 is not None and est.ci95[0] <= want <= est.ci95[1]
+    assert est.ci is not None and est.ci.lo <= want <= est.ci.hi
     none = pooled_ratio(np.zeros(3), np.zeros(3), 100, rng_for(1, "t"), 0.05)
-    assert none.ratio is None and none.ci95 is None
+    assert none.ratio is None and none.ci is None
 
 
 def test_the_delta_report_shows_the_undecided_shares_and_the_decided_delta(tmp_path: Path) -> None:
