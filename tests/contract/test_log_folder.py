@@ -12,7 +12,7 @@ import pytest
 
 from benchmarks.bench_logs import arm_log
 from contract.log_folder import LogFolderError, read_arm_logs
-from tests.conftest import ROOT
+from demo.worlds import ROOT
 
 
 def write_log(folder: Path, name: str, arm: str | None, seed: int = 0) -> Path:

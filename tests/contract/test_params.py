@@ -15,8 +15,8 @@ from analysis.reports.refusal import Refusal
 from analysis.reports.settings import Settings, read_arm_list, read_settings, read_swept
 from analysis.reports.trajectory import read_trajectory
 from contract.params import AnalysisParams
+from demo.worlds import ROOT
 from pipeline.config import ConfigError, load_params
-from tests.conftest import ROOT
 
 
 def params_with(tmp_path: Path, **sections: Any) -> Path:
