@@ -41,6 +41,7 @@ from typing import Any
 
 from benchmarks import champ_text
 from contract.jsonl import read_jsonl
+from scoring.timelimit import DEFAULT_TIMEOUT_S
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data" / "answer_reading"
@@ -73,8 +74,15 @@ def read_cases(path: Path) -> list[dict[str, Any]]:
     return [row for _, row in read_jsonl(path)]
 
 
-def score_text(case_id: str, reference: str | float | int, text: str, verifier: dict[str, Any]) -> tuple:
-    """(verdict 0/1 or None when refused, the answer read, the reason) of one chat sample."""
+def score_text(
+    case_id: str,
+    reference: str | float | int,
+    text: str,
+    verifier: dict[str, Any],
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+) -> tuple:
+    """(verdict 0/1 or None when refused, the answer read, the reason) of one chat sample, read under the
+    score stage's time limit (conf/score.yaml verifier_timeout_s) unless timeout_s says otherwise."""
     from contract.suite import SuiteItem
     from scoring import verifiers
 
@@ -83,7 +91,7 @@ def score_text(case_id: str, reference: str | float | int, text: str, verifier: 
          "verifier": verifier}
     )  # fmt: skip
     try:
-        verdict = verifiers.score(item, text, chat=True)
+        verdict = verifiers.score(item, text, chat=True, timeout_s=timeout_s)
     except verifiers.VerifierError as e:
         return None, None, f"refused: {e}"
     return int(verdict.score), verdict.answer, verdict.reason
@@ -102,7 +110,11 @@ def score_math_verify_cases(path: Path = MATH_VERIFY_CASES, swap_roles: bool = F
 
 
 def score_champ(
-    path: Path = CHAMP_LABELS, verifier_type: str = "numeric", rel_tol: float = 0.0, abs_tol: float = 0.0
+    path: Path = CHAMP_LABELS,
+    verifier_type: str = "numeric",
+    rel_tol: float = 0.0,
+    abs_tol: float = 0.0,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
 ) -> list[CaseResult]:
     """Every labelled CHAMP response scored as a chat sample of an item with a numeric (or math) verifier."""
     verifier: dict[str, Any] = {"type": verifier_type}
@@ -111,7 +123,7 @@ def score_champ(
     results = []
     for c in read_cases(path):
         case_id = f"{c['problem_id']}::{c['model']}"
-        got, answer, reason = score_text(case_id, c["reference"], c["response"], verifier)
+        got, answer, reason = score_text(case_id, c["reference"], c["response"], verifier, timeout_s)
         results.append(CaseResult(case_id, c["model"], str(c["reference"]), c["response"], c["label"], got,
                                   answer, reason))  # fmt: skip
     return results

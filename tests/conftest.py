@@ -1,4 +1,5 @@
-"""Shared fixtures: tiny checkpoints of the demo model family, a runner world in a tmp dir, one vLLM engine.
+"""Shared fixtures (tiny checkpoints of the demo model family, one vLLM engine, the SmolLM2 checkpoints, a
+headless browser) and the pytest-xdist groups. What the tests share besides fixtures is in tests/helpers/.
 
 Engines are expensive (vLLM starts in 30-60 s on two cores), so a session holds at most one, through
 pipeline.engines.get_engine, which swaps it only when a test asks for another model.
@@ -6,9 +7,7 @@ pipeline.engines.get_engine, which swaps it only when a test asks for another mo
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -19,20 +18,13 @@ import pytest
 # anything loads torch, and inherited by every command a test starts; a value the caller set wins.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-# Re-exported ("X as X"): the test modules import the worlds and tiny checkpoints from here.
-from demo.tiny_models import COMMITTED_CHECKPOINTS as COMMITTED_CHECKPOINTS
-from demo.tiny_models import TINY_RECIPE as TINY_RECIPE
-from demo.tiny_models import TINY_SIZE as TINY_SIZE
-from demo.tiny_models import arithmetic_items as arithmetic_items
-from demo.tiny_models import build_tiny_checkpoint as build_tiny_checkpoint
-from demo.worlds import CHAT_TEMPLATE as CHAT_TEMPLATE
-from demo.worlds import DEMO_BASE as DEMO_BASE
-from demo.worlds import DEMO_SUITE as DEMO_SUITE
-from demo.worlds import ROOT as ROOT
-from demo.worlds import World as World
-from demo.worlds import make_world as make_world
-from demo.worlds import with_chat_template as with_chat_template
-from demo.worlds import write_jsonl as write_jsonl
+from demo.tiny_models import TINY_RECIPE, TINY_SIZE, build_tiny_checkpoint
+from demo.worlds import DEMO_BASE, ROOT
+
+# A fixture shared by the page tests and the judge's labelling sheet: headless Chromium, one per module.
+from tests.helpers.browser import browser as browser
+from tests.helpers.checkpoints import cache_dir, cached_checkpoint, committed_or_cached
+from tests.helpers.worlds import smollm2_build_key, world_env
 
 # The test modules that drive a vLLM engine in the test process. The test command (--dist loadgroup) runs
 # them one after another on one pytest-xdist worker: vLLM's import (about 15 s of a CPU) and each
@@ -126,41 +118,6 @@ def _environment_as_it_was() -> Any:
     os.environ.update(saved)
 
 
-def _cache_dir(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
-    """A directory kept across sessions (pytest's cache) if the cache plugin is on, else a tmp dir."""
-    cache = getattr(request.config, "cache", None)
-    return cache.mkdir(name) if cache is not None else tmp_path_factory.mktemp(name)
-
-
-def committed_or_cached(
-    name: str, request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, build: Any
-) -> Path:
-    """tests/checkpoints/<name> when committed, else the checkpoint build makes, cached across sessions."""
-    committed = COMMITTED_CHECKPOINTS / name
-    if (committed / "config.json").is_file() and (committed / "model.safetensors").is_file():
-        return committed
-    return _cached_checkpoint(_cache_dir(request, tmp_path_factory, f"tiny-{name}"), build)
-
-
-def _cached_checkpoint(base: Path, build: Any) -> Path:
-    """base/ckpt, built once (in a private dir renamed at the end: a killed build leaves no half)."""
-    final = base / "ckpt"
-    # The marker, not config.json: a world's build (examples/smollm2) holds its checkpoints in subfolders.
-    if (final / ".complete").is_file() or (final / "config.json").is_file():
-        return final
-    work = base / f"build-{os.getpid()}"
-    build(work)
-    (work / ".complete").write_text("")
-    try:
-        os.replace(work, final)
-    except OSError:
-        # Another worker's build of the same key got there first: both are the same build, keep theirs.
-        if not (final / ".complete").is_file():
-            raise
-        shutil.rmtree(work)
-    return final
-
-
 @pytest.fixture(scope="session")
 def tiny_checkpoint(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A trained tiny checkpoint (see build_tiny_checkpoint): the committed one, or trained and cached."""
@@ -200,44 +157,6 @@ def vllm_engine(vllm_for: Any, tiny_checkpoint: Path) -> Any:
     return vllm_for(tiny_checkpoint)
 
 
-def write_generations(path: Path, raw: dict[str, Any]) -> None:
-    """Write a hand-made generations file sealed as the runner writes it (contract.generations).
-
-    A record that does not validate is written as it is: a file the test means to be refused for that.
-    """
-    from pydantic import ValidationError
-
-    from contract.generations import Generations, dump_generations
-
-    try:
-        path.write_text(dump_generations(Generations.model_validate(raw)), encoding="utf-8")
-    except ValidationError:
-        path.write_text(json.dumps(raw), encoding="utf-8")
-
-
-def smollm2_build_key() -> str:
-    """A key of the SmolLM2 world's build script and adapter: a new one of either is a new build."""
-    import hashlib
-
-    world = ROOT / "examples" / "smollm2"
-    h = hashlib.sha256((world / "build.py").read_bytes())
-    for f in sorted((world / "adapter").iterdir()):
-        if f.name.startswith("adapter_"):
-            h.update(f.read_bytes())
-    return h.hexdigest()[:12]
-
-
-def world_env() -> dict[str, str]:
-    """A world's commands call `python`: this interpreter's, with this checkout's code first (a venv's)."""
-    import sys
-
-    env = dict(os.environ)
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-    env["PYTHONPATH"] = str(ROOT)
-    env.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
-    return env
-
-
 @pytest.fixture(scope="session")
 def smollm2_checkpoints(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """models/ with base/ and trained/ as examples/smollm2/build.py makes them: built once a session (and
@@ -252,12 +171,4 @@ def smollm2_checkpoints(request: pytest.FixtureRequest, tmp_path_factory: pytest
         )  # fmt: skip
         assert done.returncode == 0, done.stderr[-3000:]
 
-    return _cached_checkpoint(_cache_dir(request, tmp_path_factory, f"smollm2-{smollm2_build_key()}"), build)
-
-
-def link_or_copy(src: str, dst: str) -> None:
-    """A hard link of src at dst (a checkpoint's weights are not copied), a copy across filesystems."""
-    try:
-        os.link(src, dst)
-    except OSError:
-        shutil.copy2(src, dst)
+    return cached_checkpoint(cache_dir(request, tmp_path_factory, f"smollm2-{smollm2_build_key()}"), build)
