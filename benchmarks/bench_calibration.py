@@ -68,7 +68,7 @@ from analysis.estimators.noise_floor import aa_noise_floor
 from analysis.estimators.passk import k_grid
 from analysis.reports import answering, contrasts
 from analysis.reports.format_effect import FORMAT, FORMAT_DECLINE, ReaderArrays
-from analysis.reports.settings import Settings
+from analysis.reports.settings import AnalysisSettings
 from benchmarks.calibration_judge import judge_table
 from benchmarks.calibration_metrics import metrics_table
 from benchmarks.calibration_split import split_table
@@ -103,7 +103,9 @@ def population(design: Design, rng: np.random.Generator) -> dict[str, float]:
     }
 
 
-def one_rep(design: Design, settings: Settings, rng: np.random.Generator, truth: dict[str, float]) -> dict:
+def one_rep(
+    design: Design, settings: AnalysisSettings, rng: np.random.Generator, truth: dict[str, float]
+) -> dict:
     """The decisions and interval hits of one simulated pair of logs."""
     # Each rep its own analysis seed, as each real report has its own: a fixed set of sign vectors or
     # resamples would make every rep share one draw's luck.
@@ -207,7 +209,13 @@ GAINS = {"EXPANSION", "SHARPENING", "UNDETERMINED"}
 
 
 def format_rep(
-    n: int, k: int, regime: str, design: str, settings: Settings, rng: np.random.Generator, accuracy: float
+    n: int,
+    k: int,
+    regime: str,
+    design: str,
+    settings: AnalysisSettings,
+    rng: np.random.Generator,
+    accuracy: float,
 ) -> dict:
     """One simulated pair under two readers: the claim under the report's reader, the FORMAT call, and
     whether trained's answered share, its accuracy among answered (population value: accuracy) and the
@@ -269,7 +277,7 @@ FORMAT_COLUMNS = [
 ]
 
 
-def format_table(args: argparse.Namespace, reps: int, settings: Settings) -> None:
+def format_table(args: argparse.Namespace, reps: int, settings: AnalysisSettings) -> None:
     """The FORMAT call's error rates and power over every size, samples per item, regime and design."""
     print(f"FORMAT call: {reps} reps per design; format rates (base, trained): "
           + ", ".join(f"{d} {r}" for d, r in FORMAT_RATES.items()))  # fmt: skip
@@ -318,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = ap.parse_args(argv)
     reps, n_boot = (40, 400) if args.quick else (args.reps, args.n_boot)
-    settings = Settings(n_boot=n_boot, n_perm=n_boot)
+    settings = AnalysisSettings(n_boot=n_boot, n_perm=n_boot)
     started, cpu = time.perf_counter(), time.process_time()
     if args.part == "judge":
         judge_table([n for n in args.sizes if n >= 100] or [500], reps, n_boot, args.seed)

@@ -35,7 +35,7 @@ from scipy.stats import norm
 
 from analysis.estimators import paper_metrics as pm
 from analysis.reports.benchmark_table import metric_interval
-from analysis.reports.settings import Settings
+from analysis.reports.settings import AnalysisSettings
 
 WRONG = 3  # wrong answers a wrong sample chooses from, uniformly
 COLUMNS = [
@@ -77,7 +77,9 @@ def population(regime: tuple[float, float], planted: bool, k: int, rng: np.rando
     return {"maj": float(maj), "pass_hat": float((q**k - p**k).mean()), "avg": float((q - p).mean())}
 
 
-def one_rep(n: int, k: int, regime: tuple, planted: bool, settings: Settings, rng, truth: dict) -> dict:
+def one_rep(
+    n: int, k: int, regime: tuple, planted: bool, settings: AnalysisSettings, rng, truth: dict
+) -> dict:
     """The interval hits of one simulated pair of logs."""
     settings = dataclasses.replace(settings, seed=int(rng.integers(2**31)))
     p, q = rates(regime, planted, n, rng)
@@ -105,7 +107,7 @@ def one_rep(n: int, k: int, regime: tuple, planted: bool, settings: Settings, rn
     }
 
 
-def metrics_table(sizes: list[int], reps: int, settings: Settings, seed: int, regimes: dict) -> None:
+def metrics_table(sizes: list[int], reps: int, settings: AnalysisSettings, seed: int, regimes: dict) -> None:
     """Print the coverage of every paper-metric interval over sizes, k, regimes and effects."""
     print(f"paper metrics: {reps} reps per design, {settings.n_boot} resamples and sign vectors per interval")
     print("  n  k  regime    effect  " + "  ".join(f"{short:>13}" for _, short, _ in COLUMNS))

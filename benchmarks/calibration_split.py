@@ -29,7 +29,7 @@ import numpy as np
 from scipy.special import expit, logit
 
 from analysis.reports import contamination_split as cs
-from analysis.reports.settings import Settings
+from analysis.reports.settings import AnalysisSettings
 from contract.contamination import ContaminationSettings
 
 DESIGNS = {"null-0": (0.0, 0.0), "null-gain": (0.8, 0.8), "seen-only": (0.8, 0.0), "both": (2.3, 0.8)}
@@ -47,7 +47,7 @@ def audit_of(ids: list[str], seen: np.ndarray) -> cs.Audit:
 
 
 def one_rep(
-    n: int, k: int, regime: tuple, shifts: tuple, share: float, settings: Settings, rng, truth
+    n: int, k: int, regime: tuple, shifts: tuple, share: float, settings: AnalysisSettings, rng, truth
 ) -> dict:
     """The calls and the clean interval's hit of one simulated pair of logs."""
     settings = dataclasses.replace(settings, seed=int(rng.integers(2**31)))
@@ -69,7 +69,7 @@ def one_rep(
     }
 
 
-def split_table(sizes: list[int], reps: int, settings: Settings, seed: int, regimes: dict) -> None:
+def split_table(sizes: list[int], reps: int, settings: AnalysisSettings, seed: int, regimes: dict) -> None:
     """Print the split's error rates and power over sizes, regimes and designs (k = 8, 30% flagged)."""
     print(f"seen/clean split: {reps} reps per design, {settings.n_perm} permutations, 30% of items flagged")
     print("  n  k  regime    design    " + "  ".join(f"{short:>13}" for _, short, _ in COLUMNS))

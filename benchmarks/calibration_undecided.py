@@ -21,7 +21,7 @@ import math
 import numpy as np
 from scipy.special import expit, logit
 
-from analysis.reports.settings import Settings
+from analysis.reports.settings import AnalysisSettings
 from analysis.reports.undecided import undecided_contrast
 
 # Undecided rates of (base, trained).
@@ -34,7 +34,7 @@ def _rates(p: np.ndarray) -> np.ndarray:
 
 
 def undecided_rep(
-    n: int, k: int, ab: tuple[float, float], rates: tuple[float, float], settings: Settings, rng
+    n: int, k: int, ab: tuple[float, float], rates: tuple[float, float], settings: AnalysisSettings, rng
 ) -> dict[str, float]:
     """One simulated pair: whether the note fired, whether the decided interval covers the population
     delta, and the headline and decided deltas."""
@@ -48,7 +48,7 @@ def undecided_rep(
             "decided": row.decided_delta}  # fmt: skip
 
 
-def undecided_table(sizes: list[int], reps: int, settings: Settings, seed: int, regimes: dict) -> int:
+def undecided_table(sizes: list[int], reps: int, settings: AnalysisSettings, seed: int, regimes: dict) -> int:
     """Print the note's rate and the decided delta's coverage per design; return the coverage misses."""
     print(f"Undecided samples: {reps} reps per design; undecided rates (base, trained) as named")
     print("  n  k  regime    rates          note fires   decided cov  headline bias   decided bias")

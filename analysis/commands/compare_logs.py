@@ -37,7 +37,7 @@ from analysis.reports.align import load_log, logs_by_arm, one_model_differences,
 from analysis.reports.number_text import interval
 from analysis.reports.refusal import EXIT_REFUSED, Refusal
 from analysis.reports.report_models import DeltaReport
-from analysis.reports.settings import Settings
+from analysis.reports.settings import AnalysisSettings
 from analysis.reports.writing import write_set
 from contract.digest import file_sha256
 from contract.evallog import EvalLog, collector_paused
@@ -91,11 +91,15 @@ def label_one_model(report: DeltaReport, comparison: dict[str, Any]) -> DeltaRep
     )
 
 
-def settings_from(args: argparse.Namespace) -> Settings:
+def settings_from(args: argparse.Namespace) -> AnalysisSettings:
     """The analysis defaults with the flags given; a flag out of range is a Refusal naming it."""
     s = replace(
-        Settings(),
-        **{k: v for k, v in vars(args).items() if k in Settings.__dataclass_fields__ and v is not None},
+        AnalysisSettings(),
+        **{
+            k: v
+            for k, v in vars(args).items()
+            if k in AnalysisSettings.__dataclass_fields__ and v is not None
+        },
     )
     for name in ("alpha", "fdr"):
         if not 0 < getattr(s, name) < 1:
@@ -123,19 +127,19 @@ def parser() -> argparse.ArgumentParser:
     )
     ap.add_argument("--out", required=True, help="folder for delta/ and arms/")
     ap.add_argument(
-        "--alpha", type=float, default=None, help=f"significance level (default {Settings.alpha})"
+        "--alpha", type=float, default=None, help=f"significance level (default {AnalysisSettings.alpha})"
     )
     ap.add_argument(
-        "--fdr", type=float, default=None, help=f"Benjamini-Hochberg rate (default {Settings.fdr})"
+        "--fdr", type=float, default=None, help=f"Benjamini-Hochberg rate (default {AnalysisSettings.fdr})"
     )
     ap.add_argument(
-        "--n-boot", type=int, default=None, help=f"bootstrap resamples (default {Settings.n_boot})"
+        "--n-boot", type=int, default=None, help=f"bootstrap resamples (default {AnalysisSettings.n_boot})"
     )
     ap.add_argument(
-        "--n-perm", type=int, default=None, help=f"sign-flip permutations (default {Settings.n_perm})"
+        "--n-perm", type=int, default=None, help=f"sign-flip permutations (default {AnalysisSettings.n_perm})"
     )
     ap.add_argument(
-        "--seed", type=int, default=None, help=f"seed of the resampling (default {Settings.seed})"
+        "--seed", type=int, default=None, help=f"seed of the resampling (default {AnalysisSettings.seed})"
     )
     return ap
 

@@ -35,7 +35,7 @@ from analysis.reports.align import load_logs
 from analysis.reports.drift import DriftReport, build, read_folder, scorer_of
 from analysis.reports.refusal import EXIT_REFUSED, Refusal
 from analysis.reports.report_files import report_json
-from analysis.reports.settings import Settings, read_arm_list, read_settings
+from analysis.reports.settings import AnalysisSettings, read_arm_list, read_settings
 from analysis.reports.writing import write_outputs
 from contract.evallog import EvalLog, collector_paused
 from contract.files import PathCheckError, input_dir, output_dir
@@ -63,7 +63,7 @@ def record(found: dict[str, tuple[Path, EvalLog]]) -> dict[str, Any]:
 
 
 def check_recorded(
-    recorded_path: Path, logs: Path, settings: Settings, arms: list[str] | None
+    recorded_path: Path, logs: Path, settings: AnalysisSettings, arms: list[str] | None
 ) -> dict[str, bytes]:
     """The drift stage: a drift report where a log's scorer differs from the recorded one; the new record."""
     current = read_folder(logs, arms)

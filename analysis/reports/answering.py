@@ -15,7 +15,7 @@ from analysis.estimators.estimate import interval_fields
 from analysis.reports import format_effect as fe
 from analysis.reports.contrasts import Primary
 from analysis.reports.report_parts import AnsweredChange, ArmAnswering, FormatContrast
-from analysis.reports.settings import Settings
+from analysis.reports.settings import AnalysisSettings
 from contract.evallog import EvalLog
 
 
@@ -34,7 +34,9 @@ def reader_arrays(log: EvalLog, order: list[str]) -> fe.ReaderArrays:
     return fe.ReaderArrays(answered, lenient)
 
 
-def arm_row(arm: str, scores: np.ndarray, arrays: fe.ReaderArrays, settings: Settings) -> ArmAnswering:
+def arm_row(
+    arm: str, scores: np.ndarray, arrays: fe.ReaderArrays, settings: AnalysisSettings
+) -> ArmAnswering:
     """One arm's answered share and accuracy among answered (each with its interval), lenient mean."""
     share, acc = None, None
     if arrays.answered is not None:
@@ -53,14 +55,14 @@ def arm_row(arm: str, scores: np.ndarray, arrays: fe.ReaderArrays, settings: Set
     )
 
 
-def _change(ref: fe.ReaderArrays, arm: fe.ReaderArrays, settings: Settings) -> AnsweredChange | None:
+def _change(ref: fe.ReaderArrays, arm: fe.ReaderArrays, settings: AnalysisSettings) -> AnsweredChange | None:
     if ref.answered is None or arm.answered is None:
         return None
     return fe.answered_change(ref.answered, arm.answered, settings)
 
 
 def primary_part(
-    primary: Primary, claim: str, ref: fe.ReaderArrays, arm: fe.ReaderArrays, settings: Settings
+    primary: Primary, claim: str, ref: fe.ReaderArrays, arm: fe.ReaderArrays, settings: AnalysisSettings
 ) -> FormatContrast | None:
     """Trained vs base under the lenient reader (pass@1 and pass@K) and its FORMAT call; None unrecorded."""
     if ref.lenient is None or arm.lenient is None:
@@ -74,7 +76,7 @@ def primary_part(
 
 
 def row_part(
-    significant: bool, delta: float, ref: fe.ReaderArrays, arm: fe.ReaderArrays, settings: Settings
+    significant: bool, delta: float, ref: fe.ReaderArrays, arm: fe.ReaderArrays, settings: AnalysisSettings
 ) -> FormatContrast | None:
     """A Benjamini-Hochberg row under the lenient reader, at the unadjusted fdr; None when not recorded."""
     if ref.lenient is None or arm.lenient is None:

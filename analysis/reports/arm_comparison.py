@@ -38,7 +38,7 @@ from analysis.reports.design import CANONICAL_ARMS, DEFAULT_ATTRIBUTION, MARGINA
 from analysis.reports.prompting import prompt_line
 from analysis.reports.refusal import Refusal
 from analysis.reports.report_models import ArmComparison, BaseArm, Factorial, UnusableArm
-from analysis.reports.settings import Settings, settings_dict
+from analysis.reports.settings import AnalysisSettings, settings_dict
 from contract.evallog import EvalLog
 
 
@@ -105,7 +105,7 @@ def discover(logs_dir: str | Path, arms: list[str] | None = None) -> dict[str, t
 
 
 def usable_arms(
-    found: dict[str, tuple[Path, EvalLog]], settings: Settings, reference: str
+    found: dict[str, tuple[Path, EvalLog]], settings: AnalysisSettings, reference: str
 ) -> tuple[dict[str, tuple[Path, EvalLog]], list[UnusableArm]]:
     """The arms whose logs can stand for them, and the tool arms left out with the reason."""
     found = dict(found)
@@ -146,7 +146,7 @@ def attributions(found: dict[str, tuple[Path, EvalLog]], reference: str) -> dict
 def contrast_rows(
     found: dict[str, tuple[Path, EvalLog]],
     data: dict[str, ArmData],
-    settings: Settings,
+    settings: AnalysisSettings,
     reference: str,
     primary: tuple[str, str],
 ) -> tuple[list[ContrastPiece], list[ContrastPiece]]:
@@ -170,7 +170,7 @@ def decide_claims(
     marginal: list[ContrastPiece],
     verdicts: dict[Pair, Decision],
     budgets: dict[Pair, BudgetAdjustment | None],
-    settings: Settings,
+    settings: AnalysisSettings,
     reference: str,
     factorial: Factorial | None = None,
 ) -> dict[Pair, ArmClaim]:
@@ -199,7 +199,7 @@ def format_calls(
     verdicts: dict[Pair, Decision],
     claims: dict[Pair, ArmClaim],
     readers: dict[str, answering.fe.ReaderArrays],
-    settings: Settings,
+    settings: AnalysisSettings,
 ) -> dict[Pair, FormatCall]:
     """Each contrast's FORMAT part under the lenient reader, and its claim where the format explains
     the shift.
@@ -236,7 +236,7 @@ def base_part(reference: str, found: dict[str, tuple[Path, EvalLog]], data: ArmD
 
 
 def build(
-    logs_dir: str, settings: Settings, arms: list[str] | None = None, audit: Audit | None = None
+    logs_dir: str, settings: AnalysisSettings, arms: list[str] | None = None, audit: Audit | None = None
 ) -> ArmComparison:
     """The arm comparison report (a pure function of the logs and settings); audit: the seen/clean split."""
     return build_found(discover(logs_dir, arms), settings, str(logs_dir), audit=audit)
@@ -244,7 +244,7 @@ def build(
 
 def build_found(
     found: dict[str, tuple[Path, EvalLog]],
-    settings: Settings,
+    settings: AnalysisSettings,
     logs_dir: str,
     expected: bool = True,
     reference: str = "base",

@@ -19,7 +19,7 @@ from analysis.reports.contrast_values import ContrastStats, Decision
 from analysis.reports.contrasts import Primary, bh_decisions, family_rows
 from analysis.reports.report_models import ArmContrast, ArmFamily
 from analysis.reports.report_parts import FormatContrast
-from analysis.reports.settings import Settings
+from analysis.reports.settings import AnalysisSettings
 from contract.generations import ToolCallCounts
 
 # A contrast's key: (ref, arm), the reference arm and the compared arm.
@@ -68,7 +68,7 @@ class FormatCall:
 
 
 def budget_adjustments(
-    rows: Sequence[ContrastPiece], data: dict[str, ArmData], settings: Settings
+    rows: Sequence[ContrastPiece], data: dict[str, ArmData], settings: AnalysisSettings
 ) -> tuple[dict[Pair, BudgetAdjustment | None], str | None]:
     """Each contrast's budget-adjusted delta (where both arms record gen_tokens); a note on those without."""
     with_budget = [c for c in rows if data[c.arm].budget is not None and data[c.ref].budget is not None]
@@ -88,7 +88,7 @@ def budget_adjustments(
     return out, note + "involving them is null"
 
 
-def decisions(rows: Sequence[ContrastPiece], settings: Settings) -> dict[Pair, Decision]:
+def decisions(rows: Sequence[ContrastPiece], settings: AnalysisSettings) -> dict[Pair, Decision]:
     """Each contrast's verdict: the primary one by the claim's family (as in the delta report), every other
     one Benjamini-Hochberg over the report's other contrasts, so no verdict depends on the report printing
     it."""
@@ -99,7 +99,10 @@ def decisions(rows: Sequence[ContrastPiece], settings: Settings) -> dict[Pair, D
 
 
 def family_sections(
-    rows: Sequence[ContrastPiece], data: dict[str, ArmData], settings: Settings, families: list[str | None]
+    rows: Sequence[ContrastPiece],
+    data: dict[str, ArmData],
+    settings: AnalysisSettings,
+    families: list[str | None],
 ) -> list[ArmFamily]:
     """Each contrast's per-family rows (one Benjamini-Hochberg family per contrast), in the rows' order."""
     return [

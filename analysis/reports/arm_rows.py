@@ -28,7 +28,7 @@ from analysis.reports.contrast_values import Decision
 from analysis.reports.contrasts import mean_contrast, too_few_items
 from analysis.reports.design import FACTORIAL_CELLS
 from analysis.reports.report_models import Factorial, FactorialEffect, PathTable, PathVerdict
-from analysis.reports.settings import Settings
+from analysis.reports.settings import AnalysisSettings
 from contract.evallog import EvalLog
 
 PATH_VERDICTS = ["clean", "answer_without_tool", "tool_result_ignored", "tool_error", "no_answer"]
@@ -39,7 +39,7 @@ def contrast_claim(
     row: ContrastPiece,
     decision: Decision,
     adjusted: Interval | None,
-    settings: Settings,
+    settings: AnalysisSettings,
     augmentation: str | None = None,
     interaction: str | None = None,
 ) -> str:
@@ -94,7 +94,7 @@ def contrast_row(
     data: dict[str, ArmData],
     log: EvalLog,
     attribution: str,
-    settings: Settings,
+    settings: AnalysisSettings,
     primary_pair: tuple[str, str],
     marginal: bool = False,
 ) -> ContrastPiece:
@@ -148,7 +148,7 @@ def path_table(arm: str, log: EvalLog) -> PathTable | None:
 
 
 def factorial_section(
-    data: dict[str, ArmData], settings: Settings, rows: Sequence[ContrastPiece] = ()
+    data: dict[str, ArmData], settings: AnalysisSettings, rows: Sequence[ContrastPiece] = ()
 ) -> Factorial | None:
     """The factorial read-out of the arms present; None unless at least one interaction is estimable.
 

@@ -21,7 +21,7 @@ from analysis.reports.align import arm_arrays, arm_logs, check_matched, item_ord
 from analysis.reports.contrasts import BCA_MIN_ITEMS, NO_FAMILY, delta_interval, mean_contrast
 from analysis.reports.refusal import Refusal
 from analysis.reports.report_parts import Bounds, MeanContrast, PaperMetrics, Real, ReportModel, ReportSection
-from analysis.reports.settings import Settings, read_arm_list, read_swept
+from analysis.reports.settings import AnalysisSettings, read_arm_list, read_swept
 from contract.evallog import EvalLog
 
 ALL = "all"
@@ -121,7 +121,7 @@ def arm_cells(log: EvalLog, order: list[str]) -> dict[str, dict[str, Any]]:
     return cells
 
 
-def metric_interval(ref: np.ndarray, arm: np.ndarray, settings: Settings, key: str) -> Interval:
+def metric_interval(ref: np.ndarray, arm: np.ndarray, settings: AnalysisSettings, key: str) -> Interval:
     """The paired interval of mean(arm - ref) the project gives a per-item metric: BCa from BCA_MIN_ITEMS
     items; below, Newcombe's paired score interval where both arms' values are 0/1 (maj@k, pass^k at
     k = n), else the sign-flip inversion (the pass@K rule of analysis.reports.contrasts)."""
@@ -132,14 +132,16 @@ def metric_interval(ref: np.ndarray, arm: np.ndarray, settings: Settings, key: s
     )
 
 
-def metric_contrast(ref: np.ndarray, arm: np.ndarray, settings: Settings, key: str) -> dict[str, Any]:
+def metric_contrast(ref: np.ndarray, arm: np.ndarray, settings: AnalysisSettings, key: str) -> dict[str, Any]:
     """mean_contrast's row (delta, sign-flip p) with metric_interval's interval."""
     row = mean_contrast(ref, arm, settings, key).fields()
     ci = metric_interval(ref, arm, settings, key)
     return {**row, "ci95": ci.as_list(), "ci95_method": ci.method}
 
 
-def deltas(ref: EvalLog, arm: EvalLog, order: list[str], settings: Settings, key: str) -> dict[str, Any]:
+def deltas(
+    ref: EvalLog, arm: EvalLog, order: list[str], settings: AnalysisSettings, key: str
+) -> dict[str, Any]:
     """Each metric's paired delta of arm minus ref over all items, with its interval (paper_metrics)."""
     a, b = arm_arrays(ref, order).scores, arm_arrays(arm, order).scores
     k = a.shape[1]
@@ -167,7 +169,7 @@ def arms_to_table(params: str | Path | None, logs_dir: str | Path) -> tuple[list
     return list(dict.fromkeys([*listed, *steps])), steps
 
 
-def build(logs_dir: str | Path, settings: Settings, params: str | Path | None) -> BenchmarkTable:
+def build(logs_dir: str | Path, settings: AnalysisSettings, params: str | Path | None) -> BenchmarkTable:
     """The benchmark table; a Refusal when no arm has a log or two logs are not matched."""
     wanted, steps = arms_to_table(params, logs_dir)
     found = arm_logs(logs_dir, wanted)

@@ -21,7 +21,7 @@ from analysis.estimators.ece import ece_difference_test, ece_interval
 from analysis.estimators.resampling import rng_for
 from analysis.reports.contrasts import significant
 from analysis.reports.report_parts import Calibration, CalibrationArm, CalibrationDelta, ReliabilityBin
-from analysis.reports.settings import Settings
+from analysis.reports.settings import AnalysisSettings
 from contract.evallog import EvalLog
 
 ECE_MIN_EFFECT = 0.01  # a calibration error change smaller than one point is negligible
@@ -114,7 +114,9 @@ def reliability(conf: np.ndarray, right: np.ndarray, n_bins: int = N_BINS) -> li
     return rows
 
 
-def section(arms: dict[str, EvalLog], order: list[str], ref: str, settings: Settings) -> Calibration | None:
+def section(
+    arms: dict[str, EvalLog], order: list[str], ref: str, settings: AnalysisSettings
+) -> Calibration | None:
     """ECE per arm with its interval and each arm's ECE minus the reference's (paired); None: no answers."""
     # One kind of confidence for every arm, or their ECEs would not be comparable: log-probability weights
     # only when every arm's every sample records them.

@@ -28,7 +28,7 @@ from analysis.estimators.resampling import rng_for
 from analysis.reports import contrasts as ct
 from analysis.reports.refusal import Refusal
 from analysis.reports.report_parts import MeanContrast, Real, ReportSection
-from analysis.reports.settings import Settings, checked
+from analysis.reports.settings import AnalysisSettings, checked
 from contract.contamination import (
     OVERLAP_FILE,
     PROBE_PREFIX,
@@ -198,7 +198,7 @@ def difference_p(diff: Any) -> str:
     return f"permutation p {diff.p:.3g}"
 
 
-def _call(rows: list[dict[str, Any]], diff: Any, settings: Settings) -> tuple[str, str]:
+def _call(rows: list[dict[str, Any]], diff: Any, settings: AnalysisSettings) -> tuple[str, str]:
     """The split's call: a gain only on possibly-seen items, a difference, or none detected."""
     every, seen, clean = rows
     if diff.p > settings.alpha:
@@ -223,7 +223,7 @@ def _call(rows: list[dict[str, Any]], diff: Any, settings: Settings) -> tuple[st
 
 
 def split(audit: Audit, order: list[str], ref: np.ndarray, arm: np.ndarray, names: tuple[str, str],
-          settings: Settings) -> ContaminationSplit:  # fmt: skip
+          settings: AnalysisSettings) -> ContaminationSplit:  # fmt: skip
     """One contrast (per-item means of reference and arm, in order) on all, seen and clean items."""
     seen = seen_mask(audit, order)
     key = f"/contamination/{names[0]}/{names[1]}"
@@ -282,7 +282,7 @@ def with_split(
     order: list[str],
     data: dict[str, Any],
     pairs: list[tuple[str, str]],
-    settings: Settings,
+    settings: AnalysisSettings,
 ) -> R:
     """The arm comparison with every (reference, arm) contrast split (data: each arm's ArmData); as it was
     without an audit."""

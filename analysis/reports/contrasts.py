@@ -45,7 +45,7 @@ from analysis.estimators.signflip import (
 from analysis.reports.align import ArmData
 from analysis.reports.contrast_values import Claim, ContrastStats, Decision
 from analysis.reports.number_text import p_bound
-from analysis.reports.settings import Settings
+from analysis.reports.settings import AnalysisSettings
 
 NO_FAMILY = "(none)"
 # The contrast every report decides by the claim's family (docs/reading-the-report.md).
@@ -93,7 +93,7 @@ def small_suite_note(n_items: int) -> str | None:
     return SMALL_SUITE.format(n=n_items, least=BCA_MIN_ITEMS) if n_items < BCA_MIN_ITEMS else None
 
 
-def delta_interval(d: np.ndarray, settings: Settings, key: str) -> Interval:
+def delta_interval(d: np.ndarray, settings: AnalysisSettings, key: str) -> Interval:
     """The interval of a mean delta at this suite size: BCa from 100 items, else the sign-flip inversion."""
     if d.size >= BCA_MIN_ITEMS:
         return bootstrap_mean_ci(d, settings.n_boot, rng_for(settings.seed, f"item{key}"),
@@ -114,7 +114,9 @@ def paired_stats(
                          float(flip.p[0]), flip.exact, flip.n_perm)  # fmt: skip
 
 
-def mean_contrast(ref: np.ndarray, arm: np.ndarray, settings: Settings, key: str = "") -> ContrastStats:
+def mean_contrast(
+    ref: np.ndarray, arm: np.ndarray, settings: AnalysisSettings, key: str = ""
+) -> ContrastStats:
     """Paired delta of per-item scores: estimate, BCa item-level CI, sign-flip p (every report's rows)."""
     d = arm - ref
     ci = delta_interval(d, settings, key)
@@ -122,13 +124,13 @@ def mean_contrast(ref: np.ndarray, arm: np.ndarray, settings: Settings, key: str
     return paired_stats(ref, arm, d, ci, flip)
 
 
-def bh_decisions(stats: Sequence[ContrastStats], settings: Settings) -> list[Decision]:
+def bh_decisions(stats: Sequence[ContrastStats], settings: AnalysisSettings) -> list[Decision]:
     """Benjamini-Hochberg over the contrasts' p, then the one rule: each contrast's Decision, in order."""
     return bh_decide([s.p_value for s in stats], [s.ci for s in stats], [s.delta for s in stats], settings)
 
 
 def bh_decide(
-    p_values: Sequence[float], cis: Sequence[Interval], deltas: Sequence[float], settings: Settings
+    p_values: Sequence[float], cis: Sequence[Interval], deltas: Sequence[float], settings: AnalysisSettings
 ) -> list[Decision]:
     """The Decisions of a Benjamini-Hochberg family of contrasts given by their p, intervals and deltas."""
     decided_by = f"Benjamini-Hochberg over {len(p_values)} contrasts at fdr {settings.fdr}"
@@ -139,7 +141,7 @@ def bh_decide(
     return out
 
 
-def decide_bh(rows: list[dict[str, Any]], settings: Settings, delta_key: str = "delta") -> None:
+def decide_bh(rows: list[dict[str, Any]], settings: AnalysisSettings, delta_key: str = "delta") -> None:
     """bh_decide for reports still assembled as dicts: sets q_value, significant, negligible, decided_by."""
     cis = [Interval(*r["ci95"], r.get("ci95_method") or "") for r in rows]
     decisions = bh_decide([r["p_value"] for r in rows], cis, [r[delta_key] for r in rows], settings)
@@ -165,7 +167,7 @@ class FamilyContrast:
 
 
 def family_rows(
-    ref: ArmData, arm: ArmData, settings: Settings, families: list[str | None]
+    ref: ArmData, arm: ArmData, settings: AnalysisSettings, families: list[str | None]
 ) -> list[FamilyContrast]:
     """Delta, CI, p per item family of one contrast, decided as one Benjamini-Hochberg family."""
     groups = family_groups(families)
@@ -177,7 +179,7 @@ def family_rows(
     return [FamilyContrast(*row) for row in zip(groups, stats, decisions, strict=True)]
 
 
-def too_few_items(n_items: int, settings: Settings, n_tests: int = 1) -> str | None:
+def too_few_items(n_items: int, settings: AnalysisSettings, n_tests: int = 1) -> str | None:
     """Why no claim may be made from this many items (no adjusted sign-flip p can reach alpha), or None.
 
     n_tests: the size of the Holm family the claim combines; its first step tests at alpha / n_tests.
@@ -222,7 +224,7 @@ def _small_suite_passk(
     ref_scores: np.ndarray,
     arm_scores: np.ndarray,
     every: list[int],
-    settings: Settings,
+    settings: AnalysisSettings,
     passk: PassAtK,
     mean_ci: Interval,
 ) -> PassAtK:
@@ -246,7 +248,7 @@ def _small_suite_passk(
 
 
 def _claim_family(
-    ref_scores: np.ndarray, arm_scores: np.ndarray, top_k: int, p_mean: float, settings: Settings
+    ref_scores: np.ndarray, arm_scores: np.ndarray, top_k: int, p_mean: float, settings: AnalysisSettings
 ) -> tuple[int, float, list[float]]:
     """The claim's family: pass@1 alone (k = 1), else pass@1 and pass@K; its tests, pass@K's p, Holm's p."""
     if top_k == 1:
@@ -256,7 +258,7 @@ def _claim_family(
     return 2, top_p, list(holm_adjusted([p_mean, top_p]))
 
 
-def primary_contrast(ref_scores: np.ndarray, arm_scores: np.ndarray, settings: Settings) -> Primary:
+def primary_contrast(ref_scores: np.ndarray, arm_scores: np.ndarray, settings: AnalysisSettings) -> Primary:
     """Trained vs base: the headline mean delta and pass@k, with Holm over pass@1 and pass@K at alpha.
 
     The intervals: the mean delta's item-level BCa (which is pass@1's with 0/1 scores), pass@K's the
@@ -323,7 +325,7 @@ def is_primary(reference: str, arm: str) -> bool:
     return (reference, arm) == (PRIMARY_REFERENCE, PRIMARY_ARM)
 
 
-def claim(primary: Primary, settings: Settings) -> Claim:
+def claim(primary: Primary, settings: AnalysisSettings) -> Claim:
     """EXPANSION / SHARPENING / REGRESSION / no detectable difference, decided by the claim's Holm family.
 
     With one sample per item pass@1 is the only evidence, which cannot separate sharpening from

@@ -45,7 +45,7 @@ from analysis.reports.report_models import (
     Verdict,
 )
 from analysis.reports.report_parts import FormatSection
-from analysis.reports.settings import Settings, settings_dict
+from analysis.reports.settings import AnalysisSettings, settings_dict
 from analysis.reports.undecided import UndecidedSection
 from contract.evallog import EvalLog
 
@@ -102,7 +102,7 @@ def pass_at_k_rows(primary: Primary) -> list[PassAtKRow]:
 
 
 def format_section(
-    pair: Pair, primary: Primary, claim: Claim, settings: Settings
+    pair: Pair, primary: Primary, claim: Claim, settings: AnalysisSettings
 ) -> tuple[FormatSection, Claim]:
     """The format part (the same generations under the lenient reader) and the claim it leaves.
 
@@ -144,7 +144,7 @@ def mde_part(pair: Pair, alpha: float) -> Mde:
     )
 
 
-def noise_floor_part(pair: Pair, settings: Settings) -> NoiseFloor | None:
+def noise_floor_part(pair: Pair, settings: AnalysisSettings) -> NoiseFloor | None:
     """The A/A noise floor of the pre arm (half of each item's samples against the other half)."""
     method = contrasts.interval_method(len(pair.order))
     noise = aa_noise_floor(
@@ -164,7 +164,7 @@ def noise_floor_part(pair: Pair, settings: Settings) -> NoiseFloor | None:
     )
 
 
-def budget_points(pair: Pair, settings: Settings, headline: Interval) -> list[BudgetPoint]:
+def budget_points(pair: Pair, settings: AnalysisSettings, headline: Interval) -> list[BudgetPoint]:
     """Both arms' accuracy at each token budget, where the logs record every sample's tokens."""
     tokens_ref, tokens_arm = sample_tokens(pair.ref_log, pair.order), sample_tokens(pair.arm_log, pair.order)
     if tokens_ref is None or tokens_arm is None:
@@ -204,7 +204,7 @@ def verdict_part(primary: Primary) -> Verdict:
     )
 
 
-def families(pair: Pair, settings: Settings) -> list[DeltaFamily]:
+def families(pair: Pair, settings: AnalysisSettings) -> list[DeltaFamily]:
     """Each item family's delta, its arms' means named mean_pre and mean_post (after the verdict)."""
     out = []
     for f in contrasts.family_rows(pair.ref, pair.arm, settings, pair.ref.families):
@@ -268,7 +268,7 @@ def build(
     ref_log: EvalLog,
     arm_path: str,
     arm_log: EvalLog,
-    settings: Settings,
+    settings: AnalysisSettings,
     on_pass_at_k: Callable[[dict[str, Any]], None] | None = None,
     distinct_models: bool = True,
     allow: frozenset[str] = frozenset(),
@@ -312,7 +312,9 @@ def build(
     return report.with_fields(contamination=part)
 
 
-def undecided_part(pair: Pair, settings: Settings, notes_out: list[str]) -> dict[str, UndecidedSection]:
+def undecided_part(
+    pair: Pair, settings: AnalysisSettings, notes_out: list[str]
+) -> dict[str, UndecidedSection]:
     """The report's `undecided` keyword (analysis.reports.undecided), or its note appended to notes_out."""
     pre_arm, post_arm = pair.names()
     return undecided.report_fields(
@@ -323,7 +325,7 @@ def undecided_part(pair: Pair, settings: Settings, notes_out: list[str]) -> dict
 
 def assemble(
     pair: Pair,
-    settings: Settings,
+    settings: AnalysisSettings,
     matched: dict[str, Any],
     primary: Primary,
     claim: Claim,

@@ -16,7 +16,7 @@ from analysis.reports.align import arm_arrays, arm_logs, check_matched, item_ord
 from analysis.reports.refusal import Refusal
 from analysis.reports.report_models import ArmComparison, DeltaReport
 from analysis.reports.report_parts import MeanContrast, Real, ReportModel, ReportSection
-from analysis.reports.settings import Settings
+from analysis.reports.settings import AnalysisSettings
 from contract.evallog import EvalLog
 
 
@@ -118,7 +118,7 @@ def same_generations(bp: Path, before: EvalLog, ap: Path, after: EvalLog) -> Non
         )
 
 
-def arm_changes(before: EvalLog, after: EvalLog, settings: Settings) -> dict[str, Any]:
+def arm_changes(before: EvalLog, after: EvalLog, settings: AnalysisSettings) -> dict[str, Any]:
     """The paired change of one arm's score, and the items whose majority verdict changed."""
     order = item_order(before)
     b, a = arm_arrays(before, order), arm_arrays(after, order)
@@ -168,7 +168,7 @@ def _verdicts_arms(r: ArmComparison) -> dict[str, Any]:
     return out
 
 
-def report_verdicts(found: dict[str, tuple[Path, EvalLog]], settings: Settings) -> dict[str, Any]:
+def report_verdicts(found: dict[str, tuple[Path, EvalLog]], settings: AnalysisSettings) -> dict[str, Any]:
     """Every verdict the delta report and the arm comparison print for these logs, by name."""
     out: dict[str, Any] = {}
     if "base" in found and "trained" in found:
@@ -180,7 +180,7 @@ def report_verdicts(found: dict[str, tuple[Path, EvalLog]], settings: Settings) 
 
 
 def verdicts_or_reason(
-    found: dict[str, tuple[Path, EvalLog]], settings: Settings
+    found: dict[str, tuple[Path, EvalLog]], settings: AnalysisSettings
 ) -> tuple[dict[str, Any] | None, str | None]:
     """report_verdicts, or None and the reason when the reports would refuse these logs: the arms of one
     folder scored by different scorers (some rescored, some not) are no measurement a report prints."""
@@ -191,7 +191,9 @@ def verdicts_or_reason(
 
 
 def build(
-    before: dict[str, tuple[Path, EvalLog]], after: dict[str, tuple[Path, EvalLog]], settings: Settings
+    before: dict[str, tuple[Path, EvalLog]],
+    after: dict[str, tuple[Path, EvalLog]],
+    settings: AnalysisSettings,
 ) -> dict[str, Any]:
     """The drift report as a JSON-ready dict: per-arm changes and the verdicts that change."""
     shared = [a for a in after if a in before]

@@ -68,7 +68,7 @@ from analysis.reports.contrasts import (
 )
 from analysis.reports.number_text import p_bound
 from analysis.reports.report_parts import AnsweredChange, LenientTopK, MeanContrast
-from analysis.reports.settings import Settings
+from analysis.reports.settings import AnalysisSettings
 
 FORMAT, FORMAT_DECLINE = "FORMAT", "FORMAT (decline)"
 # The claims under the report's reader that say the score moved.
@@ -89,7 +89,7 @@ class ReaderArrays:
     lenient: np.ndarray | None  # (n_items, k) the lenient reader's scores; None: not recorded
 
 
-def answered_share(answered: np.ndarray, settings: Settings, key: str = "") -> Estimate:
+def answered_share(answered: np.ndarray, settings: AnalysisSettings, key: str = "") -> Estimate:
     """The share of samples with an answer read, with a percentile item-cluster bootstrap interval (one
     sample per item: Wilson's score interval, which covers where the percentile interval of 0/1 values at a
     few dozen items does not)."""
@@ -106,7 +106,7 @@ def answered_share(answered: np.ndarray, settings: Settings, key: str = "") -> E
 
 
 def accuracy_among_answered(
-    scores: np.ndarray, answered: np.ndarray, settings: Settings, key: str = ""
+    scores: np.ndarray, answered: np.ndarray, settings: AnalysisSettings, key: str = ""
 ) -> RatioEstimate:
     """Accuracy among the samples with an answer read (a ratio), with its item-cluster bootstrap interval.
 
@@ -126,7 +126,9 @@ def accuracy_among_answered(
     return dataclasses.replace(est, ci=dataclasses.replace(est.ci, method=RATIO_METHOD))
 
 
-def paired_share_interval(ref: np.ndarray, arm: np.ndarray, settings: Settings, key: str = "") -> Interval:
+def paired_share_interval(
+    ref: np.ndarray, arm: np.ndarray, settings: AnalysisSettings, key: str = ""
+) -> Interval:
     """The interval of mean(arm - ref) of per-item shares: BCa from 100 items, else small_suite_interval."""
     if ref.size >= BCA_MIN_ITEMS:
         return delta_interval(arm - ref, settings, key)
@@ -136,7 +138,7 @@ def paired_share_interval(ref: np.ndarray, arm: np.ndarray, settings: Settings, 
 
 
 def answered_change(
-    ref_answered: np.ndarray, arm_answered: np.ndarray, settings: Settings, key: str = "/answered"
+    ref_answered: np.ndarray, arm_answered: np.ndarray, settings: AnalysisSettings, key: str = "/answered"
 ) -> AnsweredChange:
     """The paired change in answered share (arm minus reference), its interval and sign-flip test."""
     ref = np.asarray(ref_answered, np.float64).mean(axis=1)
@@ -158,7 +160,7 @@ def answered_change(
 
 
 def lenient_contrast(
-    ref_lenient: np.ndarray, arm_lenient: np.ndarray, settings: Settings, level: float, key: str = ""
+    ref_lenient: np.ndarray, arm_lenient: np.ndarray, settings: AnalysisSettings, level: float, key: str = ""
 ) -> MeanContrast:
     """The lenient reader's mean contrast, drawn as the report reader's contrast of the same key, decided
     at the unadjusted level (p <= level and the interval excludes 0)."""
@@ -171,7 +173,7 @@ def lenient_contrast(
 
 
 def lenient_primary(
-    ref_lenient: np.ndarray, arm_lenient: np.ndarray, settings: Settings
+    ref_lenient: np.ndarray, arm_lenient: np.ndarray, settings: AnalysisSettings
 ) -> tuple[MeanContrast, LenientTopK | None]:
     """Trained vs base under the lenient reader, estimated and decided as under the report's reader.
 

@@ -88,7 +88,7 @@ class ReportModel(ReportSection):
 
 
 class RecordedSettings(ReportSection):
-    """The analysis settings a report was computed with (analysis.reports.settings.Settings)."""
+    """The analysis settings a report was computed with (analysis.reports.settings.AnalysisSettings)."""
 
     n_boot: int
     n_perm: int

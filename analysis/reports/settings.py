@@ -18,12 +18,12 @@ from contract.params import ARM_LIST, AnalysisParams, problem
 from contract.protocol import PARAMS_SECTIONS
 from contract.sweep import SweepError, check_section
 
-# The defaults of params.yaml `analysis` (contract.params.AnalysisParams), which Settings keeps.
+# The defaults of params.yaml `analysis` (contract.params.AnalysisParams), which AnalysisSettings keeps.
 _DEFAULTS = AnalysisParams()
 
 
 @dataclass(frozen=True)
-class Settings:
+class AnalysisSettings:
     """Analysis settings (params.yaml `analysis`, seed falling back to `protocol.seed`)."""
 
     n_boot: int = _DEFAULTS.n_boot
@@ -52,11 +52,11 @@ def _fix(key: str, known: Sequence[str]) -> str:
     return f"did you mean {close[0]!r}? rename it" if close else "remove or rename it"
 
 
-def read_settings(path: str | Path | None) -> Settings:
+def read_settings(path: str | Path | None) -> AnalysisSettings:
     """Settings from params.yaml's `analysis` section; path None means params.yaml if it exists."""
     if path is None:
         if not Path("params.yaml").is_file():
-            return Settings()
+            return AnalysisSettings()
         path = "params.yaml"
     p = Path(path)
     if not p.is_file():
@@ -76,7 +76,7 @@ def read_settings(path: str | Path | None) -> Settings:
         # The seed falls back to protocol.seed, checked as the section's own seed would be.
         protocol_seed = {"seed": (params.get("protocol") or {}).get("seed", 0)}
         a = a.model_copy(update={"seed": checked(AnalysisParams, protocol_seed, p, "protocol").seed})
-    return Settings(**{name: getattr(a, name) for name in Settings.__dataclass_fields__})
+    return AnalysisSettings(**{name: getattr(a, name) for name in AnalysisSettings.__dataclass_fields__})
 
 
 def checked(model: type[M], section: Any, p: Path, where: str) -> M:
@@ -125,6 +125,6 @@ def read_swept(path: str | Path | None, logs_dir: str | Path) -> tuple[str, list
     return s.base, arms
 
 
-def settings_dict(s: Settings) -> dict[str, Any]:
+def settings_dict(s: AnalysisSettings) -> dict[str, Any]:
     """Settings as a JSON-ready dict."""
     return asdict(s)

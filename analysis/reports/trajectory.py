@@ -24,7 +24,7 @@ from analysis.reports.prompting import prompt_line
 from analysis.reports.refusal import Refusal
 from analysis.reports.report_models import TrajectoryReport
 from analysis.reports.settings import (
-    Settings,
+    AnalysisSettings,
     checked,
     read_arm_list,
     read_section,
@@ -88,7 +88,7 @@ class StepTest:
 
 
 def _test(
-    arm: str, ref: str, data: dict[str, ArmData], models: dict[str, str], settings: Settings
+    arm: str, ref: str, data: dict[str, ArmData], models: dict[str, str], settings: AnalysisSettings
 ) -> StepTest:
     """The contrast with the arm report's draws: a number carries the same interval on both pages."""
     if contrasts.is_primary(ref, arm):
@@ -99,7 +99,7 @@ def _test(
     )
 
 
-def _rows(tests: list[StepTest], readers: dict[str, Any], settings: Settings) -> list[dict[str, Any]]:
+def _rows(tests: list[StepTest], readers: dict[str, Any], settings: AnalysisSettings) -> list[dict[str, Any]]:
     """The tests' report rows: Benjamini-Hochberg over all but the primary, then each FORMAT call."""
     by_bh = iter(contrasts.bh_decisions([t.stats for t in tests if t.primary is None], settings))
     rows = []
@@ -119,7 +119,7 @@ def _rows(tests: list[StepTest], readers: dict[str, Any], settings: Settings) ->
     return rows
 
 
-def reward_claim(row: dict[str, Any] | None, settings: Settings) -> str:
+def reward_claim(row: dict[str, Any] | None, settings: AnalysisSettings) -> str:
     """What the last checkpoint vs the placebo says about the reward, decided by its interval."""
     if row is None:
         return (
@@ -175,7 +175,7 @@ LIMITS = (
 )
 
 
-def _short(status: str, detail: str, settings: Settings, **extra: Any) -> TrajectoryReport:
+def _short(status: str, detail: str, settings: AnalysisSettings, **extra: Any) -> TrajectoryReport:
     """The short report of a trajectory that is not configured or whose checkpoints have no logs."""
     return TrajectoryReport(
         report="trajectory", status=status, detail=detail, **extra, settings=settings_dict(settings)
@@ -209,7 +209,7 @@ def _notes(ref_log: EvalLog, n_items: int, configured_placebo: str | None, place
     return notes
 
 
-def build(logs_dir: str, settings: Settings, params: str | Path | None) -> TrajectoryReport:
+def build(logs_dir: str, settings: AnalysisSettings, params: str | Path | None) -> TrajectoryReport:
     """The trajectory report, or a short one when it is not configured or arms miss."""
     config = read_trajectory(params, logs_dir)
     if config is None:

@@ -27,7 +27,7 @@ from analysis.estimators.resampling import rng_for
 from analysis.reports import format_effect as fe
 from analysis.reports.align import ArmData
 from analysis.reports.report_parts import AnsweredChange, Bounds, Real, ReportSection
-from analysis.reports.settings import Settings
+from analysis.reports.settings import AnalysisSettings
 from contract.evallog import EvalLog
 
 # The first EvalLog format that records which samples are undecided.
@@ -84,7 +84,11 @@ def not_recorded(arms: list[str], n_logs: int) -> str:
 
 
 def undecided_contrast(
-    ref: str, arm: str, scores: dict[str, np.ndarray], flags: dict[str, np.ndarray], settings: Settings
+    ref: str,
+    arm: str,
+    scores: dict[str, np.ndarray],
+    flags: dict[str, np.ndarray],
+    settings: AnalysisSettings,
 ) -> UndecidedContrast:
     """One contrast's change in undecided share, its note, and the delta on the samples both arms decided;
     scores and flags (n_items, k) by arm."""
@@ -113,7 +117,7 @@ def section(
     order: list[str],
     scores: dict[str, np.ndarray],
     pairs: list[tuple[str, str]],
-    settings: Settings,
+    settings: AnalysisSettings,
 ) -> tuple[UndecidedSection | None, str | None]:
     """The undecided part over these arms and contrasts (reference, arm), or None and the note saying why."""
     flags = {arm: undecided_matrix(log, order) for arm, log in logs.items()}
@@ -139,7 +143,7 @@ def report_fields(
     order: list[str],
     data: dict[str, ArmData],
     pairs: list[tuple[str, str]],
-    settings: Settings,
+    settings: AnalysisSettings,
     notes: list[str],
 ) -> dict[str, UndecidedSection]:
     """The report's `undecided` keyword for these contrasts, each (ref, arm); empty where not recorded, the

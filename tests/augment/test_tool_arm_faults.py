@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from analysis.reports import arm_comparison
-from analysis.reports.settings import Settings
+from analysis.reports.settings import AnalysisSettings
 from augment.tools.server import EXIT_EVERY_ENV
 from contract.engine import Decoding, EngineInfo, GenRequest, GenResult
 from contract.evallog import FORMAT_VERSION, load
@@ -32,7 +32,7 @@ from pipeline.run_paths import RunPaths
 from pipeline.settings import RunnerError
 
 N_ITEMS, K, CHUNK = 6, 2, 4  # 12 samples, one call each, in 3 chunks
-FAST = Settings(n_boot=200, n_perm=200, seed=1)
+FAST = AnalysisSettings(n_boot=200, n_perm=200, seed=1)
 
 
 class CallingEngine:

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from analysis.reports.refusal import Refusal
-from analysis.reports.settings import Settings, read_arm_list, read_settings, read_swept
+from analysis.reports.settings import AnalysisSettings, read_arm_list, read_settings, read_swept
 from analysis.reports.trajectory import read_trajectory
 from contract.params import AnalysisParams
 from demo.worlds import ROOT
@@ -87,8 +87,8 @@ def test_a_trajectory_without_checkpoints_needs_a_sweep(tmp_path: Path) -> None:
 
 def test_the_analyses_defaults_are_the_sections(tmp_path: Path) -> None:
     path = params_with(tmp_path, analysis={"n_boot": 400}, protocol={"seed": 7})
-    assert asdict(Settings()) == {**AnalysisParams().model_dump(), "seed": 0}
-    assert read_settings(path) == Settings(n_boot=400, seed=7)
+    assert asdict(AnalysisSettings()) == {**AnalysisParams().model_dump(), "seed": 0}
+    assert read_settings(path) == AnalysisSettings(n_boot=400, seed=7)
     assert read_settings(params_with(tmp_path, analysis={"seed": 3})).seed == 3
     assert read_trajectory(
         params_with(tmp_path, trajectory={"checkpoints": ["base", "trained"]}), tmp_path

@@ -6,21 +6,21 @@ from pathlib import Path
 
 from analysis.reports import delta
 from analysis.reports.report_models import DeltaReport
-from analysis.reports.settings import Settings
+from analysis.reports.settings import AnalysisSettings
 from contract.evallog import EvalLog
 from tests.helpers.commands import run_cli
 from tests.helpers.params import write_params
 
-FAST = Settings(n_boot=400, n_perm=400, seed=7)
+FAST = AnalysisSettings(n_boot=400, n_perm=400, seed=7)
 
 
-def build_typed(pre: Path, post: Path, s: Settings = FAST) -> DeltaReport:
+def build_typed(pre: Path, post: Path, s: AnalysisSettings = FAST) -> DeltaReport:
     """The delta report of two log files, built in process."""
     return delta.build(str(pre), EvalLog.model_validate_json(pre.read_text()), str(post),
                        EvalLog.model_validate_json(post.read_text()), s)  # fmt: skip
 
 
-def build(pre: Path, post: Path, s: Settings = FAST) -> dict:
+def build(pre: Path, post: Path, s: AnalysisSettings = FAST) -> dict:
     """The report as plain data (its fields as assembled), as the tests below read it."""
     return build_typed(pre, post, s).model_dump()
 

@@ -12,7 +12,7 @@ import yaml
 
 from analysis.reports import contamination_split as cs
 from analysis.reports.refusal import Refusal
-from analysis.reports.settings import Settings
+from analysis.reports.settings import AnalysisSettings
 from contract.contamination import OverlapSettings, ProbeFile, ProbeItem, TrainingData
 from contract.engine import EngineInfo
 from contract.suite import SuiteItem
@@ -128,7 +128,7 @@ def test_a_gain_that_lives_only_on_recited_items_is_called_so(tmp_path: Path) ->
     rng = np.random.default_rng(0)
     ref = rng.uniform(0, 0.5, 200)
     arm = ref + np.where(np.isin(ids, sorted(seen)), 0.4, 0.0) + rng.normal(0, 0.02, 200)
-    s = cs.split(audit, ids, ref, arm, ("base", "trained"), Settings(n_boot=400, n_perm=400))
+    s = cs.split(audit, ids, ref, arm, ("base", "trained"), AnalysisSettings(n_boot=400, n_perm=400))
     assert (s.n_seen, s.n_clean, s.evidence["recited"]) == (60, 140, 60)
     assert [r.items for r in s.rows] == ["all", "possibly seen", "clean"]
     assert s.rows[1].delta == pytest.approx(0.4, abs=0.01) and abs(s.rows[2].delta) < 0.01
@@ -136,19 +136,26 @@ def test_a_gain_that_lives_only_on_recited_items_is_called_so(tmp_path: Path) ->
     assert s.call == cs.ONLY_SEEN and s.difference_p < 0.01
     # The same gain on every item: no difference detected.
     flat = cs.split(audit, ids, ref, ref + 0.2 + rng.normal(0, 0.02, 200), ("base", "trained"),
-                    Settings(n_boot=400, n_perm=400))  # fmt: skip
+                    AnalysisSettings(n_boot=400, n_perm=400))  # fmt: skip
     assert flat.call == cs.NO_DIFFERENCE
 
 
 def test_nothing_flagged_is_said_plainly_and_a_file_of_other_items_is_refused(tmp_path: Path) -> None:
     ids = [f"q{i:03d}" for i in range(30)]
     audit = cs.read_audit(write_audit(tmp_path, ids, set()))
-    s = cs.split(audit, ids, np.zeros(30), np.ones(30), ("base", "trained"), Settings(n_boot=200, n_perm=200))
+    s = cs.split(
+        audit, ids, np.zeros(30), np.ones(30), ("base", "trained"), AnalysisSettings(n_boot=200, n_perm=200)
+    )
     assert s.call == cs.NOTHING and len(s.rows) == 1 and s.n_seen == 0
     assert "no item is flagged" in s.call_detail
     with pytest.raises(Refusal, match=r"probe-trained.json: item q999 of the logs is not in it"):
         cs.split(
-            audit, [*ids, "q999"], np.zeros(31), np.ones(31), ("a", "b"), Settings(n_boot=200, n_perm=200)
+            audit,
+            [*ids, "q999"],
+            np.zeros(31),
+            np.ones(31),
+            ("a", "b"),
+            AnalysisSettings(n_boot=200, n_perm=200),
         )
 
 

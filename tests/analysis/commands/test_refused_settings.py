@@ -20,7 +20,7 @@ from analysis.rendering import delta_report as delta_rendering
 from analysis.reports import arm_comparison, delta
 from analysis.reports.refusal import Refusal
 from analysis.reports.report_models import DeltaReport
-from analysis.reports.settings import Settings, read_arm_list, read_settings
+from analysis.reports.settings import AnalysisSettings, read_arm_list, read_settings
 from contract.evallog import EvalLog
 from demo.worlds import ROOT
 from pipeline import pins
@@ -93,13 +93,13 @@ def _greedy_logs(folder: Path, temperature: float) -> tuple[Path, Path]:
     return pre, post
 
 
-def _delta(pre: Path, post: Path, settings: Settings) -> DeltaReport:
+def _delta(pre: Path, post: Path, settings: AnalysisSettings) -> DeltaReport:
     read = EvalLog.model_validate_json
     return delta.build(str(pre), read(pre.read_text()), str(post), read(post.read_text()), settings)
 
 
 def test_a_report_of_greedy_logs_with_k_above_1_says_its_pass_at_k_is_not_of_draws(tmp_path: Path) -> None:
-    settings = Settings(n_boot=400, n_perm=400, seed=7)
+    settings = AnalysisSettings(n_boot=400, n_perm=400, seed=7)
     report = _delta(*_greedy_logs(tmp_path, 0.0), settings)  # base.json, trained.json in tmp_path
     note = [n for n in report.notes if n.startswith("temperature 0 (greedy decoding)")]
     assert note and "k = 4 samples of an item are one answer repeated" in note[0], report.notes

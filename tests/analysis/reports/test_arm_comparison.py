@@ -17,7 +17,7 @@ from analysis.rendering.markdown_text import items_href
 from analysis.reports import arm_comparison, delta
 from analysis.reports.design import FACTORIAL_CELLS
 from analysis.reports.report_models import ArmComparison
-from analysis.reports.settings import Settings
+from analysis.reports.settings import AnalysisSettings
 from contract.evallog import EvalLog
 from tests.helpers.commands import run_cli
 from tests.helpers.evallogs import (
@@ -37,7 +37,7 @@ ROW_FIELDS = [
     *("mean_gen_tokens", "flips_fixed_b", "flips_broke_c", "mcnemar_p", "claim"),
     *("p_value", "q_value", "significant", "negligible"),
 ]
-FAST = Settings(n_boot=400, n_perm=400, seed=3)
+FAST = AnalysisSettings(n_boot=400, n_perm=400, seed=3)
 
 
 def test_names_reach_the_markdown_and_the_forest_plot_as_written(tmp_path):
@@ -230,9 +230,9 @@ def test_significant_but_tiny_delta_is_negligible(tmp_path):
     folder.mkdir()
     write_log(folder / "base.json", base)
     write_log(folder / "trained.json", arm)
-    row = arm_comparison.build(str(folder), Settings(n_boot=2000, n_perm=2000, min_effect=0.01)).model_dump()[
-        "contrasts"
-    ][0]
+    row = arm_comparison.build(
+        str(folder), AnalysisSettings(n_boot=2000, n_perm=2000, min_effect=0.01)
+    ).model_dump()["contrasts"][0]
     assert row["naive_delta"] == pytest.approx(0.006)
     assert row["significant"] and row["negligible"]
 
@@ -332,7 +332,7 @@ def test_family_contrasts_have_their_own_fdr_family(world):
 
 def test_a_row_whose_ci_excludes_zero_but_is_not_significant_says_why(world):
     report = arm_comparison.build(
-        str(world), Settings(n_boot=400, n_perm=400, seed=3, fdr=0.001)
+        str(world), AnalysisSettings(n_boot=400, n_perm=400, seed=3, fdr=0.001)
     ).model_dump()
     # A secondary contrast (trained vs base is decided by the claim's family at alpha, not at fdr).
     row = next(c for c in report["contrasts"] if c["ci95"][0] > 0 and c["arm"] != "trained")

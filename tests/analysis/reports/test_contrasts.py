@@ -20,12 +20,12 @@ from analysis.estimators.signflip import sign_flip_interval, sign_flip_test
 from analysis.rendering import index_page as report
 from analysis.reports import arm_comparison, calibration, crossover, trajectory
 from analysis.reports.report_models import ArmComparison, DeltaReport
-from analysis.reports.settings import Settings
+from analysis.reports.settings import AnalysisSettings
 from contract.evallog import EvalLog
 from tests.helpers.evallogs import write_log
 from tests.helpers.reports import build
 
-FAST = Settings(n_boot=400, n_perm=400, seed=7)
+FAST = AnalysisSettings(n_boot=400, n_perm=400, seed=7)
 
 
 # ------------------------------------------------------------------------------ estimators vs references

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from analysis.commands import delta as delta_command
 from analysis.rendering import delta_report as delta_rendering
 from analysis.reports.report_models import DeltaReport
-from analysis.reports.settings import Settings, read_settings
+from analysis.reports.settings import AnalysisSettings, read_settings
 from contract.evallog import EvalLog
 from tests.helpers.commands import run_cli
 from tests.helpers.evallogs import FAMILIES, HOSTILE_FAMILY, HOSTILE_MODEL, synthetic_scores, write_log
@@ -134,7 +134,7 @@ def test_minimal_logs_are_compared(tmp_path):
     }
     (tmp_path / "pre.json").write_text(json.dumps(pre))
     (tmp_path / "post.json").write_text(json.dumps(post))
-    r = build(tmp_path / "pre.json", tmp_path / "post.json", Settings(n_boot=400, n_perm=5000))
+    r = build(tmp_path / "pre.json", tmp_path / "post.json", AnalysisSettings(n_boot=400, n_perm=5000))
     assert r["delta_mean"] == pytest.approx(0.75) and r["matched_protocol"]["protocol"] is None
     assert r["perm_exact"] and r["perm_p"] == pytest.approx(2 / 2**12)
 
@@ -483,7 +483,7 @@ def test_invalid_log_is_one_line_naming_the_file(tmp_path, capsys):
 def test_settings_come_from_params_with_the_protocol_seed(tmp_path):
     p = tmp_path / "params.yaml"
     p.write_text("protocol: {seed: 1234}\nanalysis: {n_boot: 300, fdr: 0.1}\n")
-    assert read_settings(p) == Settings(
+    assert read_settings(p) == AnalysisSettings(
         n_boot=300, n_perm=10_000, alpha=0.05, fdr=0.1, min_effect=0.01, seed=1234
     )
     p.write_text("analysis: {n_boot: 300, seed: 5}\n")
@@ -520,7 +520,7 @@ def test_settings_that_would_be_misread_are_refused(tmp_path, body, message):
 
 def test_defaults_without_params(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    assert read_settings(None) == Settings(
+    assert read_settings(None) == AnalysisSettings(
         n_boot=10_000, n_perm=10_000, alpha=0.05, fdr=0.05, min_effect=0.01, seed=0
     )
 
@@ -590,7 +590,7 @@ def test_p_at_the_permutation_floor_is_printed_as_a_bound(pair):
 def test_interval_labels_follow_alpha(pair):
     from analysis.rendering.delta_report import delta_markdown
 
-    r = build(*pair, Settings(n_boot=400, n_perm=400, seed=7, alpha=0.1))
+    r = build(*pair, AnalysisSettings(n_boot=400, n_perm=400, seed=7, alpha=0.1))
     text = delta_markdown(DeltaReport.model_validate(r))
     assert "90% CI" in text and "95%" not in text
 

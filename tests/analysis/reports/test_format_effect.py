@@ -12,9 +12,9 @@ from analysis.estimators.proportions import newcombe_paired_interval
 from analysis.reports import contrasts
 from analysis.reports import format_effect as fe
 from analysis.reports.report_parts import LenientTopK, MeanContrast
-from analysis.reports.settings import Settings
+from analysis.reports.settings import AnalysisSettings
 
-FAST = Settings(n_boot=4000, n_perm=2000, seed=3)
+FAST = AnalysisSettings(n_boot=4000, n_perm=2000, seed=3)
 
 
 def _answers(rng: np.random.Generator, n: int, k: int, rate: float) -> np.ndarray:

@@ -12,13 +12,13 @@ from analysis.rendering.arms_report import arms_markdown
 from analysis.rendering.delta_report import delta_markdown
 from analysis.reports import arm_comparison, delta, trajectory
 from analysis.reports.report_models import ArmComparison, DeltaReport
-from analysis.reports.settings import Settings
+from analysis.reports.settings import AnalysisSettings
 from tests.helpers.commands import run_cli
 from tests.helpers.evallogs import write_log
 from tests.helpers.params import write_params
 from tests.helpers.params import write_trajectory_params as trajectory_params
 
-FAST = Settings(n_boot=400, n_perm=400, seed=11)
+FAST = AnalysisSettings(n_boot=400, n_perm=400, seed=11)
 N, K = 80, 4
 
 

@@ -7,9 +7,9 @@ import pytest
 
 from analysis.reports.contrasts import BCA_MIN_ITEMS, primary_contrast
 from analysis.reports.delta import pass_at_k_rows
-from analysis.reports.settings import Settings
+from analysis.reports.settings import AnalysisSettings
 
-FAST = Settings(n_boot=300, n_perm=300, seed=3)
+FAST = AnalysisSettings(n_boot=300, n_perm=300, seed=3)
 
 
 def scores(n_items: int, k: int, seed: int, p: float) -> np.ndarray:

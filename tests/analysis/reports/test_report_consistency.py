@@ -14,7 +14,7 @@ from analysis.rendering.arms_report import arms_markdown
 from analysis.rendering.trajectory_report import metrics_markdown
 from analysis.reports import arm_comparison
 from analysis.reports.report_models import ArmComparison, CheckpointMetrics, TrajectoryReport
-from analysis.reports.settings import Settings
+from analysis.reports.settings import AnalysisSettings
 from tests.helpers.evallogs import make_world, synthetic_scores, write_log
 
 OLD_WORDINGS = (
@@ -27,7 +27,7 @@ OLD_WORDINGS = (
 
 def test_the_factorial_main_effect_is_its_contrast_row_with_one_interval(tmp_path: Path) -> None:
     folder = make_world(tmp_path / "logs", n_items=120, k=4)
-    report = arm_comparison.build(str(folder), Settings(n_boot=400, n_perm=400, seed=3))
+    report = arm_comparison.build(str(folder), AnalysisSettings(n_boot=400, n_perm=400, seed=3))
     rows = {(c.reference, c.arm): c for c in report.contrasts}
     effects = {e.effect: e for e in report.factorial.effects}  # type: ignore[union-attr]
     for effect, arm in (("training", "trained"), ("retrieval", "+rag"), ("tools", "+tools")):

@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 
 from analysis.reports import arm_comparison, trajectory
-from analysis.reports.settings import Settings
+from analysis.reports.settings import AnalysisSettings
 from tests.helpers.commands import run_cli
 from tests.helpers.evallogs import write_log
 from tests.helpers.markdown import markdown_view
 from tests.helpers.params import write_trajectory_params
 
-FAST = Settings(n_boot=400, n_perm=400, seed=5)
+FAST = AnalysisSettings(n_boot=400, n_perm=400, seed=5)
 # arm -> lift of every item's success probability over base (probability scale: the lift is the true delta)
 LIFTS = {"base": 0.0, "step-200": 0.08, "trained": 0.16, "placebo": 0.02}
 

@@ -10,11 +10,11 @@ import numpy as np
 from analysis.commands import arm_comparison as arm_comparison_command
 from analysis.commands import delta as delta_command
 from analysis.reports import arm_comparison
-from analysis.reports.settings import Settings
+from analysis.reports.settings import AnalysisSettings
 from tests.helpers.evallogs import write_log
 from tests.helpers.params import write_params
 
-FAST = Settings(n_boot=300, n_perm=300, seed=3)
+FAST = AnalysisSettings(n_boot=300, n_perm=300, seed=3)
 N_ITEMS, K = 24, 4
 
 

@@ -13,11 +13,11 @@ from analysis.estimators.ratio import decided_delta, pooled_ratio
 from analysis.estimators.resampling import rng_for
 from analysis.rendering.delta_report import delta_markdown
 from analysis.reports import delta
-from analysis.reports.settings import Settings
+from analysis.reports.settings import AnalysisSettings
 from contract import logreader
 from contract.evallog import FORMAT_VERSION, EvalLog, EvalLogError, load
 
-FAST = Settings(n_boot=400, n_perm=400, seed=7)
+FAST = AnalysisSettings(n_boot=400, n_perm=400, seed=7)
 
 
 def log_doc(scores: np.ndarray, undecided: np.ndarray | None, version: int = FORMAT_VERSION, **extra) -> dict:
