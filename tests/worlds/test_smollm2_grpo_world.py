@@ -184,25 +184,37 @@ def _run(args: list[str], cwd: Path) -> str:
     return done.stdout + done.stderr
 
 
+# The world's scripts, each through its main(argv) as `python <script> ...` runs it, one after another in one
+# Python process: grpo.py imports trl (which imports vLLM) and build.py peft, about 10 s of a CPU each time,
+# paid here once for the three runs instead of once per run. A script that returns non-zero stops the rest.
+_SCRIPTS = """
+import importlib.util, json, sys
+for name, script, argv in json.loads(sys.argv[1]):
+    spec = importlib.util.spec_from_file_location(name, script)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    if module.main(argv) != 0:
+        sys.exit(f"{script} {' '.join(argv)}: failed")
+"""
+
+
+def _run_scripts(runs: list[tuple[str, list[str]]], cwd: Path) -> str:
+    """Run each (world script, its arguments) in turn in one Python process (see _SCRIPTS); its output."""
+    calls = [[f"world_script_{n}", str(WORLD / script), argv] for n, (script, argv) in enumerate(runs)]
+    return _run([sys.executable, "-c", _SCRIPTS, json.dumps(calls)], cwd)
+
+
 @pytest.mark.slow
 def test_a_reduced_run_trains_the_placebo_and_writes_the_trajectory(tmp_path: Path) -> None:
     """4 steps of 2 problems x 2 completions of 8 tokens on the tiny checkpoint, then 3 items at k = 2."""
     py = sys.executable
     small = ["--base", str(TINY), "--logs", str(tmp_path / "logs"), "--steps", "4", "--problems", "8"]
     small += ["--prompts", "2", "--generations", "2", "--max-tokens", "8"]
-    for reward in ("verifier", "random"):
-        out = str(tmp_path / "adapters" / reward)
-        _run([py, str(WORLD / "grpo.py"), "--reward", reward, "--out", out, *small], WORLD)
-    real, fake = _csv(tmp_path / "logs" / "verifier.csv"), _csv(tmp_path / "logs" / "random.csv")
-    assert len(real) == len(fake) == 4
-    # The placebo's coin came up at the rewarded run's first-step rate (0 here: the tiny model is wrong).
-    assert f"P(1) = {float(real[0]['reward']):.4f}" in (tmp_path / "logs" / "random.txt").read_text()
-    assert sorted(p.name for p in (tmp_path / "adapters" / "verifier").glob("step-*")) == [
-        "step-1",
-        "step-2",
-        "step-4",
+    train = [
+        ("grpo.py", ["--reward", reward, "--out", str(tmp_path / "adapters" / reward), *small])
+        for reward in ("verifier", "random")
     ]
-
     models = tmp_path / "world" / "models"
     shutil.copytree(TINY, models / "base")
     pairs = dict(
@@ -213,18 +225,19 @@ def test_a_reduced_run_trains_the_placebo_and_writes_the_trajectory(tmp_path: Pa
         )
     )
     flags = [f"--checkpoint={arm}=adapters/{a}" for arm, a in pairs.items()]
-    build_cmd = [
-        py,
-        str(WORLD / "build.py"),
-        "--models",
-        str(models),
-        "--adapters",
-        str(tmp_path),
-        "--keep-base",
-        "--run-layout",
-        str(tmp_path / "world" / "checkpoints" / "verifier"),
+    build_args = ["--models", str(models), "--adapters", str(tmp_path), "--keep-base"]
+    build_args += ["--run-layout", str(tmp_path / "world" / "checkpoints" / "verifier"), *flags]
+    # The two training runs (the placebo reads the rewarded run's first-step reward), then the build.
+    _run_scripts([*train, ("build.py", build_args)], WORLD)
+    real, fake = _csv(tmp_path / "logs" / "verifier.csv"), _csv(tmp_path / "logs" / "random.csv")
+    assert len(real) == len(fake) == 4
+    # The placebo's coin came up at the rewarded run's first-step rate (0 here: the tiny model is wrong).
+    assert f"P(1) = {float(real[0]['reward']):.4f}" in (tmp_path / "logs" / "random.txt").read_text()
+    assert sorted(p.name for p in (tmp_path / "adapters" / "verifier").glob("step-*")) == [
+        "step-1",
+        "step-2",
+        "step-4",
     ]
-    _run([*build_cmd, *flags], WORLD)
 
     world = tmp_path / "world"
     suite = [row for _, row in read_jsonl(grpo.SUITE)][:3]
