@@ -52,15 +52,23 @@ IN_PROCESS_ENGINE = (
 # The modules that use the SmolLM2 world's float32 checkpoints (smollm2_checkpoints): on one worker, one after
 # another, the checkpoints are built once (about 40 s of a CPU), not once on each worker at the same time.
 SMOLLM2_CHECKPOINTS = {"test_smollm2_world", "test_plain_world", "test_smollm2_grpo_world", "test_judge_vllm"}
-# The longest groups, longest first (each a few minutes of a CPU; the rest take under a minute each). The
-# test command's pytest-xdist hands groups to its two workers in collection order (--no-loadscope-reorder,
-# in pyproject.toml), each worker taking the next group as it finishes one: longest first, the short ones
-# even the two workers out at the end, where one long group collected last would leave one worker idle.
+# The longest groups, longest first: the first three take a few minutes of a CPU each, the others 15-50 s
+# (benchmarks/bench_tests.py prints each group's CPU time); every other group takes under 15 s. The test
+# command's pytest-xdist hands groups to its two workers in collection order (--no-loadscope-reorder, in
+# pyproject.toml), each worker taking the next group as it nears the end of one: longest first, the short
+# ones even the two workers out at the end, where one long group collected last (test_answer_reading, under
+# tests/scoring/, came after almost every other) would leave the other worker idle while it runs.
 LONGEST_GROUPS = (
     "test_dvc_pipeline",
     "smollm2-checkpoints",
     "vllm-in-process",
+    "test_answer_reading",
+    "test_delta",
     "test_shards",
+    "test_doc_commands",
+    "test_tool_arm_faults",
+    "test_served_faults",
+    "test_trajectory",
     "test_run_arms",
 )
 
