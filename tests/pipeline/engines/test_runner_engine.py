@@ -205,7 +205,12 @@ def test_a_run_killed_mid_generation_resumes_to_the_uninterrupted_log(
     w = make_world(tmp_path / "w", {"base": tiny_checkpoint}, arithmetic_items(60), k=4, max_tokens=16)
     out = tmp_path / "killed"
     shard = RunPaths(out, "base").shard
+    # The run is niced (nice execs it: the pid signalled is the run's): on a loaded machine the poller below
+    # would otherwise be starved while the whole arm (a second of generation) finishes unseen.
     cmd = [
+        "nice",
+        "-n",
+        "15",
         sys.executable,
         "-m",
         "pipeline.run_arm",
