@@ -180,6 +180,32 @@ def test_no_two_folders_import_each_other() -> None:
     assert cycles == [], {c: (edges[c], edges[(c[1], c[0])]) for c in cycles}
 
 
+def module_level_imports(module: str) -> set[str]:
+    """The project modules a module imports at its top level (a registry's deferred imports left out)."""
+    import ast
+
+    path = module_file(module)
+    assert path is not None, module
+    found: set[str] = set()
+    for node in ast.parse(path.read_text(encoding="utf-8"), filename=str(path)).body:
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            found.update([node.module, *(f"{node.module}.{a.name}" for a in node.names)])
+    return {m for m in found if m != module and module_file(m) is not None}
+
+
+def test_no_two_modules_import_each_other() -> None:
+    from graphlib import CycleError, TopologicalSorter
+
+    graph = {m: module_level_imports(m) for package in PACKAGES for m in modules_of(package)}
+    try:
+        TopologicalSorter(graph).prepare()
+    except CycleError as e:
+        circle = " -> ".join(e.args[1])
+        pytest.fail(f"modules importing each other in a circle: {circle}; move what both need into a module")
+
+
 def test_generation_code_of_an_arm_follows_its_augmentations() -> None:
     plain = set(generation_code(False, False))
     assert {"pipeline/run_arm.py", "pipeline/generate.py", "pipeline/plan.py", "pipeline/prompts.py"} <= plain
