@@ -35,6 +35,10 @@ class Interval:
         """The interval's report keys: key as [lo, hi] and key_method (`ci95`, `ci95_method`)."""
         return {key: self.as_list(), f"{key}_method": self.method}
 
+    def excludes_zero(self) -> bool:
+        """True when the whole interval lies on one side of zero."""
+        return self.excludes(0.0)
+
 
 def interval_fields(ci: Interval | None, key: str = "ci95") -> dict[str, list[float] | str | None]:
     """Interval.fields, or both keys null where there is no interval."""

@@ -111,7 +111,7 @@ def aa_noise_floor(
         cis = bootstrap_mean_ci(
             half_deltas(scores, n_splits, rng), fpr_n_boot, rng, alpha=alpha, method=method
         )
-        false_alarms = sum(c.excludes() for c in cis)
+        false_alarms = sum(c.excludes_zero() for c in cis)
     return NoiseFloor(
         float((half_b - half_a).mean()), ci, flip_share, false_alarms / n_splits, n_splits, k // 2, alpha,
         fpr_n_boot,
