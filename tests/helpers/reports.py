@@ -27,6 +27,11 @@ def build(pre: Path, post: Path, s: AnalysisSettings = FAST) -> dict:
 
 def write_reports(tmp_path: Path, logs: Path) -> Path:
     """The delta and arm-comparison reports of a folder of logs, by their commands, under tmp_path/reports."""
+    return write_reports_saying(tmp_path, logs)[0]
+
+
+def write_reports_saying(tmp_path: Path, logs: Path) -> tuple[Path, str]:
+    """write_reports, and what the arm comparison's command wrote to stderr (its warnings)."""
     params = write_params(tmp_path / "params.yaml", n_boot=300, n_perm=300)
     out = tmp_path / "reports"
     pre, post = str(logs / "base.json"), str(logs / "trained.json")
@@ -52,4 +57,4 @@ def write_reports(tmp_path: Path, logs: Path) -> Path:
         str(params),
     )
     assert done.returncode == 0, done.stderr
-    return out
+    return out, done.stderr

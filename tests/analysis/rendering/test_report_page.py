@@ -12,11 +12,9 @@ import pytest
 from analysis.commands import index_page as index_command
 from analysis.rendering import index_page as report
 from analysis.rendering.markdown_text import items_href
-from tests.helpers.commands import run_cli
 from tests.helpers.evallogs import HOSTILE_ARM, hostile_world, make_world
 from tests.helpers.markdown import markdown_view
-from tests.helpers.params import write_params
-from tests.helpers.reports import write_reports
+from tests.helpers.reports import write_reports, write_reports_saying
 
 
 @pytest.fixture()
@@ -133,25 +131,9 @@ def test_a_tool_arm_that_does_not_count_its_failed_calls_is_left_out_and_the_pag
         for s in it["samples"]:
             s["tool_calls"] = [{"name": "orbital_period", "arguments": {"altitude_km": 400}, "error": "x"}]
     path.write_text(json.dumps(log))
-    params = write_params(tmp_path / "params.yaml", n_boot=300, n_perm=300)
-    out = tmp_path / "reports"
-    done = run_cli(
-        "analysis.commands.delta", "--pre", str(logs / "base.json"), "--post", str(logs / "trained.json"),
-        "--out", str(out / "delta"), "--params", str(params),
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    done = run_cli(
-        "analysis.commands.arm_comparison",
-        "--logs",
-        str(logs),
-        "--out",
-        str(out / "arms"),
-        "--params",
-        str(params),
-    )
-    assert done.returncode == 0, done.stderr
+    out, warned = write_reports_saying(tmp_path, logs)
     why = "its log records tool calls but not how many failed (format_version 2, older than 3"
-    assert f"arms: warning: +tools left out, not usable: {why}" in done.stderr
+    assert f"arms: warning: +tools left out, not usable: {why}" in warned
     arms = json.loads((out / "arms" / "arm_comparison_report.json").read_text())
     assert [c["arm"] for c in arms["contrasts"]] == ["trained"]
     assert [u["arm"] for u in arms["arms_unusable"]] == ["+tools"] and "+tools" not in arms["arms_missing"]
