@@ -72,14 +72,15 @@ def new_satellite_lookups(model: Any, n: int = 100, seed: int = 11) -> dict[str,
 
 def main(argv: list[str] | None = None) -> int:
     """CLI entry point: one row per checkpoint and set of look-ups."""
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--models", nargs="+", default=["base", "trained"], help="checkpoints under demo/models")
+    args = ap.parse_args(argv)
+    # After the arguments: --help answers without the seconds torch and transformers take to import.
     import torch
     from transformers import LlamaForCausalLM
 
     from augment.retrieval import Index, build_index
 
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--models", nargs="+", default=["base", "trained"], help="checkpoints under demo/models")
-    args = ap.parse_args(argv)
     torch.set_num_threads(2)
     with tempfile.TemporaryDirectory() as tmp:
         build_index(DEMO / "corpus" / "space-text.jsonl", Path(tmp) / "index")

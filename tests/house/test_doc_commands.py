@@ -8,13 +8,11 @@ from __future__ import annotations
 
 import importlib.util
 import re
-import subprocess
-import sys
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from demo.worlds import ROOT
+from tests.helpers.forked_commands import run_modules
 
 PAGES = sorted(
     [ROOT / "README.md", ROOT / "params.yaml", *ROOT.glob("docs/*.md"), *ROOT.glob("examples/*/README.md"),
@@ -92,14 +90,7 @@ def test_the_benchmarks_page_lists_every_benchmark_and_runs_each_as_a_module() -
 @pytest.mark.slow
 def test_every_module_a_page_shows_answers_help() -> None:
     modules = sorted(m for m in shown_modules() if ours(m))
-
-    def help_of(module: str) -> tuple[str, int, str]:
-        done = subprocess.run([sys.executable, "-m", module, "--help"], cwd=ROOT, capture_output=True,
-                              text=True, timeout=300, stdin=subprocess.DEVNULL)  # fmt: skip
-        return module, done.returncode, done.stdout + done.stderr
-
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        results = list(pool.map(help_of, modules))
+    results = run_modules([(m, ["--help"]) for m in modules], ROOT)
     failed = [f"{m}: exit {rc}: {out[-300:]}" for m, rc, out in results if rc != 0 or not out.strip()]
     assert not failed, failed
 

@@ -12,8 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import torch
-from transformers import LlamaConfig, PretrainedConfig
 
 from contract.engine import Decoding, GenRequest
 from demo.worlds import ROOT
@@ -50,6 +48,10 @@ def test_pipeline_drives_vllm_through_its_public_api_only() -> None:
 
 
 def test_the_context_length_is_the_smallest_one_the_config_names() -> None:
+    # Imported here, not at the top: torch and transformers take seconds to import, which every
+    # pytest-xdist worker would pay while it collects, whether or not it runs this module.
+    from transformers import LlamaConfig, PretrainedConfig
+
     from pipeline.engines.vllm_engine import context_length
 
     assert context_length(LlamaConfig(max_position_embeddings=512), "m") == 512
@@ -62,6 +64,9 @@ def test_the_context_length_is_the_smallest_one_the_config_names() -> None:
 
 
 def test_auto_dtype_is_float32_on_a_cpu_and_the_checkpoint_half_type_on_a_gpu() -> None:
+    import torch
+    from transformers import LlamaConfig
+
     from pipeline.engines.vllm_engine import resolve_dtype
 
     cpu = types.SimpleNamespace(is_cpu=lambda: True, supported_dtypes=[torch.bfloat16, torch.float32])
