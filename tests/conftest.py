@@ -8,7 +8,6 @@ pipeline.engines.get_engine, which swaps it only when a test asks for another mo
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,11 +17,6 @@ import pytest
 # threads that spin while they wait (the default policy) burn the core the other worker needs. Set before
 # anything loads torch, and inherited by every command a test starts; a value the caller set wins.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-# Python keeps its bytecode caches, as it does on a user's machine: where PYTHONDONTWRITEBYTECODE is set (some
-# sandboxes set it), each of the test command's hundreds of Python processes (stages, commands, engines,
-# servers) compiles every project module it imports again, some 15% of the CPU of a module that runs
-# commands (tests/analysis/commands: 67 s -> 57 s). The caches (__pycache__/) are ignored by git and DVC.
-os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 from demo.tiny_models import TINY_RECIPE, TINY_SIZE, build_tiny_checkpoint
 from demo.worlds import DEMO_BASE, ROOT
@@ -31,8 +25,6 @@ from demo.worlds import DEMO_BASE, ROOT
 from tests.helpers.browser import browser as browser
 from tests.helpers.checkpoints import cache_dir, cached_checkpoint, committed_or_cached
 from tests.helpers.worlds import smollm2_build_key, world_env
-
-sys.dont_write_bytecode = False  # this process too, for the modules it imports from here on
 
 # The test modules that drive a vLLM engine in the test process. The test command (--dist loadgroup) runs
 # them one after another on one pytest-xdist worker: vLLM's import (about 15 s of a CPU) and each
