@@ -65,7 +65,6 @@ LONGEST_GROUPS = (
     "test_answer_reading",
     "test_delta",
     "test_shards",
-    "test_doc_commands",
     "test_tool_arm_faults",
     "test_served_faults",
     "test_trajectory",

@@ -36,6 +36,8 @@ for module, args in json.loads(sys.argv[1]):
             runpy.run_module(module, run_name="__main__", alter_sys=True)
         except SystemExit as stop:
             code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
+            if not isinstance(stop.code, int) and stop.code is not None:
+                print(stop.code, file=sys.stderr)  # as the interpreter does with sys.exit("message")
         except BaseException:
             import traceback
             traceback.print_exc()
